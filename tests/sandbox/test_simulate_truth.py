@@ -96,7 +96,7 @@ def test_lateral_measures_recovered_exactly(pid):
 
 def test_profiles_face_both_ways_and_facing_is_reported():
     facings = set()
-    for pid in [f"F{i}" for i in range(40)]:
+    for pid in [f"F{i}" for i in range(25)]:
         t = truth(pid, TS)["ceph_lateral"]
         P = _points("ceph-lateral-points", pid, LATERAL)
         # the face looks towards +x in the image when N is anterior (right) of S
@@ -247,7 +247,7 @@ def test_all_eight_tooth_prefixes_are_emitted():
 def test_findings_counts_match_results_and_truth():
     ep = get_endpoint("clinical-images")
     seen_empty_pano = seen_pano = False
-    for i in range(60):
+    for i in range(40):
         pid = f"C{i}"
         url = f"http://127.0.0.1:1/_sandbox/images/intraoral_left/{pid}/{TS}.png"
         body = respond(ep, _req(pid, url=url))
@@ -285,7 +285,7 @@ def test_classifier_category_from_sandbox_kind_and_tmj_sentence():
 
 def test_growth_between_sessions_a_year_apart():
     grew = 0
-    for i in range(30):
+    for i in range(16):
         pid = f"G{i}"
         early = truth(pid, "2024-01-10")
         late = truth(pid, "2025-01-10")
@@ -301,7 +301,7 @@ def test_growth_between_sessions_a_year_apart():
         grew += n_me_b > n_me_a + 0.5
         # anatomy that does not grow stays the same across sessions
         assert early["patient"] == late["patient"]
-    assert grew >= 15  # most patients are still growing
+    assert grew >= 8  # most patients are still growing
 
 
 def test_unparseable_timestamp_uses_baseline_age():
