@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ __all__ = [
     "ImageTransform",
     "chaikin",
     "place",
+    "place_points",
     "resample",
     "shoelace_area",
     "unit",
@@ -86,9 +88,26 @@ class ImageTransform:
         rot = np.array([[c, -s], [s, c]])
         return rot @ np.diag([float(self.flip_x), float(self.flip_y)]) / self.mm_per_px
 
+    @cached_property
+    def _linear_t(self) -> np.ndarray:
+        """``matrix().T``, computed once (points are row vectors)."""
+        m = self.matrix()
+        m.flags.writeable = False
+        return m.T
+
+    @cached_property
+    def _offset(self) -> np.ndarray:
+        t = np.asarray(self.translation_px, dtype=float)
+        t.flags.writeable = False
+        return t
+
+    def linear(self, points_mm: np.ndarray) -> np.ndarray:
+        """The linear part only: ``points_mm @ matrix().T`` (no translation)."""
+        return points_mm @ self._linear_t
+
     def apply(self, points_mm: np.ndarray) -> np.ndarray:
         """Pixels of an ``(n, 2)`` array of anatomical points (mm)."""
-        return points_mm @ self.matrix().T + np.asarray(self.translation_px)
+        return points_mm @ self._linear_t + self._offset
 
     def invert(self, points_px: np.ndarray) -> np.ndarray:
         """Anatomical millimetres of an ``(n, 2)`` array of pixels."""
@@ -125,14 +144,35 @@ def place(
     ``points_mm`` at least ``margin_px`` from every edge (centred when the
     shape is too large for the margin).
     """
+    return place_points(
+        rng, points_mm, mm_per_px=mm_per_px, rotation_deg=rotation_deg, flip_x=flip_x,
+        flip_y=flip_y, width=width, height=height, margin_px=margin_px,
+    )[0]  # fmt: skip
+
+
+def place_points(
+    rng: np.random.Generator,
+    points_mm: np.ndarray,
+    *,
+    mm_per_px: float,
+    rotation_deg: float,
+    flip_x: int,
+    flip_y: int,
+    width: int,
+    height: int,
+    margin_px: float,
+) -> tuple[ImageTransform, np.ndarray]:
+    """:func:`place`, also returning ``points_mm`` in pixels (``transform.apply(points_mm)``)."""
     base = ImageTransform(mm_per_px, rotation_deg, flip_x, flip_y, (0.0, 0.0), width, height)
-    q = base.apply(points_mm)
-    lo, hi = q.min(axis=0), q.max(axis=0)
+    q = base.linear(points_mm)
+    lo, hi = q.min(axis=0).tolist(), q.max(axis=0).tolist()
     t = []
     for k, size in enumerate((width, height)):
         a = margin_px - lo[k]
         b = size - 1 - margin_px - hi[k]
-        t.append(float(rng.uniform(a, b)) if b > a else float((size - 1 - hi[k] - lo[k]) / 2))
-    return ImageTransform(
+        t.append(float(rng.uniform(a, b)) if b > a else (size - 1 - hi[k] - lo[k]) / 2)
+    tr = ImageTransform(
         mm_per_px, rotation_deg, flip_x, flip_y, (round(t[0], 3), round(t[1], 3)), width, height
     )
+    tr.__dict__["_linear_t"] = base._linear_t  # same rotation, flips and scale
+    return tr, q + tr._offset

@@ -19,6 +19,10 @@ from datetime import UTC, date, datetime
 
 import numpy as np
 
+_sha256 = hashlib.sha256
+_Generator = np.random.Generator
+_PCG64 = np.random.PCG64
+
 __all__ = ["REFERENCE_DATE", "age_at", "digest", "generator", "parse_timestamp"]
 
 #: Each patient's baseline age is the age on this date; the birth date follows.
@@ -28,17 +32,16 @@ DAYS_PER_YEAR = 365.25
 
 
 def digest(*parts: object) -> bytes:
-    """SHA-256 of the parts, each as ``str`` and separated by a NUL byte."""
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(str(p).encode("utf-8"))
-        h.update(b"\x00")
-    return h.digest()
+    """SHA-256 of the parts, each as ``str`` and followed by a NUL byte."""
+    return _sha256("".join([f"{p}\x00" for p in parts]).encode("utf-8")).digest()
 
 
 def generator(*parts: object) -> np.random.Generator:
-    """A PCG64 generator seeded from :func:`digest` of the parts (deterministic)."""
-    return np.random.Generator(np.random.PCG64(int.from_bytes(digest(*parts)[:16], "little")))
+    """A PCG64 generator seeded from :func:`digest` of the parts (deterministic).
+
+    The seed is the first 16 bytes of the digest read as a little-endian integer.
+    """
+    return _Generator(_PCG64(int.from_bytes(digest(*parts)[:16], "little")))
 
 
 def parse_timestamp(timestamp: str) -> datetime | None:
