@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -82,24 +81,17 @@ class ImageTransform:
     width: int
     height: int
 
+    def __post_init__(self) -> None:
+        # computed once: the transposed linear part (points are row vectors) and the offset
+        m = _linear_part(self.mm_per_px, self.rotation_deg, self.flip_x, self.flip_y)
+        t = np.array(self.translation_px, dtype=float)
+        t.flags.writeable = False
+        object.__setattr__(self, "_linear_t", m.T)
+        object.__setattr__(self, "_offset", t)
+
     def matrix(self) -> np.ndarray:
         """The 2×2 linear part ``R @ F / mm_per_px``."""
-        c, s = math.cos(math.radians(self.rotation_deg)), math.sin(math.radians(self.rotation_deg))
-        rot = np.array([[c, -s], [s, c]])
-        return rot @ np.diag([float(self.flip_x), float(self.flip_y)]) / self.mm_per_px
-
-    @cached_property
-    def _linear_t(self) -> np.ndarray:
-        """``matrix().T``, computed once (points are row vectors)."""
-        m = self.matrix()
-        m.flags.writeable = False
-        return m.T
-
-    @cached_property
-    def _offset(self) -> np.ndarray:
-        t = np.asarray(self.translation_px, dtype=float)
-        t.flags.writeable = False
-        return t
+        return self._linear_t.T.copy()
 
     def linear(self, points_mm: np.ndarray) -> np.ndarray:
         """The linear part only: ``points_mm @ matrix().T`` (no translation)."""
@@ -124,6 +116,24 @@ class ImageTransform:
             "image_size_px": [self.width, self.height],
             "formula": "pixel = R(rotation_deg) @ (diag(flip) @ p_mm / mm_per_px) + translation_px",
         }
+
+
+def _linear_part(mm_per_px: float, rotation_deg: float, flip_x: int, flip_y: int) -> np.ndarray:
+    """``R(rotation_deg) @ diag(flip_x, flip_y) / mm_per_px`` (read-only 2×2).
+
+    Written out element by element as the matrix product computes it: each entry
+    is the sum of two products, one of them with a zero of ``diag``.
+    """
+    r = math.radians(rotation_deg)
+    c, s = math.cos(r), math.sin(r)
+    fx, fy = float(flip_x), float(flip_y)
+    m = np.array([
+        [c * fx + -s * 0.0, c * 0.0 + -s * fy],
+        [s * fx + c * 0.0, s * 0.0 + c * fy],
+    ])  # fmt: skip
+    m /= mm_per_px
+    m.flags.writeable = False
+    return m
 
 
 def place(
@@ -163,16 +173,15 @@ def place_points(
     margin_px: float,
 ) -> tuple[ImageTransform, np.ndarray]:
     """:func:`place`, also returning ``points_mm`` in pixels (``transform.apply(points_mm)``)."""
-    base = ImageTransform(mm_per_px, rotation_deg, flip_x, flip_y, (0.0, 0.0), width, height)
-    q = base.linear(points_mm)
-    lo, hi = q.min(axis=0).tolist(), q.max(axis=0).tolist()
+    q = points_mm @ _linear_part(mm_per_px, rotation_deg, flip_x, flip_y).T
     t = []
     for k, size in enumerate((width, height)):
-        a = margin_px - lo[k]
-        b = size - 1 - margin_px - hi[k]
-        t.append(float(rng.uniform(a, b)) if b > a else (size - 1 - hi[k] - lo[k]) / 2)
+        col = q[:, k]
+        lo, hi = float(col.min()), float(col.max())
+        a = margin_px - lo
+        b = size - 1 - margin_px - hi
+        t.append(float(rng.uniform(a, b)) if b > a else (size - 1 - hi - lo) / 2)
     tr = ImageTransform(
         mm_per_px, rotation_deg, flip_x, flip_y, (round(t[0], 3), round(t[1], 3)), width, height
     )
-    tr.__dict__["_linear_t"] = base._linear_t  # same rotation, flips and scale
     return tr, q + tr._offset
