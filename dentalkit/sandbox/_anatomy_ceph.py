@@ -125,8 +125,10 @@ class _Gather:
         self.get_named = itemgetter(*self.named)
         self.get_contours = itemgetter(*self.groups)
 
-    def __call__(self, named: dict[str, complex], contours: dict[str, np.ndarray]) -> np.ndarray:
-        """``(n, 2)`` float array (x, y) in key order."""
+    def __call__(
+        self, named: dict[str, complex], contours: dict[str, np.ndarray | list[complex]]
+    ) -> np.ndarray:
+        """``(n, 2)`` float array (x, y) in key order (contours: arrays or lists of complex)."""
         pool = np.concatenate(
             [np.array(self.get_named(named), dtype=complex), *self.get_contours(contours)]
         )
@@ -191,6 +193,13 @@ _NASAL_UP = _frozen(_NASAL_SIN > 0)
 _ang = np.radians(np.linspace(200.0, -20.0, _g["skull_outline"]))
 _SKULL = _frozen(72.0 * np.cos(_ang) + 1j * (-10.0 + 82.0 * np.sin(_ang)))
 del _g, _t, _ang, _rel, _mol, _side, _n
+# the same templates as Python numbers, for the contours built point by point
+_L_SELLA_RIM = _SELLA_RIM.tolist()
+_L_CRANIAL = tuple(zip(_CRANIAL_T.tolist(), _CRANIAL_BULGE.tolist(), strict=True))
+_L_ORBIT = tuple(zip(_ORBIT_X.tolist(), _ORBIT_Y.tolist(), strict=True))
+_L_NASAL_STEPS = _NASAL_STEPS.tolist()
+_L_PTM = tuple(zip(_PTM_ALONG.tolist(), _PTM_ACROSS.tolist(), strict=True))
+_L_INCISOR = tuple(zip(_INCISOR_ALONG.tolist(), _INCISOR_ACROSS.tolist(), strict=True))
 
 
 def _u(deg: float) -> complex:
@@ -356,17 +365,24 @@ def lateral_mm(
     # contours
     g = LATERAL_GROUPS
     C: dict[str, np.ndarray] = {}
+    # Small contours are built point by point with Python complex numbers: one scalar
+    # multiplication of a template value per point, no numpy call per contour.
     r_s = 0.08 * c["S_N"]
-    C["sella_contour"] = S + 0.3j * r_s + r_s * _SELLA_RIM
-    C["cranial_base"] = _CRANIAL_T * N - _CRANIAL_BULGE * _u(phi)
-    C["orbit_contour"] = Or + 17j + _ORBIT_X + _ORBIT_Y
-    C["nasal_bone"] = N + _NASAL_STEPS * _u(phi - 58.0)
+    o_s = S + 0.3j * r_s
+    C["sella_contour"] = [o_s + r_s * e for e in _L_SELLA_RIM]
+    u_phi = _u(phi)
+    C["cranial_base"] = [t * N - b * u_phi for t, b in _L_CRANIAL]
+    o_or = Or + 17j
+    C["orbit_contour"] = [o_or + x + y for x, y in _L_ORBIT]
+    u_nb = _u(phi - 58.0)
+    C["nasal_bone"] = [N + k * u_nb for k in _L_NASAL_STEPS]
     pr = A + 0.45 * (ut - A) + 1.0  # prosthion
     palate = np.array([ANS, A, pr, pr + complex(-6, 3), ANS + complex(-8, 4),
                        0.5 * (ANS + PNS) + 6j, PNS])  # fmt: skip
     C["maxilla_contour"] = _resample(_chaikin(palate, 1), g["maxilla_contour"])
     axis = Pt - Ptm
-    C["ptm_fissure"] = 0.5 * (Pt + Ptm) + _PTM_ALONG * axis + _PTM_ACROSS * (axis / abs(axis))
+    o_pt, axis_unit = 0.5 * (Pt + Ptm), axis / abs(axis)
+    C["ptm_fissure"] = [o_pt + a * axis + b * axis_unit for a, b in _L_PTM]
     infradentale = la + 0.62 * (lt - la) + 1.2 * ll
     up = 1j * u
     jaw = np.array([
@@ -375,8 +391,9 @@ def lateral_mm(
         Go + 0.7 * (Me - Go) + 0.5 * up, Me, Gn, Pog, Pm, B, infradentale,
     ])  # fmt: skip
     C["mandible_contour"] = _resample(_chaikin(jaw, 2), g["mandible_contour"])
-    C["upper_incisor_outline"] = ut + _INCISOR_ALONG * c["U1_length"] * au + _INCISOR_ACROSS * lu
-    C["lower_incisor_outline"] = lt - _INCISOR_ALONG * c["L1_length"] * al + _INCISOR_ACROSS * ll
+    u1, l1 = c["U1_length"], c["L1_length"]
+    C["upper_incisor_outline"] = [ut + a * u1 * au + b * lu for a, b in _L_INCISOR]
+    C["lower_incisor_outline"] = [lt - a * l1 * al + b * ll for a, b in _L_INCISOR]
     C["upper_molar_outline"] = u6 + _UPPER_MOLAR * o
     C["lower_molar_outline"] = l6 + _LOWER_MOLAR * o
     soft = np.array([P[x] for x in _SOFT])

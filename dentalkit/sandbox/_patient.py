@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -115,9 +115,34 @@ def _derived(k: dict[str, Any]) -> dict[str, float]:
     return {"SNA": k["SNA"], "SNB": k["SNB"], "N_Me": k["N_Me"]}
 
 
+class _Draws(NamedTuple):
+    """The raw stream of a patient's generator, kept for the parts computed on first use."""
+
+    rows: list[float]  # the values of _ROWS (clipped, ANB and gonial angle final)
+    size_factor: float
+    tooth_normals: np.ndarray  # 64 by type, then 128 by side
+    uniforms: list[float]
+
+
+class _Later(NamedTuple):
+    teeth: MappingProxyType
+    missing: frozenset[str]
+    frontal: MappingProxyType
+    clinical_rates: MappingProxyType
+    pano_rates: MappingProxyType
+    pano_empty: float
+    tmj: MappingProxyType
+
+
 @dataclass(frozen=True)
 class Patient:
-    """Everything the simulator draws from ``PatientID`` alone."""
+    """Everything the simulator draws from ``PatientID`` alone.
+
+    The cephalometric part is computed at once; teeth, missing teeth, frontal
+    widths, finding rates and TMJ conditions on first use (a lateral ceph needs
+    none of them), from the same drawn stream, so they never depend on what was
+    asked first.
+    """
 
     patient_id: str
     sex: str
@@ -127,15 +152,48 @@ class Patient:
     growth_stop: float
     ceph: MappingProxyType  # baseline parameters (deg, mm, ratios)
     rates: MappingProxyType  # growth per year
-    teeth: MappingProxyType  # tooth key -> (md, bl, length, crown) in mm
-    missing: frozenset[str]
     arch: MappingProxyType  # intermolar targets and arch extras
-    frontal: MappingProxyType  # PA widths at baseline, deviations, cants
-    clinical_rates: MappingProxyType  # class -> mean count per photo (0 = never)
-    pano_rates: MappingProxyType
-    pano_empty: float  # probability that a pano shows nothing
-    tmj: MappingProxyType  # side -> tuple of conditions
+    draws: _Draws = field(repr=False, compare=False)
     extra: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
+
+    @cached_property
+    def _later(self) -> _Later:
+        return _later_draws(self.draws)
+
+    @property
+    def teeth(self) -> MappingProxyType:
+        """Tooth key → (MD, BL, length, crown height) in mm."""
+        return self._later.teeth
+
+    @property
+    def missing(self) -> frozenset[str]:
+        """Keys of the missing teeth (the same in every source and session)."""
+        return self._later.missing
+
+    @property
+    def frontal(self) -> MappingProxyType:
+        """PA widths at the baseline age, midline deviations and cants."""
+        return self._later.frontal
+
+    @property
+    def clinical_rates(self) -> MappingProxyType:
+        """Clinical finding class → mean count per photo (0 = never)."""
+        return self._later.clinical_rates
+
+    @property
+    def pano_rates(self) -> MappingProxyType:
+        """Panoramic finding class → mean count per image (0 = never)."""
+        return self._later.pano_rates
+
+    @property
+    def pano_empty(self) -> float:
+        """Probability that a session's pano shows no finding."""
+        return self._later.pano_empty
+
+    @property
+    def tmj(self) -> MappingProxyType:
+        """Condyle side → tuple of TMJ conditions."""
+        return self._later.tmj
 
     def summary(self) -> dict[str, Any]:
         """JSON-serialisable patient section of the ground truth."""
@@ -357,13 +415,32 @@ def patient(patient_id: str) -> Patient:
     ceph["Go_Me"] += _GO_ME_BY_CLASS[klass]
     ceph.update(_derived(_chain(ceph)))
 
-    # Teeth: a patient-level size factor, a per-type deviation, near-symmetric left/right.
     size_factor = 1.0 + 0.035 * float(z_size)
-    z_type = z_all[_N_NORMALS : _N_NORMALS + 64].reshape(2, 8, 4) * _SD_TYPE
-    z_side = z_all[_N_NORMALS + 64 :].reshape(2, 8, 2, 4) * _SD_SIDE
-    sizes = np.round((_SIZE_MEAN * size_factor + z_type)[:, :, None, :] + z_side, 4)
+    w_up = vals[_I["intermolar_up"]] * size_factor
+    arch = {"intermolar_up": w_up, "intermolar_lo": w_up - vals[_I["intermolar_diff"]]}
+    return Patient(
+        patient_id=patient_id,
+        sex=sex,
+        baseline_age=baseline_age,
+        birth_date=birth,
+        skeletal_class=klass,
+        growth_stop=growth_stop,
+        ceph=MappingProxyType(ceph),
+        rates=RATES[sex],
+        arch=MappingProxyType(arch),
+        draws=_Draws(vals, size_factor, z_all[_N_NORMALS:], uniforms),
+    )
+
+
+def _later_draws(d: _Draws) -> _Later:
+    """Teeth, missing teeth, frontal widths, findings and TMJ of a patient's drawn stream."""
+    # Teeth: a patient-level size factor, a per-type deviation, near-symmetric left/right.
+    z_type = d.tooth_normals[:64].reshape(2, 8, 4) * _SD_TYPE
+    z_side = d.tooth_normals[64:].reshape(2, 8, 2, 4) * _SD_SIDE
+    sizes = np.round((_SIZE_MEAN * d.size_factor + z_type)[:, :, None, :] + z_side, 4)
     teeth = dict(zip(_SIZE_KEYS, map(tuple, sizes.reshape(-1, 4).tolist()), strict=True))
 
+    uniforms = d.uniforms
     m3_propensity = uniforms[0] < 0.35  # patients prone to third-molar absence
     p_missing = _P_MISSING[m3_propensity]
     missing = {
@@ -376,11 +453,8 @@ def patient(patient_id: str) -> Patient:
         if (keys[0] in missing or keys[1] in missing) and next(u) < 0.6:
             missing.update(keys)
 
-    w_up = vals[_I["intermolar_up"]] * size_factor
-    arch = {"intermolar_up": w_up, "intermolar_lo": w_up - vals[_I["intermolar_diff"]]}
-
     sm = 0.0 if next(u) < 0.5 else 1.0  # half of the patients have a visible shift
-    frontal = dict(zip(_FRONTAL_NAMES, vals[_I["NC"] :], strict=True))
+    frontal = dict(zip(_FRONTAL_NAMES, d.rows[_I["NC"] :], strict=True))
     frontal["mand_shift"] *= sm
 
     def prevalence(classes: dict[str, tuple[float, float]]) -> dict[str, float]:
@@ -397,19 +471,9 @@ def patient(patient_id: str) -> Patient:
         side: tuple([c for c, p in TMJ_CONDITIONS.items() if next(u) < p])
         for side in ("right", "left")
     }
-
-    return Patient(
-        patient_id=patient_id,
-        sex=sex,
-        baseline_age=baseline_age,
-        birth_date=birth,
-        skeletal_class=klass,
-        growth_stop=growth_stop,
-        ceph=MappingProxyType(ceph),
-        rates=RATES[sex],
+    return _Later(
         teeth=MappingProxyType(teeth),
         missing=frozenset(missing),
-        arch=MappingProxyType(arch),
         frontal=MappingProxyType(frontal),
         clinical_rates=MappingProxyType(clinical_rates),
         pano_rates=MappingProxyType(pano_rates),
@@ -427,8 +491,18 @@ class Session:
     when: datetime | None
     age: float
     ceph: MappingProxyType  # parameters at this age
-    frontal: MappingProxyType
     chain: MappingProxyType  # the mandibular chain of ``ceph`` (_anatomy_ceph.mandible_chain)
+    years: float  # growth span: clip(age) − clip(baseline age), clipped to [6, growth stop]
+
+    @cached_property
+    def frontal(self) -> MappingProxyType:
+        """PA widths, deviations and cants at this age (computed on first use)."""
+        r = self.patient.rates
+        f = dict(self.patient.frontal)
+        for key, rate in _FRONTAL_GROWTH:
+            f[key] = f[key] + r[rate] * self.years
+        f["Cg_ANS"] = self.ceph["N_Me"] * self.ceph["N_ANS_ratio"] + f["Cg_ANS_extra"]
+        return MappingProxyType(f)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -465,16 +539,12 @@ def session(patient_id: str, timestamp: str) -> Session:
         c[key] = c[key] + r[key] * years
     chain = _chain(c)
     c.update(_derived(chain))
-    f = dict(p.frontal)
-    for key, rate in _FRONTAL_GROWTH:
-        f[key] = f[key] + r[rate] * years
-    f["Cg_ANS"] = c["N_Me"] * c["N_ANS_ratio"] + f["Cg_ANS_extra"]
     return Session(
         patient=p,
         timestamp=timestamp,
         when=when,
         age=float(age),
         ceph=MappingProxyType(c),
-        frontal=MappingProxyType(f),
         chain=MappingProxyType(chain),
+        years=years,
     )
