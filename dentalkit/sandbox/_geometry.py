@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -118,6 +119,7 @@ class ImageTransform:
         }
 
 
+@lru_cache(maxsize=64)  # a transform is placed, then built with the same linear part
 def _linear_part(mm_per_px: float, rotation_deg: float, flip_x: int, flip_y: int) -> np.ndarray:
     """``R(rotation_deg) @ diag(flip_x, flip_y) / mm_per_px`` (read-only 2×2).
 
@@ -128,10 +130,9 @@ def _linear_part(mm_per_px: float, rotation_deg: float, flip_x: int, flip_y: int
     c, s = math.cos(r), math.sin(r)
     fx, fy = float(flip_x), float(flip_y)
     m = np.array([
-        [c * fx + -s * 0.0, c * 0.0 + -s * fy],
-        [s * fx + c * 0.0, s * 0.0 + c * fy],
-    ])  # fmt: skip
-    m /= mm_per_px
+        (c * fx + -s * 0.0) / mm_per_px, (c * 0.0 + -s * fy) / mm_per_px,
+        (s * fx + c * 0.0) / mm_per_px, (s * 0.0 + c * fy) / mm_per_px,
+    ]).reshape(2, 2)  # fmt: skip
     m.flags.writeable = False
     return m
 

@@ -275,11 +275,11 @@ def _landmarks(endpoint: Endpoint, pid: str, ts: str, rng: np.random.Generator |
     lateral = endpoint.view == "lateral"
     px, tr, _, sd = (_lateral if lateral else _frontal)(pid, ts)
     keys = ceph.LATERAL_KEYS if lateral else ceph.FRONTAL_KEYS
-    pts = _noisy(px, sd, rng, (tr.width, tr.height)).tolist()
+    xy = iter(_noisy(px, sd, rng, (tr.width, tr.height)).ravel().tolist())  # x0, y0, x1, …
     return {
         "NumberOfPredictedPoints": len(keys),
         "Results": {
-            k: {"x_coordinate": x, "y_coordinate": y} for k, (x, y) in zip(keys, pts, strict=True)
+            k: {"x_coordinate": x, "y_coordinate": y} for k, x, y in zip(keys, xy, xy, strict=True)
         },
     }
 
