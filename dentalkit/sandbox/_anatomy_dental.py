@@ -165,7 +165,9 @@ def arch_layout(p: Patient, arch: str) -> dict:
     Returns a dict with ``a`` (catenary parameter, mm), ``teeth`` (key → record
     with ``centre``, ``mesial``, ``distal``, ``cusp``, ``tangent``, ``md``, ``bl``,
     ``outline`` (32×2), ``missing``), ``catenary`` (``tNN`` → point, FDI order
-    from the patient's right second molar to the left one) and the arch widths.
+    from the patient's right second molar to the left one), the arch widths and
+    ``arrays`` (``centre``, ``mesial``, ``distal``, ``cusp`` as read-only (16, 2)
+    arrays, rows in the order of ``teeth``).
     """
     return _arch_layout(p.patient_id, arch)
 
@@ -175,25 +177,28 @@ def _arch_layout(patient_id: str, arch: str) -> dict:
     from dentalkit.sandbox._patient import patient
 
     p = patient(patient_id)
+    # (MD, BL, flat-edge half length) of each tooth, per side in type order
+    sizes = {
+        side: [(*p.teeth[f"{t}_{side}_{arch}"][:2], _v_flat(t)) for t in TOOTH_TYPES]
+        for side in SIDES
+    }
 
     def layout_starts(a: float) -> dict[str, dict[str, float]]:
         """Arc length of each tooth's mesial end, with interproximal gaps that keep the
         flat mesial/distal edges of neighbours apart on the lingual (concave) side."""
         out: dict[str, dict[str, float]] = {}
         for side in SIDES:
-            out[side] = {}
+            out[side] = side_starts = {}
             s = 0.0
             prev_centre = prev_half_bl = prev_flat = None
-            for t in TOOTH_TYPES:
-                md, bl = p.teeth[f"{t}_{side}_{arch}"][:2]
-                flat = _v_flat(t)
+            for t, (md, bl, flat) in zip(TOOTH_TYPES, sizes[side], strict=True):
                 if prev_centre is None:  # across the midline, half the gap on each side
                     turn = 2.0 * math.atan(0.5 * md / a)
                     s += 0.5 * (1.3 * flat * 0.5 * bl * turn + 0.02)
                 else:
                     turn = math.atan((s + 0.5 * md) / a) - math.atan(prev_centre / a)
                     s += 1.3 * max(flat, prev_flat) * max(0.5 * bl, prev_half_bl) * turn + 0.02
-                out[side][t] = s
+                side_starts[t] = s
                 prev_centre, prev_half_bl, prev_flat = s + 0.5 * md, 0.5 * bl, flat
                 s += md
         return out
@@ -244,6 +249,8 @@ def _arch_layout(patient_id: str, arch: str) -> dict:
     for arr in (centre, tan, mesial, distal, cusps, outlines):
         arr.flags.writeable = False
     teeth = {}
+    # the per-tooth arrays below are rows of these (read-only) arrays
+    arrays = {"centre": centre, "mesial": mesial, "distal": distal, "cusp": cusps}
     for i, key in enumerate(keys):
         teeth[key] = {
             "centre": centre[i],
@@ -273,6 +280,7 @@ def _arch_layout(patient_id: str, arch: str) -> dict:
         "intercanine_width_mm": float(np.hypot(*(c_l - c_r))),
         "intermolar_width_mm": float(np.hypot(*dm)),
         "depth_mm": depth,
+        "arrays": arrays,
     }
 
 

@@ -294,9 +294,11 @@ def _keypoints(endpoint: Endpoint, pid: str, ts: str, rng: np.random.Generator |
     recs = [layout["teeth"][k] for k in keys]
     size = (tr.width, tr.height)
     s = tr.mm_per_px
-    # all points of the arch in one transform: centre, mesial, distal, cusp per tooth
+    # all points of the arch in one transform: centre, mesial, distal, cusp per tooth (the
+    # layout's arrays have one row per tooth in the order of its teeth, which is ``keys``)
+    arr = layout["arrays"]
     pts = tr.apply(
-        np.vstack([np.vstack([r["centre"], r["mesial"], r["distal"], r["cusp"]]) for r in recs])
+        np.stack([arr["centre"], arr["mesial"], arr["distal"], arr["cusp"]], axis=1).reshape(-1, 2)
     )
     sd = np.tile(
         [POINT_NOISE_SD_MM["centroid"] / s] + [POINT_NOISE_SD_MM["keypoint"] / s] * 3, len(recs)
