@@ -1,0 +1,44 @@
+"""Dental arch forms: alignment, model fits, arch dimensions and mean arch forms.
+
+Reads the ``arch_points`` and ``tooth_keypoints`` tables (docs/data-contract.md)
+and returns tidy tables. Everything is vectorized over the whole cohort; arches
+that cannot be aligned or fitted become problem rows (``status`` other than
+"ok", with a ``reason``), never exceptions. Models, frame and formulas:
+``docs/arch.md``.
+
+Public names
+------------
+align
+    Canonical frame of every arch (incisal point at the origin, midline on the
+    y-axis, +y posterior, +x patient's left) and its transform.
+to_canonical, to_image
+    Move any per-arch table into / out of that frame (exact inverses).
+fit
+    Catenary, Braun beta, even 4th/6th-order polynomials, parabola; batched.
+curve
+    Evaluate fitted models on a grid (model frame or image pixels).
+measures
+    Intercanine and intermolar width, arch depth, arch perimeter, upper/lower
+    compatibility; px or mm.
+mean_form
+    Mean arch form per group with a pointwise confidence band.
+MODELS
+    The model registry (formula, parameters, reference).
+"""
+
+from __future__ import annotations
+
+from dentalkit.arch._fit import curve, fit
+from dentalkit.arch._frame import Alignment, align, to_canonical, to_image
+from dentalkit.arch._models import MODELS, ArchModel
+
+__all__ = [
+    "MODELS",
+    "Alignment",
+    "ArchModel",
+    "align",
+    "curve",
+    "fit",
+    "to_canonical",
+    "to_image",
+]
