@@ -22,23 +22,29 @@ measures
     compatibility; px or mm.
 mean_form
     Mean arch form per group with a pointwise confidence band.
-MODELS
-    The model registry (formula, parameters, reference).
+MODELS, MEASURES
+    The model and measure registries (formula/definition, parameters, reference).
 """
 
 from __future__ import annotations
 
 from dentalkit.arch._fit import curve, fit
 from dentalkit.arch._frame import Alignment, align, to_canonical, to_image
+from dentalkit.arch._mean_form import mean_form
+from dentalkit.arch._measures import MEASURES, ArchMeasure, measures
 from dentalkit.arch._models import MODELS, ArchModel
 
 __all__ = [
+    "MEASURES",
     "MODELS",
     "Alignment",
+    "ArchMeasure",
     "ArchModel",
     "align",
     "curve",
     "fit",
+    "mean_form",
+    "measures",
     "to_canonical",
     "to_image",
 ]
