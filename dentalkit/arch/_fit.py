@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from dentalkit.arch._frame import (
+    SIDE_SOURCES,
     STATUSES,
     TRANSFORM_COLUMNS,
     align_stacked,
@@ -16,7 +17,7 @@ from dentalkit.arch._frame import (
     matrices_from,
     transform_params,
 )
-from dentalkit.arch._models import BETA_EXPONENT, MODELS, PARAM_COLUMNS, ArchModel
+from dentalkit.arch._models import BETA_EXPONENT, MODELS, PARAM_COLUMNS, ArchModel, beta_foot
 from dentalkit.arch._solve import batched_lstsq, levenberg_marquardt
 from dentalkit.arch._tables import ARCH_KEY, CARRIED, Errors, Stacked, require_columns, stack_points
 from dentalkit.errors import InputError
@@ -26,10 +27,12 @@ POSE_PARAMS = {"fit": ("y0", "x0", "phi"), "fixed": ("y0",)}
 #: Residual definitions.
 RESIDUALS = ("orthogonal", "vertical")
 _LOG2PI1 = np.log(2.0 * np.pi) + 1.0
+#: Newton iterations of each foot-point search of the exact beta distance.
+_FOOT_ITERATIONS = 12
 #: A beta fit whose width W exceeds this multiple of the points' span is abandoned.
 _BETA_RUNAWAY = 4.0
-#: A beta fit with points beyond ±W/2 for this many iterations in a row is stopped
-#: (its optimum lies on the edge of the function's domain: reported as out_of_domain).
+#: With vertical residuals, a beta fit with points beyond ±W/2 for this many iterations
+#: in a row is stopped (its optimum lies on the edge of the function's domain).
 _BETA_OUTSIDE_ITERS = 20
 #: Relative distance from x = ±W/2 below which a point counts as on the beta's end.
 _BETA_EDGE = 1e-6
@@ -63,6 +66,7 @@ class _Problem:
         npose = len(POSE_PARAMS[pose])
         k = model.k
         orth = residual == "orthogonal"
+        exact = orth and model.name == "beta"
 
         def fn(P: np.ndarray, rows: np.ndarray):
             U, V, w = self.U[rows], self.V[rows], self.weight[rows]
@@ -76,7 +80,10 @@ class _Problem:
                 yp = c * dv - s * du
             else:
                 xp, yp = U, V - y0
+                c = s = None
             J = np.empty((k + npose, *U.shape))
+            if exact:
+                return _exact_residuals(model, xp, yp, shape, w, J, npose, c, s)
             with np.errstate(over="ignore", invalid="ignore"):
                 d = model.derivs(xp, shape)
                 r = yp - d.f
@@ -104,6 +111,25 @@ class _Problem:
             return r * w, J
 
         return fn
+
+
+def _exact_residuals(model, xp, yp, shape, w, J, npose, c, s):
+    """Exact signed distances (beta) and their Jacobian by the envelope theorem."""
+    k = model.k
+    bad = ~((shape[:, 0] > 0) & (shape[:, 1] > 0))
+    ft = beta_foot(xp, yp, shape, iterations=_FOOT_ITERATIONS)
+    r = ft.d * w
+    for j in range(k):
+        J[j] = -(ft.nx * ft.dcx[j] + ft.ny * ft.dcy[j]) * w
+    if npose == 3:
+        J[k] = -(ft.nx * s + ft.ny * c) * w
+        J[k + 1] = (ft.ny * s - ft.nx * c) * w
+        J[k + 2] = (ft.nx * yp - ft.ny * xp) * w
+    else:
+        J[k] = -ft.ny * w
+    if bad.any():
+        r[bad] = np.inf
+    return r, J
 
 
 def _linear_init(prob: _Problem, powers: tuple[int, ...], rows: np.ndarray):
@@ -210,6 +236,8 @@ def _fit_model(
             out = (prob.mask[r] & ~(np.abs(xp) < edge)).any(1)
             outside_for[r] = np.where(out, outside_for[r] + 1, 0)
             runaway[r] |= run
+            if residual == "orthogonal":  # exact distances: points beyond the ends are fine
+                return run
             return run | (outside_for[r] >= _BETA_OUTSIDE_ITERS)
 
     lm = levenberg_marquardt(
@@ -273,6 +301,7 @@ def fit(
     tooth_keypoints: pd.DataFrame | None = None,
     mm_per_px: float | pd.DataFrame | None = None,
     first_point_side: str = "right",
+    point_keys: str = "auto",
     max_iter: int = 200,
     errors: Errors = "raise",
 ) -> pd.DataFrame:
@@ -304,8 +333,9 @@ def fit(
         Used only to tell the patient's left from right (see :func:`align`).
     mm_per_px : float or DataFrame, optional
         Calibration (one number, or per image); parameters are then in mm.
-    first_point_side : {"right", "left"}
-        Side of the lowest-numbered point when the teeth do not tell.
+    first_point_side, point_keys : str
+        How the patient's sides and the order along the arch are read (see
+        :func:`align`).
     max_iter : int
         Iteration limit of the Levenberg–Marquardt solver.
     errors : {"raise", "collect"}
@@ -359,7 +389,7 @@ def fit(
     if residual not in RESIDUALS:
         raise InputError(f"residual must be 'orthogonal' or 'vertical', got {residual!r}")
     models = _models_arg(model)
-    st = stack_points(arch_points, mm_per_px=mm_per_px, errors=errors)
+    st = stack_points(arch_points, mm_per_px=mm_per_px, errors=errors, point_keys=point_keys)
     return _fit_stacked(st, models, pose, residual, tooth_keypoints, first_point_side, max_iter)
 
 
@@ -454,7 +484,7 @@ def _fit_stacked(
         xm = np.einsum("mnj,mj->mn", d, ex2)
         xmin = np.where(st.mask, xm, np.inf).min(1)
         xmax = np.where(st.mask, xm, -np.inf).max(1)
-        if mod.name == "beta":
+        if mod.name == "beta" and residual == "vertical":
             half = shape[:, 1] / 2.0
             # at (to rounding) or beyond the ends: the fit ended on the domain's edge
             edge = half[:, None] * (1.0 - _BETA_EDGE)
@@ -467,9 +497,10 @@ def _fit_stacked(
                 "its best fit ends on the data (no interior optimum)"
                 for k in outside[hit]
             ]
-            negative = (status == None) & ~(shape[:, 1] > 0)  # noqa: E711
+        if mod.name == "beta":
+            negative = (status == None) & ~((shape[:, 0] > 0) & (shape[:, 1] > 0))  # noqa: E711
             status[negative] = "degenerate"
-            reason[negative] = "fitted width W is not positive"
+            reason[negative] = "fitted depth D or width W is not positive"
         finite = np.isfinite(shape).all(1) & np.isfinite(res["rss"])
         lost = (status == None) & ~finite  # noqa: E711
         status[lost] = "not_converged"
@@ -535,7 +566,7 @@ def _dtypes(table: pd.DataFrame) -> pd.DataFrame:
     table["pose"] = pd.Categorical(table["pose"], categories=list(POSE_PARAMS))
     table["residual"] = pd.Categorical(table["residual"], categories=list(RESIDUALS))
     table["unit"] = pd.Categorical(table["unit"], categories=["px", "mm"])
-    table["side_source"] = pd.Categorical(table["side_source"], categories=["teeth", "point_order"])
+    table["side_source"] = pd.Categorical(table["side_source"], categories=SIDE_SOURCES)
     return table
 
 
@@ -566,7 +597,8 @@ def curve(
     x : array-like, optional
         Abscissae in the model frame (the fit's unit) used for every curve.
         Default: ``n`` points from each fit's ``x_min`` to ``x_max`` (the span of
-        its own points).
+        its own points; for the beta function at most its ends ±W/2, beyond
+        which it is not defined and ``y`` is NaN).
     n : int
         Points per curve when ``x`` is not given.
     frame : {"model", "image"}
@@ -614,11 +646,15 @@ def curve(
             require_columns(grp, ["x_min", "x_max"], "fits")
             t = np.linspace(0.0, 1.0, n)
             lo, hi = grp["x_min"].to_numpy(float), grp["x_max"].to_numpy(float)
+            if name == "beta":  # the curve ends at x = ±W/2
+                lo, hi = np.maximum(lo, -P[:, 1] / 2.0), np.minimum(hi, P[:, 1] / 2.0)
             X = lo[:, None] + (hi - lo)[:, None] * t[None, :]
         else:
             xv = np.asarray(x, dtype=float).ravel()
             X = np.broadcast_to(xv, (len(grp), xv.size))
         Y = evaluate(mod, X, P)
+        if name == "beta":
+            Y = np.where(np.abs(X) <= P[:, 1:2] / 2.0, Y, np.nan)
         rep = np.repeat(np.arange(len(grp)), X.shape[1])
         part = grp[[*keep, "arch"]].iloc[rep].reset_index(drop=True)
         part["model"] = name

@@ -351,10 +351,11 @@ def align_stacked(
     usable = np.array([b is None for b in st.bad], dtype=bool)
     ex, ey, origin, centroid, reason = frame_from_points(st.xy, st.mask, st.n, usable)
     reason = np.where(usable, reason, st.bad)
-    # +x must point to the patient's left. From the point order: the first point is
-    # on the patient's `first_point_side`, and ex points from the first to the last.
-    sign = np.full(len(ex), 1.0 if first_point_side == "right" else -1.0)
-    source = np.full(len(ex), "point_order", dtype=object)
+    # +x must point to the patient's left; ex points from the first point to the last.
+    # FDI point numbers put the first point on the patient's right; otherwise the
+    # first point is on the patient's `first_point_side`.
+    sign = np.where(st.fdi, 1.0, 1.0 if first_point_side == "right" else -1.0)
+    source = np.where(st.fdi, "fdi_keys", "point_order").astype(object)
     if tooth_keypoints is not None:
         vote = side_signs_from_teeth(st.keys, ex, centroid, tooth_keypoints, st.scale)
         sign = np.where(vote != 0, vote, sign)
@@ -372,6 +373,7 @@ def align(
     *,
     mm_per_px: float | pd.DataFrame | None = None,
     first_point_side: str = "right",
+    point_keys: str = "auto",
     errors: Errors = "raise",
 ) -> Alignment:
     """Put every arch into the canonical frame computed from its own points.
@@ -380,7 +382,8 @@ def align(
     the y-axis, the arch opening toward +y (posterior), +x to the patient's
     left. Which end is the patient's left is read from the tooth keys
     (``*_lft_*`` / ``*_rgt_*`` centroids) when ``tooth_keypoints`` is given and
-    has them for that arch, else from the point order (``first_point_side``).
+    has them for that arch; else from FDI point numbers (``t17`` is the
+    patient's upper right); else from the point order (``first_point_side``).
 
     Parameters
     ----------
@@ -392,9 +395,14 @@ def align(
     mm_per_px : float or DataFrame, optional
         Calibration; canonical coordinates are then in mm.
     first_point_side : {"right", "left"}
-        The patient's side of the lowest-numbered point, used when the teeth do
-        not tell. Default "right" (a documented choice: the specification does
-        not say what the point numbers mean).
+        The patient's side of the first point along the arch when neither the
+        teeth nor FDI point numbers tell. Default "right" (a documented choice:
+        the specification does not say what the point numbers mean).
+    point_keys : {"auto", "fdi", "sequence"}
+        How the point numbers order the points along the arch: FDI tooth
+        numbers (``t17`` … ``t11``, ``t21`` … ``t27``; the sandbox's keys) or a
+        sequence from one end to the other; "auto" uses FDI when every number
+        of an arch is an FDI tooth of that arch.
     errors : {"raise", "collect"}
         Bad point rows raise :class:`~dentalkit.errors.InputError`, or with
         "collect" make their arch a problem row (``status="bad_input"``).
@@ -412,10 +420,10 @@ def align(
     symmetric arch sampled symmetrically, a good start otherwise.
     :func:`dentalkit.arch.fit` with ``pose="fit"`` refines it per model.
     """
-    st = stack_points(arch_points, mm_per_px=mm_per_px, errors=errors)
+    st = stack_points(arch_points, mm_per_px=mm_per_px, errors=errors, point_keys=point_keys)
     params, source, reason = align_stacked(st, tooth_keypoints, first_point_side)
     transforms = transforms_table(st, params, reason)
-    transforms["side_source"] = pd.Categorical(source, categories=["teeth", "point_order"])
+    transforms["side_source"] = pd.Categorical(source, categories=SIDE_SOURCES)
     M, t, sc = matrices_from(
         params["rotation_deg"],
         params["reflected"],
@@ -449,6 +457,9 @@ def transforms_table(
     out["unit"] = pd.Categorical(np.full(len(out), st.unit), categories=["px", "mm"])
     return out
 
+
+#: How the patient's left was told from right.
+SIDE_SOURCES = ["teeth", "fdi_keys", "point_order"]
 
 #: Problem statuses of the arch tables.
 STATUSES = [

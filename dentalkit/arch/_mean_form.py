@@ -32,6 +32,7 @@ def mean_form(
     tooth_keypoints: pd.DataFrame | None = None,
     mm_per_px: float | pd.DataFrame | None = None,
     first_point_side: str = "right",
+    point_keys: str = "auto",
     errors: Errors = "raise",
 ) -> pd.DataFrame:
     """Mean arch form of each group, after alignment, with a pointwise confidence band.
@@ -50,8 +51,8 @@ def mean_form(
     fits_or_points : DataFrame
         Output of :func:`dentalkit.arch.fit` (rows of ``model`` with status "ok"
         are used), or an ``arch_points`` table (``model`` is then fitted first
-        with ``pose``, ``residual``, ``tooth_keypoints``, ``mm_per_px`` and
-        ``first_point_side``).
+        with ``pose``, ``residual``, ``tooth_keypoints``, ``mm_per_px``,
+        ``first_point_side`` and ``point_keys``, as in :func:`dentalkit.arch.fit`).
     by : str or list of str, optional
         Grouping columns (in the fits, or per-arch columns of the points, e.g. a
         study group merged in). Upper and lower arches are always separate
@@ -92,7 +93,9 @@ def mean_form(
     else:
         require_columns(table, [*ARCH_KEY, "x", "y"], "arch_points")
         require_columns(table, groups, "arch_points")
-        st = stack_points(table, mm_per_px=mm_per_px, errors=errors, extra=tuple(groups))
+        st = stack_points(
+            table, mm_per_px=mm_per_px, errors=errors, extra=tuple(groups), point_keys=point_keys
+        )
         varying = [
             g
             for g in groups
@@ -120,7 +123,11 @@ def mean_form(
             raise InputError(
                 f"group {dict(zip(keys, gkey, strict=True))} mixes units {list(units)}"
             )
-        lo, hi = grp["x_min"].max(), grp["x_max"].min()
+        lo_i, hi_i = grp["x_min"].to_numpy(float), grp["x_max"].to_numpy(float)
+        if mod.name == "beta":  # the curve ends at ±W/2
+            half = grp["width"].to_numpy(float) / 2.0
+            lo_i, hi_i = np.maximum(lo_i, -half), np.minimum(hi_i, half)
+        lo, hi = lo_i.max(), hi_i.min()
         if not lo < hi:
             raise InputError(
                 f"the arches of group {dict(zip(keys, gkey, strict=True))} share no common "

@@ -14,6 +14,7 @@ import pandas as pd
 
 from dentalkit.arch._fit import RESIDUALS, _fit_stacked, _models_arg
 from dentalkit.arch._frame import to_canonical
+from dentalkit.arch._models import BETA_EXPONENT
 from dentalkit.arch._tables import (
     ARCH_KEY,
     CARRIED,
@@ -82,7 +83,8 @@ _RECORDS = (
         ("m1_rgt", "m1_lft"),
         "arc length of the fitted arch-form curve between the x-coordinates (in the "
         "model's frame) of the two first-molar points, by composite Gauss–Legendre "
-        f"quadrature ({_PANELS}×{_NODES} nodes) of √(1 + f'(x)²)",
+        f"quadrature ({_PANELS}×{_NODES} nodes) of √(1 + f'(x)²) (for the beta function "
+        "of |C'(θ)| over θ = asin(2x/W), limits clipped to its ends)",
         "Arch perimeter (circumference) along the arch form, first molar to first "
         "molar; curve: the model named in `method`",
     ),
@@ -194,12 +196,26 @@ def _tooth_reasons(keys, code, teeth: tuple[str, ...], point: str) -> tuple[np.n
 
 
 def _arc_length(model, P: np.ndarray, xa: np.ndarray, xb: np.ndarray) -> np.ndarray:
-    """∫ √(1 + f'(x)²) dx from xa to xb per row (composite Gauss–Legendre)."""
+    """Arc length of the curve between x = xa and x = xb per row (composite Gauss–Legendre).
+
+    ∫ √(1 + f'(x)²) dx; for the beta function, whose slope is infinite at its
+    ends, ∫ |C'(θ)| dθ over θ = asin(2x/W) with C(θ) = (W/2·sin θ, D·(1 − cos^{1.6} θ))
+    (a bounded integrand), the limits clipped to the curve's ends.
+    """
     t, w = np.polynomial.legendre.leggauss(_NODES)
     edges = np.linspace(0.0, 1.0, _PANELS + 1)
     h = np.diff(edges)
     nodes = (edges[:-1, None] + (t[None, :] + 1.0) * h[:, None] / 2.0).ravel()
     weights = (w[None, :] * h[:, None] / 2.0).ravel()
+    if model.name == "beta":
+        D, half = P[:, 0], P[:, 1] / 2.0
+        ta = np.arcsin(np.clip(xa / half, -1.0, 1.0))
+        tb = np.arcsin(np.clip(xb / half, -1.0, 1.0))
+        th = ta[:, None] + (tb - ta)[:, None] * nodes[None, :]
+        c, s = np.maximum(np.cos(th), 0.0), np.sin(th)
+        dy = 2.0 * BETA_EXPONENT * D[:, None] * c ** (2.0 * BETA_EXPONENT - 1.0) * s
+        speed = np.sqrt((half[:, None] * c) ** 2 + dy**2)
+        return (speed * weights).sum(axis=1) * (tb - ta)
     x = xa[:, None] + (xb - xa)[:, None] * nodes[None, :]
     with np.errstate(over="ignore", invalid="ignore"):
         d1 = model.dfdx(x, P)
@@ -217,6 +233,7 @@ def measures(
     pose: str = "fit",
     residual: str = "orthogonal",
     first_point_side: str = "right",
+    point_keys: str = "auto",
     errors: Errors = "raise",
 ) -> pd.DataFrame:
     """Standard arch dimensions of every arch, and upper/lower compatibility.
@@ -246,7 +263,7 @@ def measures(
         ``"poly4"`` (AlHarbi et al. 2008: a smooth general description).
     pose, residual : str
         Passed to :func:`dentalkit.arch.fit`.
-    first_point_side : {"right", "left"}
+    first_point_side, point_keys : str
         As in :func:`dentalkit.arch.align`.
     errors : {"raise", "collect"}
         Non-finite coordinates of present teeth raise, or become problem rows.
@@ -314,7 +331,7 @@ def measures(
     # the fitted curve (perimeter, vertex)
     fits = None
     if arch_points is not None:
-        st = stack_points(arch_points, errors=errors)
+        st = stack_points(arch_points, errors=errors, point_keys=point_keys)
         fits = _fit_stacked(st, [mod], pose, residual, tooth_keypoints, first_point_side, 200)
         k = fits[list(ARCH_KEY)].astype(str)
         fits = fits.assign(**{c: k[c] for c in ARCH_KEY})
@@ -380,9 +397,6 @@ def measures(
         beyond = (xa < f["x_min"].to_numpy(float) - 0.05 * span) | (
             xb > f["x_max"].to_numpy(float) + 0.05 * span
         )
-        if mod.name == "beta":
-            half = f["width"].to_numpy(float) / 2.0
-            beyond |= (xa <= -half) | (xb >= half)
         perim[go] = _arc_length(mod, f[list(mod.params)].to_numpy(float), xa, xb)
         status[go[beyond]] = "out_of_domain"
         reason[go[beyond]] = (

@@ -196,6 +196,139 @@ def _beta_derivs(x, P):
     )
 
 
+class Foot(NamedTuple):
+    """Exact signed distance from points to a curve and what its Jacobian needs."""
+
+    d: Array  #: signed distance (+ on the +y / concave side)
+    nx: Array  #: ∂d/∂x' of the point
+    ny: Array  #: ∂d/∂y' of the point
+    dcx: tuple[Array, ...]  #: ∂C_x/∂p_j at the foot point (curve point held at its parameter)
+    dcy: tuple[Array, ...]  #: ∂C_y/∂p_j
+
+
+def _newton_1d(t, lo, hi, point, x, y, iterations):
+    """Safeguarded Newton minimisation of |C(t) − (x, y)|² over t ∈ [lo, hi], per point.
+
+    ``point(t, i)`` returns (C_x, C_y, C_x', C_y', C_x'', C_y'') for the points
+    ``i``. Gauss–Newton replaces Newton where its model is not convex; a step is
+    taken only if it does not increase the distance (else it is shortened 4×).
+    Points leave the iteration once an accepted step is below 1e-15 (relative)
+    or their step has shrunk to nothing, so the work falls with convergence.
+    """
+    all_i = np.arange(t.size)
+    cx, cy, *_ = point(t, all_i)
+    cur = (cx - x) ** 2 + (cy - y) ** 2
+    alpha = np.ones_like(t)
+    active = all_i
+    for _ in range(iterations):
+        if active.size == 0:
+            break
+        i = active
+        ti, ai = t[i], alpha[i]
+        cx, cy, dx, dy, ddx, ddy = point(ti, i)
+        ex, ey = cx - x[i], cy - y[i]
+        g2 = dx * dx + dy * dy
+        phi = dx * ex + dy * ey
+        dphi = g2 + ddx * ex + ddy * ey
+        den = np.where(dphi > 0.2 * g2, dphi, g2)
+        tn = np.clip(ti - ai * phi / np.maximum(den, 1e-300), lo, hi)
+        cxn, cyn, *_ = point(tn, i)
+        dn = (cxn - x[i]) ** 2 + (cyn - y[i]) ** 2
+        take = dn <= cur[i]
+        step = np.abs(tn - ti)
+        t[i] = np.where(take, tn, ti)
+        cur[i] = np.where(take, dn, cur[i])
+        alpha[i] = np.where(take, np.minimum(1.0, 2.0 * ai), 0.25 * ai)
+        done = (take & (step <= 1e-15 * (1.0 + np.abs(tn)))) | (alpha[i] < 1e-12)
+        active = i[~done]
+    return t, cur
+
+
+def beta_foot(xp: Array, yp: Array, P: Array, iterations: int = 12) -> Foot:
+    """Exact distance from points (x', y') to Braun's beta curve, ends included.
+
+    The curve has an infinite slope and an infinite curvature at its ends
+    (x = ±W/2, y = D), so no single parametrisation is regular everywhere. The
+    foot point is searched twice, by safeguarded Newton: over u = 2x/W ∈ [−1, 1]
+    (regular on the flat front) and, on the point's side b = sign(x'), over the
+    depth z = 1 − y/D ∈ [0, 1], C(z) = (b·W/2·√(1 − z^{1/e}), D·(1 − z))
+    (regular at the end, which is z = 0). The nearer of the two feet is kept. By
+    the envelope theorem the derivatives of the distance are n·∂P/∂q − n·∂C/∂p
+    at the foot, with n the unit vector from the foot to the point (the curve
+    normal when the point is on the curve); ∂C/∂p is the same in both
+    parametrisations (∂C/∂D = (0, 1 − g^e), ∂C/∂W = (u/2, 0)).
+    """
+    e = BETA_EXPONENT
+    shape = np.broadcast_shapes(np.shape(xp), np.shape(yp), np.shape(_p(P, 0)))
+    X = np.broadcast_to(xp, shape).ravel()
+    Y = np.broadcast_to(yp, shape).ravel()
+    Dv = np.broadcast_to(_p(P, 0), shape).ravel()
+    Hv = np.broadcast_to(_p(P, 1) / 2.0, shape).ravel()
+    side = np.where(X >= 0, 1.0, -1.0)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+
+        def by_u(u, i):
+            D, h = Dv[i], Hv[i]
+            g = np.clip(1.0 - u * u, 0.0, None)
+            lg = np.log(np.maximum(g, 1e-300))
+            ge1 = np.where(g > 0, np.exp((e - 1.0) * lg), 0.0)
+            ge = g * ge1
+            ge2 = np.where(g > 0, ge1 / np.maximum(g, 1e-300), 0.0)
+            dy = 2.0 * e * D * u * ge1
+            ddy = 2.0 * e * D * (ge1 - 2.0 * (e - 1.0) * u * u * ge2)
+            zero = np.zeros_like(u)
+            return h * u, D * (1.0 - ge), h, dy, zero, ddy
+
+        def by_z(z, i):
+            D, h, b = Dv[i], Hv[i], side[i]
+            zz = np.clip(z, 0.0, 1.0)
+            lz = np.log(np.maximum(zz, 1e-300))
+            zi1 = np.where(zz > 0, np.exp((1.0 / e - 1.0) * lz), 0.0)  # z^(1/e − 1)
+            zi = zz * zi1  # z^(1/e)
+            zi2 = np.where(zz > 0, zi1 / np.maximum(zz, 1e-300), 0.0)  # z^(1/e − 2)
+            q = np.maximum(1.0 - zi, 1e-300)
+            r = np.sqrt(q)
+            dq = -zi1 / e
+            ddq = -(1.0 / e) * (1.0 / e - 1.0) * zi2
+            dx = b * h * dq / (2.0 * r)
+            ddx = b * h * (ddq / (2.0 * r) - dq * dq / (4.0 * q * r))
+            zero = np.zeros_like(z)
+            return b * h * r, D * (1.0 - zz), dx, -D, ddx, zero
+
+        u0 = np.clip(X / Hv, -1.0 + 1e-9, 1.0 - 1e-9)
+        u, du = _newton_1d(u0, -1.0, 1.0, by_u, X, Y, iterations)
+        z0 = np.clip(1.0 - Y / Dv, 0.0, 1.0 - 1e-9)
+        z, dz = _newton_1d(z0, 0.0, 1.0, by_z, X, Y, iterations)
+        idx = np.arange(X.size)
+        use_z = dz < du
+        cxu, cyu, txu, tyu, *_ = by_u(u, idx)
+        cxz, cyz, txz, tyz, *_ = by_z(z, idx)
+        cx, cy = np.where(use_z, cxz, cxu), np.where(use_z, cyz, cyu)
+        # tangent oriented with increasing x (z decreases with x on the right branch)
+        tx = np.where(use_z, -side * txz, txu)
+        ty = np.where(use_z, -side * tyz, tyu)
+        tn = np.sqrt(tx * tx + ty * ty)
+        ok_t = tn > 0
+        nux = np.where(ok_t, -ty / np.where(ok_t, tn, 1.0), -side)
+        nuy = np.where(ok_t, tx / np.where(ok_t, tn, 1.0), 0.0)
+        vx, vy = X - cx, Y - cy
+        dist = np.sqrt(vx * vx + vy * vy)
+        sigma = np.where(nux * vx + nuy * vy < 0, -1.0, 1.0)
+        far = dist > 0
+        dd = np.where(far, dist, 1.0)
+        nx = np.where(far, sigma * vx / dd, nux)
+        ny = np.where(far, sigma * vy / dd, nuy)
+        d = sigma * dist
+        uf = cx / Hv  # u at the foot
+        dcy_dd = cy / Dv  # ∂C_y/∂D = 1 − g^e at the foot
+    zeros = np.zeros(shape)
+
+    def back(a):
+        return a.reshape(shape)
+
+    return Foot(back(d), back(nx), back(ny), (zeros, back(uf) / 2.0), (back(dcy_dd), zeros))
+
+
 _RECORDS = (
     ArchModel(
         "catenary",

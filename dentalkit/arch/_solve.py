@@ -136,7 +136,7 @@ def levenberg_marquardt(
     max_iter: int = 200,
     xtol: float = 1e-10,
     gtol: float = 1e-10,
-    ftol: float = 1e-15,
+    ftol: float = 1e-12,
     lam0: float = 1e-3,
     abandon: AbandonFn | None = None,
 ) -> LMResult:
@@ -153,9 +153,9 @@ def levenberg_marquardt(
     Convergence (per arch), as in MINPACK: an accepted step with
     ``‖δ‖ ≤ xtol·(‖p‖ + xtol)``; or the residual vector orthogonal to the
     Jacobian columns to ``gtol`` (``max_j |J_jᵀ r| / (‖J_j‖ ‖r‖) ≤ gtol``); or a
-    Gauss–Newton step that predicts a decrease of less than ``ftol`` times the
-    sum of squares (nothing left at double precision); or a residual that is
-    zero to rounding. When λ exceeds 1e16 (no step lowers the
+    step whose actual and predicted decreases of the sum of squares are both
+    below ``ftol`` times it (MINPACK's ftol test); or a residual that is zero
+    to rounding. When λ exceeds 1e16 (no step lowers the
     sum of squares any more) the arch stops and counts as converged only if
     that cosine is below 1e-6.
 
@@ -214,6 +214,7 @@ def levenberg_marquardt(
         pred = (delta * Hd).sum(0) + 2.0 * lr * (d * delta * delta).sum(0)
         with np.errstate(divide="ignore", invalid="ignore"):
             rho = (cur - new) / pred
+        cur_before = cur.copy()
         better = np.isfinite(new) & (new <= cur) & ~stop & ~(rho < 0)
         better &= np.isfinite(Jn.sum(axis=(0, 2)))
         small = np.sqrt((delta**2).sum(0)) <= xtol * (np.sqrt((P[rows] ** 2).sum(1)) + xtol)
@@ -228,8 +229,9 @@ def levenberg_marquardt(
         nu[rows] = np.where(better, 2.0, nu[rows] * 2.0)
         iters[rows] += 1
         stuck = lam[rows] > 1e16
-        # nothing left to gain at double precision: predicted decrease below ftol·rss
-        flat = pred <= ftol * cur
+        # MINPACK's ftol test: actual and predicted relative decrease both below ftol
+        actual = np.where(better, cur_before - cur, 0.0)
+        flat = (pred <= ftol * cur_before) & (actual <= ftol * cur_before) & ~(rho > 2.0)
         conv_now = stop | (better & small) | flat | (stuck & (cosine <= 1e-6))
         leave = conv_now | stuck
         if abandon is not None:

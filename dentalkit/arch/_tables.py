@@ -25,6 +25,23 @@ CARRIED: tuple[str, ...] = ("session_time", "endpoint", "model_version")
 ARCHES: tuple[str, ...] = ("up", "lo")
 
 Errors = Literal["raise", "collect"]
+#: How point numbers order the points along the arch (see :func:`stack_points`).
+POINT_KEYS = ("auto", "fdi", "sequence")
+
+
+def _fdi_rank(idx: np.ndarray, arch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Position along the arch of FDI tooth numbers, from the patient's right end.
+
+    Right quadrants (1 upper, 4 lower) give −tooth (−8 … −1), left quadrants
+    (2 upper, 3 lower) +tooth (1 … 8); also whether each number is an FDI
+    permanent tooth of its arch.
+    """
+    q, t = idx // 10, idx % 10
+    up = np.asarray(arch) == "up"
+    quad_ok = np.where(up, (q == 1) | (q == 2), (q == 3) | (q == 4))
+    ok = quad_ok & (t >= 1) & (t <= 8)
+    right = (q == 1) | (q == 4)
+    return np.where(right, -t, t), ok
 
 
 def check_errors_arg(errors: str) -> None:
@@ -116,6 +133,9 @@ class Stacked:
         ``"px"`` or ``"mm"``.
     row_arch, row_pos : ndarray of int, shape (len(table),)
         For each input row (in its original order): its arch and its slot.
+    fdi : ndarray of bool, shape (m,)
+        True where the point numbers were read as FDI tooth numbers (then the
+        first point is on the patient's right).
     """
 
     keys: pd.DataFrame
@@ -127,6 +147,7 @@ class Stacked:
     unit: str
     row_arch: np.ndarray
     row_pos: np.ndarray
+    fdi: np.ndarray
 
 
 def first_per_group(table: pd.DataFrame, gid: np.ndarray, m: int) -> pd.DataFrame:
@@ -144,6 +165,7 @@ def stack_points(
     mm_per_px: float | pd.DataFrame | None = None,
     errors: Errors = "raise",
     extra: tuple[str, ...] = (),
+    point_keys: str = "auto",
 ) -> Stacked:
     """Check an ``arch_points`` table and stack it into padded arrays.
 
@@ -152,8 +174,16 @@ def stack_points(
     (non-finite coordinates, repeated point numbers within an arch) raise too,
     or, with ``errors="collect"``, mark the arch as bad with the offending rows
     named in ``Stacked.bad``.
+
+    ``point_keys`` says how the point numbers order the points along the arch:
+    ``"fdi"`` (FDI tooth numbers, ``t17`` … ``t11``, ``t21`` … ``t27``: right
+    side from the back to the midline, then the left side), ``"sequence"`` (the
+    numbers increase from one end of the arch to the other), or ``"auto"``
+    (FDI for an arch whose numbers are all FDI teeth of that arch, else sequence).
     """
     check_errors_arg(errors)
+    if point_keys not in POINT_KEYS:
+        raise InputError(f"point_keys must be one of {POINT_KEYS}, got {point_keys!r}")
     require_columns(points, [*ARCH_KEY, "x", "y"], name)
     _check_keys_and_arch(points, name)
     idx = point_index(points, name)
@@ -172,6 +202,24 @@ def stack_points(
     df = df.sort_values([*ARCH_KEY, "_index"], kind="stable")
     gid = df.groupby(list(ARCH_KEY), observed=True, sort=False).ngroup().to_numpy()
     m = int(gid.max()) + 1 if len(gid) else 0
+    # order along the arch: by FDI position (right 8 → 1, then left 1 → 8) when the
+    # point numbers are FDI tooth numbers of that arch, else by the number itself
+    fdi_rank, fdi_ok = _fdi_rank(df["_index"].to_numpy(), df["arch"].to_numpy())
+    if point_keys == "sequence":
+        fdi = np.zeros(m, bool)
+    else:
+        fdi = np.bincount(gid, weights=~fdi_ok, minlength=m) == 0
+        if point_keys == "fdi" and not fdi.all():
+            first = int(np.flatnonzero(~fdi)[0])
+            row = df.iloc[int(np.flatnonzero(gid == first)[0])]
+            raise InputError(
+                f"{name}: point_keys='fdi' but the point numbers of patient_id="
+                f"{row['patient_id']!r}, timestamp={row['timestamp']!r}, arch={row['arch']!r} "
+                "are not FDI teeth of that arch (11-18, 21-28 upper; 31-38, 41-48 lower)"
+            )
+    rank = np.where(fdi[gid], fdi_rank, df["_index"].to_numpy())
+    order = np.lexsort((rank, gid))
+    df, gid, rank = df.iloc[order], gid[order], rank[order]
     pos = df.groupby(list(ARCH_KEY), observed=True, sort=False).cumcount().to_numpy()
     nmax = int(pos.max()) + 1 if len(pos) else 0
     xy = np.full((m, nmax, 2), np.nan)
@@ -184,9 +232,7 @@ def stack_points(
 
     bad = np.full(m, None, dtype=object)
     nonfinite = ~(np.isfinite(df["_x"].to_numpy()) & np.isfinite(df["_y"].to_numpy()))
-    dup = np.r_[
-        False, (gid[1:] == gid[:-1]) & (df["_index"].to_numpy()[1:] == df["_index"].to_numpy()[:-1])
-    ]
+    dup = np.r_[False, (gid[1:] == gid[:-1]) & (rank[1:] == rank[:-1])]
     for flag, what in ((nonfinite, "non-finite x/y"), (dup, "repeated point number")):
         if not flag.any():
             continue
@@ -220,6 +266,7 @@ def stack_points(
         unit=unit,
         row_arch=row_arch,
         row_pos=row_pos,
+        fdi=fdi,
     )
 
 

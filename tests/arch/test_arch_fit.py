@@ -130,6 +130,28 @@ def test_linear_fits_match_statsmodels_ols_and_its_likelihood():
         assert fits.loc[model, "bic"] == pytest.approx(-2 * ols.llf + k * np.log(len(x)), rel=1e-9)
 
 
+def _exact_beta_distance(u, v, D, W):
+    """Distance from points (u, v) to the beta curve, by grid search + bounded Brent (scipy)."""
+    from scipy.optimize import minimize_scalar
+
+    th = np.linspace(-np.pi / 2, np.pi / 2, 2001)
+    cx, cy = W / 2 * np.sin(th), D * (1 - np.cos(th) ** 1.6)
+    out = np.empty(len(u))
+    for i, (a, b) in enumerate(zip(u, v, strict=True)):
+        j = int(np.argmin((cx - a) ** 2 + (cy - b) ** 2))
+        lo, hi = th[max(j - 1, 0)], th[min(j + 1, len(th) - 1)]
+        res = minimize_scalar(
+            lambda t, a=a, b=b: (
+                (W / 2 * np.sin(t) - a) ** 2 + (D * (1 - np.cos(t) ** 1.6) - b) ** 2
+            ),
+            bounds=(lo, hi),
+            method="bounded",
+            options={"xatol": 1e-13},
+        )
+        out[i] = np.sqrt(min(res.fun, (cx[j] - a) ** 2 + (cy[j] - b) ** 2))
+    return out
+
+
 def test_nonlinear_fits_match_scipy_least_squares():
     from scipy.optimize import least_squares
 
@@ -140,35 +162,39 @@ def test_nonlinear_fits_match_scipy_least_squares():
     pts = arch_table(xi, y, theta=-1.2, t=(640, 480), mirror=True)
     fits = arch.fit(pts, ["catenary", "beta"]).set_index("model")
 
-    # independent model: curve with free vertex (x0, y0) and tilt φ, residual = vertical
-    # distance / sqrt(1 + slope²), slopes written out by hand, Jacobian by scipy
-    def resid(p, curve, slope):
-        *shape, x0, y0, phi = p
+    # independent models of the curve with free vertex (x0, y0) and tilt φ, fitted to
+    # the points in the frame they were generated in (the least-squares problem is
+    # invariant to the placement); Jacobians by scipy
+    def frame(p):
+        x0, y0, phi = p[-3:]
         c, s = np.cos(phi), np.sin(phi)
         du, dv = xi - x0, y - y0
-        u, v = c * du + s * dv, -s * du + c * dv
-        return (v - curve(u, *shape)) / np.sqrt(1 + slope(u, *shape) ** 2)
+        return c * du + s * dv, -s * du + c * dv
 
-    def beta_slope(u, D, W):
-        return 3.031433133 * D * 0.8 * (0.25 - u**2 / W**2) ** -0.2 * 2 * u / W**2
+    def cat_resid(p):  # first-order orthogonal distance (the smooth models)
+        u, v = frame(p)
+        return (v - catenary(u, p[0])) / np.sqrt(1 + np.sinh(u / p[0]) ** 2)
 
-    for model, curve, slope, p0, names in (
-        ("catenary", catenary, lambda u, a: np.sinh(u / a), [150.0, 0, 0, 0], ["a"]),
-        (
-            "beta",
-            lambda u, D, W: D - beta_braun(u, D, W),
-            beta_slope,
-            [250.0, 560.0, 0, 0, 0],
-            ["depth", "width"],
-        ),
-    ):
-        ref = least_squares(
-            resid, p0, args=(curve, slope), method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15
-        )
-        got = fits.loc[model]
-        assert got["status"] == "ok", got["reason"]
-        np.testing.assert_allclose(got[names].to_numpy(float), ref.x[: len(names)], rtol=1e-6)
-        assert got["rss"] == pytest.approx(2 * ref.cost, rel=1e-9)
+    def beta_resid(p):  # exact distance (the beta function)
+        u, v = frame(p)
+        return _exact_beta_distance(u, v, p[0], p[1])
+
+    ref = least_squares(
+        cat_resid, [150.0, 0, 0, 0], method="lm", xtol=1e-15, ftol=1e-15, gtol=1e-15
+    )
+    got = fits.loc["catenary"]
+    assert got["status"] == "ok"
+    assert got["a"] == pytest.approx(ref.x[0], rel=1e-6)
+    assert got["rss"] == pytest.approx(2 * ref.cost, rel=1e-9)
+
+    got = fits.loc["beta"]
+    assert got["status"] == "ok", got["reason"]
+    # start scipy near our solution: it must find nothing better, and the same point
+    start = [got["depth"] * 1.01, got["width"] * 0.99, 0.3, -0.2, 0.002]
+    ref = least_squares(beta_resid, start, x_scale=[100, 100, 1, 1, 0.01], xtol=1e-12, ftol=1e-14)
+    assert 2 * ref.cost >= got["rss"] * (1 - 1e-9)
+    np.testing.assert_allclose([got["depth"], got["width"]], ref.x[:2], rtol=1e-5)
+    assert got["rss"] == pytest.approx(2 * ref.cost, rel=1e-7)
 
 
 def test_residual_jacobians_match_finite_differences():
