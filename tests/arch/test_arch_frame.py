@@ -172,7 +172,7 @@ def arch_like(draw):
     return x, c2 * x**2 + np.array(wobble)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(
     shape=arch_like(),
     theta=st.floats(-np.pi, np.pi),
