@@ -12,6 +12,7 @@ from dentalkit.arch._frame import (
     SIDE_SOURCES,
     STATUSES,
     TRANSFORM_COLUMNS,
+    _notnone,
     align_stacked,
     matrices,
     matrices_from,
@@ -469,7 +470,7 @@ def _fit_stacked(
         status[few] = "too_few_points"
         reason[few] = f"{mod.name} with pose={pose!r} needs at least {kk + 1} points"
         nofr = ~framed
-        status[nofr] = np.where([b is not None for b in st.bad[nofr]], "bad_input", "degenerate")
+        status[nofr] = np.where(_notnone(st.bad[nofr]), "bad_input", "degenerate")
         reason[nofr] = frame_reason[nofr]
         P = res["P"]
         s = prob.s

@@ -362,7 +362,7 @@ def align_stacked(
         source = np.where(vote != 0, "teeth", source)
     ex = ex * sign[:, None]
     params = transform_params(ex, ey, origin, st.scale)
-    failed = np.array([r is not None for r in reason])
+    failed = _notnone(reason)
     source[failed] = None
     return params, source, reason
 
@@ -445,9 +445,9 @@ def transforms_table(
     out = st.keys.copy()
     out["arch"] = pd.Categorical(out["arch"], categories=["up", "lo"])
     status = np.where(
-        [r is None for r in reason],
+        ~_notnone(reason),
         "ok",
-        np.where([b is not None for b in st.bad], "bad_input", "degenerate"),
+        np.where(_notnone(st.bad), "bad_input", "degenerate"),
     )
     out["status"] = pd.Categorical(status, categories=STATUSES)
     out["reason"] = pd.array(list(reason), dtype="string")
@@ -456,6 +456,11 @@ def transforms_table(
         out[k] = v
     out["unit"] = pd.Categorical(np.full(len(out), st.unit), categories=["px", "mm"])
     return out
+
+
+def _notnone(values) -> np.ndarray:
+    """Boolean array: which entries of an object array are not None (empty-safe)."""
+    return np.fromiter((v is not None for v in values), dtype=bool, count=len(values))
 
 
 #: How the patient's left was told from right.

@@ -200,7 +200,7 @@ def stack_points(
     df["_x"] = x
     df["_y"] = y
     df = df.sort_values([*ARCH_KEY, "_index"], kind="stable")
-    gid = df.groupby(list(ARCH_KEY), observed=True, sort=False).ngroup().to_numpy()
+    gid = df.groupby(list(ARCH_KEY), observed=True, sort=False).ngroup().to_numpy(dtype=np.int64)
     m = int(gid.max()) + 1 if len(gid) else 0
     # order along the arch: by FDI position (right 8 → 1, then left 1 → 8) when the
     # point numbers are FDI tooth numbers of that arch, else by the number itself
@@ -220,8 +220,8 @@ def stack_points(
     rank = np.where(fdi[gid], fdi_rank, df["_index"].to_numpy())
     order = np.lexsort((rank, gid))
     df, gid, rank = df.iloc[order], gid[order], rank[order]
-    pos = df.groupby(list(ARCH_KEY), observed=True, sort=False).cumcount().to_numpy()
-    nmax = int(pos.max()) + 1 if len(pos) else 0
+    pos = df.groupby(list(ARCH_KEY), observed=True, sort=False).cumcount().to_numpy(dtype=np.int64)
+    nmax = int(pos.max()) + 1 if len(pos) else 1
     xy = np.full((m, nmax, 2), np.nan)
     xy[gid, pos, 0] = df["_x"].to_numpy()
     xy[gid, pos, 1] = df["_y"].to_numpy()

@@ -364,3 +364,14 @@ def test_models_registry_documents_every_model():
         atol=1e-8,  # Braun's constant 3.0314 = 4**0.8 written to 10 digits in the helper
     )
     assert CURVES  # helpers define every model
+
+
+def test_an_empty_table_gives_empty_results():
+    empty = arch_table([0.0], [0.0]).iloc[:0]
+    assert arch.align(empty).transforms.empty
+    fits = arch.fit(empty)
+    assert fits.empty
+    assert "c2" in fits.columns
+    assert arch.curve(fits).empty
+    with pytest.raises(InputError, match="no catenary fit"):
+        arch.mean_form(fits)
