@@ -22,6 +22,9 @@ landmark_names(), required_landmarks(), load_name_map(), rename_landmarks()
 """
 
 from dentalkit.ceph._catalog import load_measures, load_points
+from dentalkit.ceph.change import change
+from dentalkit.ceph.classify import classify, load_thresholds
+from dentalkit.ceph.isbi import read_isbi
 from dentalkit.ceph.measure import measure
 from dentalkit.ceph.names import (
     landmark_names,
@@ -29,13 +32,22 @@ from dentalkit.ceph.names import (
     rename_landmarks,
     required_landmarks,
 )
+from dentalkit.ceph.norms import load_norms, zscores
+from dentalkit.ceph.reference import reference_table
 
 __all__ = [
+    "change",
+    "classify",
     "landmark_names",
     "load_measures",
     "load_name_map",
+    "load_norms",
     "load_points",
+    "load_thresholds",
     "measure",
+    "read_isbi",
+    "reference_table",
     "rename_landmarks",
     "required_landmarks",
+    "zscores",
 ]
