@@ -209,7 +209,7 @@ def _measured(table, mm_per_px):
 
 
 @pytest.mark.parametrize(
-    "mirror,angle_deg", [(False, 0.0), (True, 0.0), (False, 23.0), (True, -140.0)]
+    ("mirror", "angle_deg"), [(False, 0.0), (True, 0.0), (False, 23.0), (True, -140.0)]
 )
 def test_lateral_measures_match_independent_geometry(mirror, angle_deg):
     table = image_table(LATERAL, px_per_mm=PX_PER_MM, mirror=mirror, angle_deg=angle_deg)
@@ -219,7 +219,7 @@ def test_lateral_measures_match_independent_geometry(mirror, angle_deg):
         assert got[mid] == pytest.approx(want, abs=1e-9), mid
 
 
-@pytest.mark.parametrize("mirror,angle_deg", [(False, 0.0), (True, 0.0), (False, 200.0)])
+@pytest.mark.parametrize(("mirror", "angle_deg"), [(False, 0.0), (True, 0.0), (False, 200.0)])
 def test_frontal_measures_match_independent_geometry(mirror, angle_deg):
     table = image_table(
         FRONTAL, view="frontal", px_per_mm=PX_PER_MM, mirror=mirror, angle_deg=angle_deg
@@ -233,8 +233,14 @@ def test_frontal_measures_match_independent_geometry(mirror, angle_deg):
 def test_fixture_profile_is_clinically_plausible():
     """Guards the fixture itself: values in the ranges an orthodontist would expect."""
     e = LAT_EXPECTED
-    assert 75 < e["SNA"] < 90 and 70 < e["SNB"] < 85
-    assert 110 < e["gonial_angle"] < 140 and 380 < e["Bjork_sum"] < 410
-    assert 80 < e["IMPA"] < 110 and 100 < e["interincisal"] < 150
-    assert e["E_line_upper_lip"] < 0 and e["E_line_lower_lip"] < 0  # lips behind E-line
+    assert 75 < e["SNA"] < 90
+    assert 70 < e["SNB"] < 85
+    assert 110 < e["gonial_angle"] < 140
+    assert 380 < e["Bjork_sum"] < 410
+    assert 80 < e["IMPA"] < 110
+    assert 100 < e["interincisal"] < 150
+    assert e["E_line_upper_lip"] < 0  # lips behind the E-line
+    assert e["E_line_lower_lip"] < 0
     assert e["AB_plane"] < 0  # B behind A
+    # Tweed's triangle: FH, the mandibular plane and the L1 axis bound one triangle
+    assert e["FMA"] + e["IMPA"] + e["FMIA"] == pytest.approx(180.0, abs=1e-9)
