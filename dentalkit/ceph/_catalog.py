@@ -24,6 +24,7 @@ __all__ = [
     "GEOMETRIC_KINDS",
     "KINDS",
     "CompiledView",
+    "compile_default",
     "compile_view",
     "load_measures",
     "load_points",
@@ -112,8 +113,14 @@ def load_measures(path: str | Path | pd.DataFrame | None = None) -> pd.DataFrame
     >>> m.set_index("id").loc["SNA", ["kind", "points"]].tolist()
     ['angle3', 'S N A']
     """
-    table = _default_measures() if path is None else _as_table(path)
-    return _validate_measures(table.copy())
+    if path is None:
+        return _validated_default().copy()
+    return _validate_measures(_as_table(path).copy())
+
+
+@lru_cache(maxsize=1)
+def _validated_default() -> pd.DataFrame:
+    return _validate_measures(_default_measures().copy())
 
 
 def load_points(path: str | Path | pd.DataFrame | None = None) -> pd.DataFrame:
@@ -122,8 +129,17 @@ def load_points(path: str | Path | pd.DataFrame | None = None) -> pd.DataFrame:
     Each row's ``kind`` is ``mean``: the point is the mean of the listed landmarks
     (NaN when any of them is missing).
     """
-    table = _default_points() if path is None else _as_table(path)
-    table = table.copy()
+    if path is None:
+        return _validated_default_points().copy()
+    return _validate_points(_as_table(path).copy())
+
+
+@lru_cache(maxsize=1)
+def _validated_default_points() -> pd.DataFrame:
+    return _validate_points(_default_points().copy())
+
+
+def _validate_points(table: pd.DataFrame) -> pd.DataFrame:
     missing = set(POINT_COLUMNS) - set(table.columns)
     if missing:
         raise InputError(f"construction-point table lacks column(s) {sorted(missing)}")
@@ -286,6 +302,13 @@ class CompiledView:
     derived: list = field(default_factory=list)
     is_length: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     needs: dict = field(default_factory=dict)
+    chiral: dict = field(default_factory=dict)
+
+
+@lru_cache(maxsize=64)
+def compile_default(requested: tuple[str, ...]) -> CompiledView:
+    """:func:`compile_view` of the shipped catalogues (cached; treat the result as read-only)."""
+    return compile_view(_validated_default(), _validated_default_points(), list(requested))
 
 
 def compile_view(
@@ -296,15 +319,15 @@ def compile_view(
     ``measures`` is a validated catalogue, ``requested`` a list of ids of one view.
     Dependencies of derived measures are added (evaluated, not output).
     """
-    by_id = measures.set_index("id", drop=False)
-    view = str(by_id.loc[requested[0], "view"])
+    by_id = {r["id"]: r for r in measures.to_dict("records")}
+    view = str(by_id[requested[0]]["view"])
     order: list[str] = []
     seen: set[str] = set()
 
     def add(mid: str) -> None:
         if mid in seen:
             return
-        rec = by_id.loc[mid]
+        rec = by_id[mid]
         if rec["kind"] in DERIVED_KINDS:
             for op, _ in _operands(rec["operands"]):
                 add(op)
@@ -313,22 +336,23 @@ def compile_view(
 
     for mid in requested:
         add(mid)
-    views = set(by_id.loc[order, "view"])
+    views = {by_id[m]["view"] for m in order}
     if len(views) != 1:
         raise InputError(
             f"measures {order} mix views {sorted(views)}; operands must share their view"
         )
     col = {mid: i for i, mid in enumerate(order)}
 
-    pts = points[points["view"] == view].set_index("id", drop=False)
-    point_members = {pid: str(pts.loc[pid, "points"]).split() for pid in pts.index}
+    point_members = {
+        r["id"]: str(r["points"]).split() for r in points.to_dict("records") if r["view"] == view
+    }
 
     # landmark names needed by each measure (construction points expanded)
     needs: dict[str, set[str]] = {}
     landmark_set: list[str] = []
     used_derived: list[str] = []
     for mid in order:
-        rec = by_id.loc[mid]
+        rec = by_id[mid]
         if rec["kind"] in GEOMETRIC_KINDS:
             names: set[str] = set()
             for p in rec["points"].split():
@@ -342,7 +366,7 @@ def compile_view(
         else:
             needs[mid] = set().union(*(needs[op] for op, _ in _operands(rec["operands"])))
     for mid in order:
-        rec = by_id.loc[mid]
+        rec = by_id[mid]
         if rec["kind"] in GEOMETRIC_KINDS:
             for p in rec["points"].split():
                 for name in point_members.get(p, [p]):
@@ -363,20 +387,20 @@ def compile_view(
 
     geometric: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for kind, n in GEOMETRIC_KINDS.items():
-        mids = [m for m in order if by_id.loc[m, "kind"] == kind]
+        mids = [m for m in order if by_id[m]["kind"] == kind]
         if not mids:
             continue
         cols = np.array([col[m] for m in mids], dtype=np.intp)
         idx = np.array(
-            [[pt_index[p] for p in by_id.loc[m, "points"].split()] for m in mids], dtype=np.intp
+            [[pt_index[p] for p in by_id[m]["points"].split()] for m in mids], dtype=np.intp
         ).reshape(len(mids), n)
-        signs = np.array([float(by_id.loc[m, "sign"]) for m in mids])
+        signs = np.array([float(by_id[m]["sign"]) for m in mids])
         geometric[kind] = (cols, idx, signs)
 
     # derived measures in dependency levels
     level: dict[str, int] = {}
     for mid in order:
-        rec = by_id.loc[mid]
+        rec = by_id[mid]
         if rec["kind"] in GEOMETRIC_KINDS:
             level[mid] = 0
         else:
@@ -386,10 +410,10 @@ def compile_view(
     for lev in range(1, max(level.values(), default=0) + 1):
         groups = []
         for kind in DERIVED_KINDS:
-            mids = [m for m in order if level[m] == lev and by_id.loc[m, "kind"] == kind]
+            mids = [m for m in order if level[m] == lev and by_id[m]["kind"] == kind]
             if not mids:
                 continue
-            ops = [_operands(by_id.loc[m, "operands"]) for m in mids]
+            ops = [_operands(by_id[m]["operands"]) for m in mids]
             k = max(len(o) for o in ops)
             op_idx = np.full((len(mids), k), zero_col, dtype=np.intp)
             coef = np.zeros((len(mids), k))
@@ -400,13 +424,18 @@ def compile_view(
         derived.append(groups)
 
     is_length = np.array(
-        [
-            by_id.loc[m, "quantity"] == "length" and by_id.loc[m, "kind"] in GEOMETRIC_KINDS
-            for m in order
-        ],
+        [by_id[m]["quantity"] == "length" and by_id[m]["kind"] in GEOMETRIC_KINDS for m in order],
         dtype=bool,
     )
+    chiral: dict[str, bool] = {}
+    for mid in order:
+        rec = by_id[mid]
+        if rec["kind"] in GEOMETRIC_KINDS:
+            chiral[mid] = rec["kind"] in SIGNED_KINDS
+        else:
+            chiral[mid] = any(chiral[op] for op, _ in _operands(rec["operands"]))
     return CompiledView(
+        chiral=chiral,
         view=view,
         ids=order,
         output=np.array([col[m] for m in requested], dtype=np.intp),

@@ -32,7 +32,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-__all__ = ["SessionArray", "orient", "to_array"]
+__all__ = ["ORIENTATION_LANDMARKS", "SessionArray", "orient", "to_array"]
+
+#: Landmarks read (when present) to decide each session's handedness, in addition to
+#: those the selected measures use.
+ORIENTATION_LANDMARKS = {
+    "lateral": ["S", "N", "A", "B", "Pog", "Me", "Gn", "Go", "ANS", "PNS", "Ar", "Po", "Or"],
+    "frontal": ["Cg", "ANS", "Me", "Z_R", "Z_L", "J_R", "J_L", "Ag_R", "Ag_L", "Or_R", "Or_L"],
+}
 
 
 @dataclass
@@ -119,6 +126,7 @@ def to_array(
     duplicated = (counts > 1).reshape(n_s, n_p)
     coords = coords.reshape(n_s, n_p, 2)
     coords[duplicated] = np.nan
+    coords[~np.isfinite(coords).all(axis=-1)] = np.nan  # inf / half-given points are absent
     sessions = table[session_cols].iloc[first].reset_index(drop=True)
     return SessionArray(
         sessions=sessions,

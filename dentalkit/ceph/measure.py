@@ -10,9 +10,15 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from dentalkit.ceph._catalog import QUANTITIES, compile_view, load_measures, load_points
+from dentalkit.ceph._catalog import (
+    QUANTITIES,
+    compile_default,
+    compile_view,
+    load_measures,
+    load_points,
+)
 from dentalkit.ceph._engine import evaluate
-from dentalkit.ceph._frame import orient, to_array
+from dentalkit.ceph._frame import ORIENTATION_LANDMARKS, orient, to_array
 from dentalkit.ceph.names import name_translation
 from dentalkit.errors import DentalkitWarning, InputError
 from dentalkit.landmark_map import key_to_name
@@ -127,7 +133,8 @@ def measure(
         raise InputError(f"errors must be 'warn', 'collect', 'raise' or 'ignore', got {errors!r}")
     if not isinstance(landmarks, pd.DataFrame):
         raise InputError(f"landmarks must be a pandas DataFrame, got {type(landmarks).__name__}")
-    catalog = load_measures(measures if isinstance(measures, pd.DataFrame) else None)
+    user_catalog = isinstance(measures, pd.DataFrame)
+    catalog = load_measures(measures if user_catalog else None)
     requested = _select(catalog, None if isinstance(measures, pd.DataFrame) else measures)
     session_cols = _session_columns(landmarks, session_cols)
     for col in ("x", "y"):
@@ -142,16 +149,23 @@ def measure(
     views_present = _views(landmarks, view)
     tables, problems = [], []
     measure_cats = list(dict.fromkeys(requested))
+    view_of = dict(zip(catalog["id"], catalog["view"], strict=True))
     for v, rows in views_present:
-        ids = [m for m in requested if catalog.set_index("id").loc[m, "view"] == v]
+        ids = [m for m in requested if view_of[m] == v]
         if not ids or not len(rows):
             continue
-        compiled = compile_view(catalog, points, ids)
+        compiled = (
+            compile_view(catalog, points, ids) if user_catalog else compile_default(tuple(ids))
+        )
         codes, cats = _name_codes(rows, v, landmark_map, translate)
-        arr = to_array(rows, compiled.landmarks, codes, cats, session_cols)
+        extra = [n for n in ORIENTATION_LANDMARKS[v] if n not in compiled.landmarks]
+        arr = to_array(rows, compiled.landmarks + extra, codes, cats, session_cols)
         frame, _mirrored, determined = orient(arr.coords, arr.names, v)
+        n_used = len(compiled.landmarks)
+        arr.coords, arr.names = arr.coords[:, :n_used], arr.names[:n_used]
+        arr.duplicated = arr.duplicated[:, :n_used]
         scale = _calibration(mm_per_px, rows, arr, session_cols)
-        values = evaluate(frame, compiled, scale)
+        values = evaluate(frame[:, :n_used], compiled, scale)
         out = values[:, compiled.output]
         tables.append(_long_table(arr.sessions, v, ids, out, catalog, length_unit, measure_cats))
         problems.append(_problems(rows, arr, compiled, values, determined, scale, session_cols, v))
@@ -347,9 +361,10 @@ def _long_table(
     n_s, n_m = values.shape
     rep = np.repeat(np.arange(n_s), n_m)
     out = sessions.iloc[rep].reset_index(drop=True)
-    by_id = catalog.set_index("id")
-    units = [QUANTITIES[q] or length_unit for q in by_id.loc[ids, "quantity"]]
-    analyses = list(by_id.loc[ids, "analysis"])
+    quantity = dict(zip(catalog["id"], catalog["quantity"], strict=True))
+    analysis = dict(zip(catalog["id"], catalog["analysis"], strict=True))
+    units = [QUANTITIES[quantity[m]] or length_unit for m in ids]
+    analyses = [analysis[m] for m in ids]
     all_analyses = list(dict.fromkeys(catalog["analysis"]))
     m_codes = np.tile(np.array([measure_cats.index(m) for m in ids]), n_s)
     out["view"] = (
@@ -438,17 +453,13 @@ def _problems(
                     "reason": "no valid mm_per_px for this session: length measures are NaN",
                 }
             )
-    lateral_pair = {"S", "N"} <= set(names) if view == "lateral" else False
-    for s in np.flatnonzero(~determined).tolist():
-        if view == "lateral" and not lateral_pair:
-            break
-        if view == "lateral" and absent[s, [names.index("S"), names.index("N")]].any():
-            continue
+    chiral = [m for m in out_ids if compiled.chiral.get(m, False)]
+    for s in np.flatnonzero(~determined).tolist() if chiral else []:
         recs.append(
             {
                 "s": s,
                 "landmark": None,
-                "measures": "",
+                "measures": ", ".join(chiral),
                 "reason": "profile direction not determined from the landmarks; image "
                 "convention assumed (lateral: N right of S faces right; frontal: patient's "
                 "right on the image left)",
