@@ -6,13 +6,16 @@ values to 0.01° / 0.01 mm; with noise on they stay within a loose, documented b
 
 from __future__ import annotations
 
+from functools import cache, lru_cache
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from dentalkit.ceph import measure
 from dentalkit.endpoints import get_endpoint
-from dentalkit.sandbox.simulate import respond, truth
+from dentalkit.sandbox.simulate import respond
+from dentalkit.sandbox.simulate import truth as _truth
 
 SESSIONS = [(f"P{i:03d}", ts) for i in range(1, 9) for ts in ("2023-02-01", "2025-03-15")]
 
@@ -48,6 +51,12 @@ FRONTAL = {
 }
 
 
+@cache
+def truth(pid: str, ts: str) -> dict:
+    return _truth(pid, ts)
+
+
+@lru_cache(maxsize=2)
 def landmarks_table(noise: bool) -> pd.DataFrame:
     """The landmarks table, built from the simulator's response bodies in a few lines."""
     rows = []
