@@ -72,22 +72,38 @@ def _factorize_sessions(table: pd.DataFrame, cols: list[str]) -> tuple[np.ndarra
         if radix > np.iinfo(np.int64).max // max(base, 1):
             # too many combinations for a mixed-radix code: fall back to pandas groupby
             return _factorize_sessions_slow(table, cols)
-        combined = combined * base + (codes + 1)
+        if radix > 1:
+            combined *= base
+        combined += codes + 1
         radix *= base
-    ses, uniques = pd.factorize(combined, sort=True)
-    first = np.full(len(uniques), -1, dtype=np.int64)
+    if radix <= 50_000_000:
+        # dense codes: a presence table instead of hashing (O(rows), no sort)
+        present = np.zeros(radix, dtype=bool)
+        present[combined] = True
+        dense = np.cumsum(present, dtype=np.int64) - 1
+        ses = dense[combined]
+        n_s = int(present.sum())
+    else:
+        ses, uniques = pd.factorize(combined, sort=True)
+        ses = ses.astype(np.int64)
+        n_s = len(uniques)
+    return ses, _first_rows(ses, n_s)
+
+
+def _first_rows(ses: np.ndarray, n_s: int) -> np.ndarray:
+    """Index of the first row of each session."""
+    if len(ses) and (ses[1:] >= ses[:-1]).all():  # rows grouped by session, in key order
+        return np.flatnonzero(np.r_[True, ses[1:] != ses[:-1]])
+    first = np.full(n_s, -1, dtype=np.int64)
     order = np.arange(len(ses) - 1, -1, -1)
     first[ses[order]] = order  # last write wins → smallest row index
-    return ses.astype(np.int64), first
+    return first
 
 
 def _factorize_sessions_slow(table: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray]:
     grouped = table.groupby(cols, sort=True, observed=True, dropna=False)
     ses = grouped.ngroup().to_numpy(np.int64)
-    first = np.full(ses.max() + 1 if len(ses) else 0, -1, dtype=np.int64)
-    order = np.arange(len(ses) - 1, -1, -1)
-    first[ses[order]] = order
-    return ses, first
+    return ses, _first_rows(ses, int(ses.max()) + 1 if len(ses) else 0)
 
 
 def to_array(
@@ -96,6 +112,7 @@ def to_array(
     name_codes: np.ndarray,
     name_categories: list[str],
     session_cols: list[str],
+    output_cols: list[str] | None = None,
 ) -> SessionArray:
     """Scatter the rows of one view into a session × landmark × xy array.
 
@@ -109,6 +126,9 @@ def to_array(
         Per row, an index into ``name_categories`` (−1 = no name).
     name_categories : list of str
     session_cols : list of str
+        Columns whose combination identifies a session.
+    output_cols : list of str, optional
+        Columns reported per session (first row's value); default ``session_cols``.
     """
     ses, first = _factorize_sessions(table, session_cols)
     n_s, n_p = len(first), len(names)
@@ -121,13 +141,14 @@ def to_array(
     flat = ses[keep] * n_p + pidx[keep]
     counts = np.bincount(flat, minlength=n_s * n_p)
     coords = np.full((n_s * n_p, 2), np.nan)
-    coords[flat, 0] = table["x"].to_numpy(dtype=float, na_value=np.nan)[keep]
-    coords[flat, 1] = table["y"].to_numpy(dtype=float, na_value=np.nan)[keep]
+    rows_kept = np.flatnonzero(keep)
+    coords[flat, 0] = table["x"].to_numpy(dtype=float, na_value=np.nan)[rows_kept]
+    coords[flat, 1] = table["y"].to_numpy(dtype=float, na_value=np.nan)[rows_kept]
     duplicated = (counts > 1).reshape(n_s, n_p)
     coords = coords.reshape(n_s, n_p, 2)
     coords[duplicated] = np.nan
     coords[~np.isfinite(coords).all(axis=-1)] = np.nan  # inf / half-given points are absent
-    sessions = table[session_cols].iloc[first].reset_index(drop=True)
+    sessions = table[output_cols or session_cols].iloc[first].reset_index(drop=True)
     return SessionArray(
         sessions=sessions,
         coords=coords,

@@ -159,7 +159,11 @@ def measure(
         )
         codes, cats = _name_codes(rows, v, landmark_map, translate)
         extra = [n for n in ORIENTATION_LANDMARKS[v] if n not in compiled.landmarks]
-        arr = to_array(rows, compiled.landmarks + extra, codes, cats, session_cols)
+        # session_time is parsed from timestamp (data contract): group without it
+        group_cols = [
+            c for c in session_cols if not (c == "session_time" and "timestamp" in session_cols)
+        ]
+        arr = to_array(rows, compiled.landmarks + extra, codes, cats, group_cols, session_cols)
         frame, _mirrored, determined = orient(arr.coords, arr.names, v)
         n_used = len(compiled.landmarks)
         arr.coords, arr.names = arr.coords[:, :n_used], arr.names[:n_used]
@@ -212,8 +216,9 @@ def _select(catalog: pd.DataFrame, measures: list[str] | str | None) -> list[str
     tokens = [measures] if isinstance(measures, str) else list(measures)
     ids: list[str] = []
     analyses = {a.lower(): a for a in catalog["analysis"].unique()}
+    known = set(catalog["id"])
     for tok in tokens:
-        if tok in set(catalog["id"]):
+        if tok in known:
             ids.append(tok)
         elif str(tok).lower() in analyses:
             ids.extend(catalog.loc[catalog["analysis"] == analyses[str(tok).lower()], "id"])
@@ -466,17 +471,19 @@ def _problems(
             }
         )
     # degenerate geometry: NaN although every needed landmark is present
+    out_vals = values[:, compiled.output]
+    rows_nan = np.flatnonzero(np.isnan(out_vals).any(axis=1))
     need = np.array([[n in compiled.needs[m] for n in names] for m in out_ids], dtype=bool)
-    if need.size:
-        missing_any = (absent.astype(np.int32) @ need.T.astype(np.int32)) > 0  # (s, m)
-        out_vals = values[:, compiled.output]
-        bad = np.isnan(out_vals) & ~missing_any
+    if need.size and len(rows_nan):
+        sub_absent = absent[rows_nan].astype(np.int32)
+        missing_any = (sub_absent @ need.T.astype(np.int32)) > 0  # (s', m)
+        bad = np.isnan(out_vals[rows_nan]) & ~missing_any
         if scale is not None:
-            bad &= np.isfinite(scale)[:, None]
+            bad &= np.isfinite(scale[rows_nan])[:, None]
         for s, m in zip(*np.nonzero(bad), strict=True):
             recs.append(
                 {
-                    "s": int(s),
+                    "s": int(rows_nan[s]),
                     "landmark": None,
                     "measures": out_ids[m],
                     "reason": f"degenerate geometry (coincident landmarks) for {out_ids[m]}: NaN",
