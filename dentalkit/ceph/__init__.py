@@ -10,6 +10,8 @@ classify(measures, thresholds=None)
     Skeletal class (ANB, Wits) and vertical pattern (SN_MP, FMA) per session.
 change(measures)
     Per-patient differences between consecutive sessions and annualised rates.
+summarize(measures)
+    Cohort summary per measure (n, mean, SD, range; mean z) — the demo's ceph table.
 load_measures(), load_norms(), load_thresholds()
     The shipped catalogues (CSV in ``dentalkit/data``), validated.
 reference_table()
@@ -34,6 +36,7 @@ from dentalkit.ceph.names import (
 )
 from dentalkit.ceph.norms import load_norms, zscores
 from dentalkit.ceph.reference import reference_table
+from dentalkit.ceph.summary import summarize
 
 __all__ = [
     "change",
@@ -49,5 +52,6 @@ __all__ = [
     "reference_table",
     "rename_landmarks",
     "required_landmarks",
+    "summarize",
     "zscores",
 ]

@@ -161,3 +161,15 @@ def test_zscores_does_not_mutate_input():
         warnings.simplefilter("error")
         zscores(m)
     pd.testing.assert_frame_equal(m, before)
+
+
+def test_summarize_counts_and_moments():
+    from dentalkit.ceph import summarize
+
+    m = long([("p", "t", "SNA", 80.0, "deg"), ("q", "t", "SNA", 84.0, "deg"),
+              ("r", "t", "SNA", float("nan"), "deg")])  # fmt: skip
+    s = summarize(m)
+    assert s["n"].item() == 2
+    assert s["n_missing"].item() == 1
+    assert s["mean"].item() == 82.0
+    assert s["sd"].item() == pytest.approx(math.sqrt(8.0))
