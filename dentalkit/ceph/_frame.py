@@ -50,8 +50,13 @@ class SessionArray:
     coords: np.ndarray  # (n_sessions, n_names, 2), image coordinates, NaN = absent
     names: list[str]
     duplicated: np.ndarray  # (n_sessions, n_names) bool: name given more than once
-    session_codes: np.ndarray  # per input row (of the view): session index
-    row_index: np.ndarray  # positions (in the input table) of the view's rows
+    first_rows: np.ndarray  # per session: position of its first row in the view's rows
+    _sessions: object  # row → session mapping (see _Sessions)
+
+    @property
+    def session_codes(self) -> np.ndarray:
+        """Session index of every row of the view (computed on demand)."""
+        return self._sessions.of(slice(None))
 
 
 def _codes(col: pd.Series) -> tuple[np.ndarray, int]:
@@ -62,8 +67,32 @@ def _codes(col: pd.Series) -> tuple[np.ndarray, int]:
     return codes.astype(np.int64), len(uniques)
 
 
-def _factorize_sessions(table: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Session index per row (sorted by the key columns) and the first row of each session."""
+class _Sessions:
+    """Per-row session codes, kept as (row key, key → session) so rows need not be gathered."""
+
+    def __init__(self, key: np.ndarray, dense: np.ndarray | None, n_s: int) -> None:
+        self.key = key  # per row: a combined key code (or already the session index)
+        self.dense = dense  # combined key → session index (None: key is the index)
+        self.n_s = n_s
+
+    def of(self, rows: np.ndarray | slice) -> np.ndarray:
+        k = self.key[rows]
+        return k if self.dense is None else self.dense[k]
+
+    def first_rows(self) -> np.ndarray:
+        """Index of the first row of each session (rows of a session may be scattered)."""
+        key = self.key
+        if not len(key):
+            return np.zeros(0, dtype=np.int64)
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])  # starts of runs
+        first = np.full(self.n_s, -1, dtype=np.int64)
+        rev = starts[::-1]
+        first[self.of(rev)] = rev  # last write wins → smallest row index
+        return first
+
+
+def _factorize_sessions(table: pd.DataFrame, cols: list[str]) -> _Sessions:
+    """Session codes (sessions sorted by the key columns' codes)."""
     combined = np.zeros(len(table), dtype=np.int64)
     radix = 1
     for c in cols:
@@ -71,7 +100,9 @@ def _factorize_sessions(table: pd.DataFrame, cols: list[str]) -> tuple[np.ndarra
         base = n + 1
         if radix > np.iinfo(np.int64).max // max(base, 1):
             # too many combinations for a mixed-radix code: fall back to pandas groupby
-            return _factorize_sessions_slow(table, cols)
+            grouped = table.groupby(cols, sort=True, observed=True, dropna=False)
+            ses = grouped.ngroup().to_numpy(np.int64)
+            return _Sessions(ses, None, int(ses.max()) + 1 if len(ses) else 0)
         if radix > 1:
             combined *= base
         combined += codes + 1
@@ -81,29 +112,9 @@ def _factorize_sessions(table: pd.DataFrame, cols: list[str]) -> tuple[np.ndarra
         present = np.zeros(radix, dtype=bool)
         present[combined] = True
         dense = np.cumsum(present, dtype=np.int64) - 1
-        ses = dense[combined]
-        n_s = int(present.sum())
-    else:
-        ses, uniques = pd.factorize(combined, sort=True)
-        ses = ses.astype(np.int64)
-        n_s = len(uniques)
-    return ses, _first_rows(ses, n_s)
-
-
-def _first_rows(ses: np.ndarray, n_s: int) -> np.ndarray:
-    """Index of the first row of each session."""
-    if len(ses) and (ses[1:] >= ses[:-1]).all():  # rows grouped by session, in key order
-        return np.flatnonzero(np.r_[True, ses[1:] != ses[:-1]])
-    first = np.full(n_s, -1, dtype=np.int64)
-    order = np.arange(len(ses) - 1, -1, -1)
-    first[ses[order]] = order  # last write wins → smallest row index
-    return first
-
-
-def _factorize_sessions_slow(table: pd.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    grouped = table.groupby(cols, sort=True, observed=True, dropna=False)
-    ses = grouped.ngroup().to_numpy(np.int64)
-    return ses, _first_rows(ses, int(ses.max()) + 1 if len(ses) else 0)
+        return _Sessions(combined, dense, int(present.sum()))
+    ses, uniques = pd.factorize(combined, sort=True)
+    return _Sessions(ses.astype(np.int64), None, len(uniques))
 
 
 def to_array(
@@ -130,32 +141,32 @@ def to_array(
     output_cols : list of str, optional
         Columns reported per session (first row's value); default ``session_cols``.
     """
-    ses, first = _factorize_sessions(table, session_cols)
-    n_s, n_p = len(first), len(names)
+    sessions_ = _factorize_sessions(table, session_cols)
+    n_s, n_p = sessions_.n_s, len(names)
     lookup = np.full(len(name_categories) + 1, -1, dtype=np.int64)
     pos = {n: i for i, n in enumerate(names)}
     for i, cat in enumerate(name_categories):
         lookup[i] = pos.get(cat, -1)
     pidx = lookup[name_codes]  # code −1 → last slot → −1
-    keep = pidx >= 0
-    flat = ses[keep] * n_p + pidx[keep]
+    rows_kept = np.flatnonzero(pidx >= 0)
+    flat = sessions_.of(rows_kept) * n_p + pidx[rows_kept]
     counts = np.bincount(flat, minlength=n_s * n_p)
     coords = np.full((n_s * n_p, 2), np.nan)
-    rows_kept = np.flatnonzero(keep)
     coords[flat, 0] = table["x"].to_numpy(dtype=float, na_value=np.nan)[rows_kept]
     coords[flat, 1] = table["y"].to_numpy(dtype=float, na_value=np.nan)[rows_kept]
     duplicated = (counts > 1).reshape(n_s, n_p)
     coords = coords.reshape(n_s, n_p, 2)
     coords[duplicated] = np.nan
     coords[~np.isfinite(coords).all(axis=-1)] = np.nan  # inf / half-given points are absent
+    first = sessions_.first_rows()
     sessions = table[output_cols or session_cols].iloc[first].reset_index(drop=True)
     return SessionArray(
         sessions=sessions,
         coords=coords,
         names=list(names),
         duplicated=duplicated,
-        session_codes=ses,
-        row_index=np.arange(len(table)),
+        first_rows=first,
+        _sessions=sessions_,
     )
 
 

@@ -504,8 +504,7 @@ def _problems(
     ses = arr.sessions.iloc[prob["s"].to_numpy()].reset_index(drop=True)
     endpoint = None
     if "endpoint" in rows.columns:
-        first_rows = pd.Series(np.arange(len(rows))).groupby(arr.session_codes).first()
-        ep = rows["endpoint"].astype(object).to_numpy()[first_rows.to_numpy()]
+        ep = rows["endpoint"].astype(object).to_numpy()[arr.first_rows]
         endpoint = ep[prob["s"].to_numpy()]
     table = pd.DataFrame(
         {

@@ -207,3 +207,13 @@ def test_adding_a_row_adds_a_measure():
 def test_no_rows_of_a_view_give_no_rows():
     out = measure(image_table(FRONTAL, view="frontal"), ["SNA", "maxillary_width"])
     assert out["measure"].astype(str).tolist() == ["maxillary_width"]
+
+
+def test_row_order_does_not_matter():
+    t = _cohort()
+    t["endpoint"] = "ceph_lateral_points"
+    shuffled = t.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    a, pa = measure(t, IDS, mm_per_px=0.1, errors="collect")
+    b, pb = measure(shuffled, IDS, mm_per_px=0.1, errors="collect")
+    pd.testing.assert_frame_equal(a, b)
+    assert len(pa) == len(pb)
