@@ -1,8 +1,9 @@
 """The one vectorized evaluator: every measure of every session in one pass per kind.
 
-Input: an ``(n_sessions, n_landmarks, 2)`` float array in the *anatomical frame*
-(anterior / patient's left = +x, superior = +y; see :mod:`dentalkit.ceph._frame`),
-NaN where a landmark is absent. Output: an ``(n_sessions, n_measures)`` array.
+Input: the sessions × landmarks × xy coordinates in the *anatomical frame* (anterior /
+patient's left = +x, superior = +y; see :mod:`dentalkit.ceph._frame`), stored
+landmark-major as ``(2, n_landmarks, n_sessions)``, NaN where a landmark is absent.
+Output: an ``(n_measures, n_sessions)`` array.
 
 Each geometric kind is one numpy expression over all sessions and all measures of
 that kind at once (fancy indexing gathers the points); derived kinds
@@ -37,15 +38,15 @@ __all__ = ["evaluate"]
 
 
 def _cross(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    return u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0]
+    return u[0] * v[1] - u[1] * v[0]
 
 
 def _dot(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    return u[..., 0] * v[..., 0] + u[..., 1] * v[..., 1]
+    return u[0] * v[0] + u[1] * v[1]
 
 
 def _norm(u: np.ndarray) -> np.ndarray:
-    return np.hypot(u[..., 0], u[..., 1])
+    return np.hypot(u[0], u[1])
 
 
 def _nonzero(n: np.ndarray) -> np.ndarray:
@@ -65,8 +66,9 @@ def _signed_angle(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def _geometric(kind: str, Q: np.ndarray, idx: np.ndarray, sign: np.ndarray) -> np.ndarray:
-    """Evaluate all measures of one kind: Q (s, p, 2), idx (m, k) → (s, m)."""
-    P = [Q[:, idx[:, j], :] for j in range(idx.shape[1])]  # each (s, m, 2)
+    """Evaluate all measures of one kind: Q (2, p, s), idx (m, k) → (m, s)."""
+    P = [Q[:, idx[:, j], :] for j in range(idx.shape[1])]  # each (2, m, s)
+    sign = sign[:, None]
     if kind == "angle3":
         return _unsigned_angle(P[0] - P[1], P[2] - P[1])
     if kind == "vector_angle":
@@ -88,14 +90,14 @@ def _geometric(kind: str, Q: np.ndarray, idx: np.ndarray, sign: np.ndarray) -> n
 
 
 def _derived(kind: str, V: np.ndarray, op_idx: np.ndarray, coef: np.ndarray) -> np.ndarray:
-    ops = V[:, op_idx]  # (s, m, k)
+    ops = V[op_idx]  # (m, k, s)
     if kind == "combination":
-        return np.einsum("smk,mk->sm", ops, coef)
+        return np.einsum("mks,mk->ms", ops, coef)
     if kind == "ratio":
-        return 100.0 * ops[..., 0] / np.where(ops[..., 1] != 0, ops[..., 1], np.nan)
+        return 100.0 * ops[:, 0] / np.where(ops[:, 1] != 0, ops[:, 1], np.nan)
     if kind == "asymmetry":
-        total = ops[..., 0] + ops[..., 1]
-        return 100.0 * (ops[..., 0] - ops[..., 1]) / np.where(total != 0, total, np.nan)
+        total = ops[:, 0] + ops[:, 1]
+        return 100.0 * (ops[:, 0] - ops[:, 1]) / np.where(total != 0, total, np.nan)
     raise ValueError(f"unknown derived kind {kind!r}")
 
 
@@ -107,7 +109,7 @@ def evaluate(
     Parameters
     ----------
     coords : numpy.ndarray
-        ``(n_sessions, len(compiled.landmarks), 2)`` in the anatomical frame.
+        ``(2, len(compiled.landmarks), n_sessions)`` in the anatomical frame.
     compiled : CompiledView
     length_scale : numpy.ndarray, optional
         Per-session factor applied to geometric length measures before derived
@@ -116,32 +118,29 @@ def evaluate(
     Returns
     -------
     numpy.ndarray
-        ``(n_sessions, len(compiled.ids))`` float64, NaN where a needed landmark is
+        ``(len(compiled.ids), n_sessions)`` float64, NaN where a needed landmark is
         absent or the geometry is degenerate.
     """
-    n_s = coords.shape[0]
+    n_s = coords.shape[2]
     if len(compiled.derived_points):
         members = compiled.derived_points
         valid = members >= 0
-        gathered = coords[:, np.where(valid, members, 0), :]  # (s, d, k, 2)
         weights = valid / valid.sum(axis=1, keepdims=True)
-        derived_pts = np.einsum(
-            "sdkc,dk->sdc", np.where(valid[None, :, :, None], gathered, 0.0), weights
-        )
-        # a missing member makes the construction point missing (not a one-sided mean)
-        missing = np.isnan(np.where(valid[None, :, :, None], gathered, 0.0)).any(axis=(2, 3))
-        derived_pts[missing] = np.nan
+        gathered = coords[:, np.where(valid, members, 0), :]  # (2, d, k, s)
+        # padded slots carry weight 0; a missing member makes the point missing (NaN)
+        gathered = np.where(valid[None, :, :, None], gathered, 0.0)
+        derived_pts = np.einsum("cdks,dk->cds", gathered, weights)
         Q = np.concatenate([coords, derived_pts], axis=1)
     else:
         Q = coords
-    V = np.full((n_s, len(compiled.ids) + 1), np.nan)
-    V[:, -1] = 0.0  # padding column for combination operands
+    V = np.full((len(compiled.ids) + 1, n_s), np.nan)
+    V[-1] = 0.0  # padding row for combination operands
     for kind, (cols, idx, sign) in compiled.geometric.items():
-        V[:, cols] = _geometric(kind, Q, idx, sign)
+        V[cols] = _geometric(kind, Q, idx, sign)
     if length_scale is not None:
-        cols = np.flatnonzero(compiled.is_length)
-        V[:, cols] *= np.asarray(length_scale, dtype=float)[:, None]
+        rows = np.flatnonzero(compiled.is_length)
+        V[rows] *= np.asarray(length_scale, dtype=float)[None, :]
     for level in compiled.derived:
         for kind, cols, op_idx, coef in level:
-            V[:, cols] = _derived(kind, V, op_idx, coef)
-    return V[:, :-1]
+            V[cols] = _derived(kind, V, op_idx, coef)
+    return V[:-1]

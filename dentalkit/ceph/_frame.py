@@ -1,4 +1,8 @@
-"""Long landmarks table → ``(n_sessions, n_landmarks, 2)`` array in the anatomical frame.
+"""Long landmarks table → session × landmark × xy array in the anatomical frame.
+
+The array holds ``(n_sessions, n_landmarks, 2)`` numbers, stored landmark-major as
+``coords[c, p, s]`` (shape ``(2, n_landmarks, n_sessions)``) so that gathering the
+points of a measure for every session copies contiguous rows.
 
 The anatomical frame
 --------------------
@@ -47,9 +51,9 @@ class SessionArray:
     """Result of :func:`to_array` for one view."""
 
     sessions: pd.DataFrame  # one row per session: session columns (dtypes kept)
-    coords: np.ndarray  # (n_sessions, n_names, 2), image coordinates, NaN = absent
+    coords: np.ndarray  # (2, n_names, n_sessions): x, y image coordinates, NaN = absent
     names: list[str]
-    duplicated: np.ndarray  # (n_sessions, n_names) bool: name given more than once
+    duplicated: np.ndarray  # (n_names, n_sessions) bool: name given more than once
     first_rows: np.ndarray  # per session: position of its first row in the view's rows
     _sessions: object  # row → session mapping (see _Sessions)
 
@@ -149,15 +153,16 @@ def to_array(
         lookup[i] = pos.get(cat, -1)
     pidx = lookup[name_codes]  # code −1 → last slot → −1
     rows_kept = np.flatnonzero(pidx >= 0)
-    flat = sessions_.of(rows_kept) * n_p + pidx[rows_kept]
-    counts = np.bincount(flat, minlength=n_s * n_p)
-    coords = np.full((n_s * n_p, 2), np.nan)
-    coords[flat, 0] = table["x"].to_numpy(dtype=float, na_value=np.nan)[rows_kept]
-    coords[flat, 1] = table["y"].to_numpy(dtype=float, na_value=np.nan)[rows_kept]
-    duplicated = (counts > 1).reshape(n_s, n_p)
-    coords = coords.reshape(n_s, n_p, 2)
-    coords[duplicated] = np.nan
-    coords[~np.isfinite(coords).all(axis=-1)] = np.nan  # inf / half-given points are absent
+    # landmark-major layout: coords[c, p, s] (contiguous per landmark for fast gathers)
+    flat = pidx[rows_kept] * n_s + sessions_.of(rows_kept)
+    counts = np.bincount(flat, minlength=n_p * n_s)
+    coords = np.full((2, n_p * n_s), np.nan)
+    coords[0, flat] = table["x"].to_numpy(dtype=float, na_value=np.nan)[rows_kept]
+    coords[1, flat] = table["y"].to_numpy(dtype=float, na_value=np.nan)[rows_kept]
+    coords = coords.reshape(2, n_p, n_s)
+    duplicated = (counts > 1).reshape(n_p, n_s)
+    bad = duplicated | ~(np.isfinite(coords[0]) & np.isfinite(coords[1]))
+    coords[:, bad] = np.nan  # repeated, inf or half-given points are absent
     first = sessions_.first_rows()
     sessions = table[output_cols or session_cols].iloc[first].reset_index(drop=True)
     return SessionArray(
@@ -186,68 +191,63 @@ def orient(
         image convention was assumed.
     """
     frame = coords.copy()
-    frame[..., 1] *= -1.0
+    frame[1] *= -1.0
     pos = {n: i for i, n in enumerate(names)}
-    n_s = coords.shape[0]
+    n_s = coords.shape[2]
     if view == "lateral":
         mirror, determined = _lateral_handedness(frame, pos)
     else:
         mirror, determined = _frontal_handedness(frame, pos)
-    frame[mirror, :, 0] *= -1.0
+    xs = frame[0]
+    xs[:, mirror] *= -1.0
     return frame, mirror, determined if n_s else np.zeros(0, bool)
 
 
+def _mean_of_present(pts: np.ndarray) -> np.ndarray:
+    """(2, k, s) → (2, s): mean over the points present (NaN when none is)."""
+    present = ~np.isnan(pts[0])
+    cnt = present.sum(axis=0)
+    total = np.where(present[None], pts, 0.0).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(cnt[None] > 0, total / np.maximum(cnt, 1)[None], np.nan)
+
+
 def _lateral_handedness(frame: np.ndarray, pos: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    n_s = frame.shape[0]
+    n_s = frame.shape[2]
     if "S" not in pos or "N" not in pos:
         return np.zeros(n_s, bool), np.zeros(n_s, bool)
     S = frame[:, pos["S"], :]
     N = frame[:, pos["N"], :]
     others = [i for n, i in pos.items() if n not in ("S", "N")]
+    centroid = _mean_of_present(frame[:, others, :]) if others else np.full((2, n_s), np.nan)
     with np.errstate(invalid="ignore"):
-        if others:
-            pts = frame[:, others, :]
-            present = ~np.isnan(pts[..., 0])
-            cnt = present.sum(axis=1)
-            total = np.where(present[..., None], pts, 0.0).sum(axis=1)
-            centroid = np.where(cnt[:, None] > 0, total / np.maximum(cnt, 1)[:, None], np.nan)
-        else:
-            centroid = np.full((n_s, 2), np.nan)
         sn = N - S
-        cross = sn[:, 0] * (centroid[:, 1] - S[:, 1]) - sn[:, 1] * (centroid[:, 0] - S[:, 0])
-        scale = (sn**2).sum(axis=1)
+        cross = sn[0] * (centroid[1] - S[1]) - sn[1] * (centroid[0] - S[0])
+        scale = sn[0] ** 2 + sn[1] ** 2
         determined = np.isfinite(cross) & (np.abs(cross) > 1e-9 * scale)
-        mirror = np.where(determined, cross > 0, sn[:, 0] < 0)
-    mirror = np.where(np.isnan(sn[:, 0]), False, mirror)
+        mirror = np.where(determined, cross > 0, sn[0] < 0)
+    mirror = np.where(np.isnan(sn[0]), False, mirror)
     return mirror.astype(bool), determined.astype(bool)
 
 
 def _frontal_handedness(frame: np.ndarray, pos: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    n_s = frame.shape[0]
+    n_s = frame.shape[2]
     pairs = [
         (i, pos[n[:-2] + "_L"]) for n, i in pos.items() if n.endswith("_R") and n[:-2] + "_L" in pos
     ]
+    if pairs:
+        d = frame[:, [p[1] for p in pairs], :] - frame[:, [p[0] for p in pairs], :]
+        lateral = _mean_of_present(d)
+    else:
+        lateral = np.full((2, n_s), np.nan)
+    superior = np.full((2, n_s), np.nan)
+    for lo, hi in (("ANS", "Cg"), ("Me", "ANS"), ("Me", "Cg")):  # later wins
+        if lo in pos and hi in pos:
+            v = frame[:, pos[hi], :] - frame[:, pos[lo], :]
+            ok = ~np.isnan(v[0])
+            superior[:, ok] = v[:, ok]
     with np.errstate(invalid="ignore"):
-        if pairs:
-            right = frame[:, [p[0] for p in pairs], :]
-            left = frame[:, [p[1] for p in pairs], :]
-            d = left - right
-            ok = ~np.isnan(d[..., 0])
-            cnt = ok.sum(axis=1)
-            lateral = np.where(
-                cnt[:, None] > 0,
-                np.where(ok[..., None], d, 0).sum(axis=1) / np.maximum(cnt, 1)[:, None],
-                np.nan,
-            )
-        else:
-            lateral = np.full((n_s, 2), np.nan)
-        superior = np.full((n_s, 2), np.nan)
-        for lo, hi in (("ANS", "Cg"), ("Me", "ANS"), ("Me", "Cg")):  # later wins
-            if lo in pos and hi in pos:
-                v = frame[:, pos[hi], :] - frame[:, pos[lo], :]
-                ok = ~np.isnan(v[:, 0])
-                superior[ok] = v[ok]
-        cross = lateral[:, 0] * superior[:, 1] - lateral[:, 1] * superior[:, 0]
+        cross = lateral[0] * superior[1] - lateral[1] * superior[0]
         determined = np.isfinite(cross) & (cross != 0)
         mirror = determined & (cross < 0)
     return mirror.astype(bool), determined.astype(bool)

@@ -166,10 +166,10 @@ def measure(
         arr = to_array(rows, compiled.landmarks + extra, codes, cats, group_cols, session_cols)
         frame, _mirrored, determined = orient(arr.coords, arr.names, v)
         n_used = len(compiled.landmarks)
-        arr.coords, arr.names = arr.coords[:, :n_used], arr.names[:n_used]
-        arr.duplicated = arr.duplicated[:, :n_used]
+        arr.coords, arr.names = arr.coords[:, :n_used, :], arr.names[:n_used]
+        arr.duplicated = arr.duplicated[:n_used]
         scale = _calibration(mm_per_px, rows, arr, session_cols)
-        values = evaluate(frame[:, :n_used], compiled, scale)
+        values = evaluate(frame[:, :n_used, :], compiled, scale).T  # (sessions, measures)
         out = values[:, compiled.output]
         tables.append(_long_table(arr.sessions, v, ids, out, catalog, length_unit, measure_cats))
         problems.append(_problems(rows, arr, compiled, values, determined, scale, session_cols, v))
@@ -415,9 +415,9 @@ def _problems(
     names = compiled.landmarks
     out_ids = [compiled.ids[i] for i in compiled.output]
     uses = {n: [m for m in out_ids if n in compiled.needs[m]] for n in names}
-    absent = np.isnan(arr.coords[..., 0])
+    absent = np.isnan(arr.coords[0]).T  # (sessions, landmarks)
     s_idx, p_idx = np.nonzero(absent)
-    dup = arr.duplicated[s_idx, p_idx]
+    dup = arr.duplicated.T[s_idx, p_idx]
     used = np.array([bool(uses[n]) for n in names], dtype=bool)
     keep = used[p_idx] if len(names) else np.zeros(0, bool)
     s_idx, p_idx, dup = s_idx[keep], p_idx[keep], dup[keep]
