@@ -127,15 +127,13 @@ def classify(
             raise InputError(f"measures table lacks column {col!r} (use the output of measure())")
     key = [c for c in measures.columns if c not in ("view", "measure", "value", "unit", "analysis")]
     key = [c for c in key if not c.startswith(("norm_", "z"))]
-    wide = measures.pivot_table(
-        index=key, columns="measure", values="value", aggfunc="first", observed=True, dropna=False
-    )
-    out = wide.index.to_frame(index=False)
+    out = measures[key].drop_duplicates().reset_index(drop=True)
+    measure_col = measures["measure"].astype(str)
     for scheme, g in table.groupby("scheme", sort=False):
         mid = g["measure"].iloc[0]
-        values = (
-            wide[mid].to_numpy(dtype=float) if mid in wide.columns else np.full(len(out), np.nan)
-        )
+        sub = measures.loc[(measure_col == mid).to_numpy(), [*key, "value"]]
+        sub = sub.drop_duplicates(key)
+        values = out.merge(sub, on=key, how="left")["value"].to_numpy(dtype=float)
         lo = g["lower"].fillna(-np.inf).to_numpy()
         hi = g["upper"].fillna(np.inf).to_numpy()
         inside = (values[:, None] >= lo[None, :]) & (values[:, None] < hi[None, :])
