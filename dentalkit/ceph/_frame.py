@@ -15,10 +15,12 @@ Each session is put into a frame where
 Steps: flip y (``y ← −y``); then mirror x when the session's handedness is wrong.
 
 - Lateral handedness: with S → N pointing anterior, the face (the centroid of the
-  other landmarks the measures use: A, B, Me, Go …) must lie on the clockwise
-  (inferior) side of S → N, i.e. ``(N − S) × (c − S) < 0``. When that cross product
-  is zero or undefined (only S and N present), fall back to the image convention:
-  mirror when N is left of S in the image.
+  other landmarks present: A, B, Me, Go …) must lie on the clockwise (inferior) side
+  of S → N, i.e. ``(N − S) × (c − S) < 0``. Without S or N, the same test is made
+  with Po → Or, then PNS → ANS, against B, Pog, Me, Gn, Go. When no test can be made,
+  fall back to the image convention on the first of these pairs present (anterior =
+  the image direction it points to) and report it; with none of them, the session's
+  signed measures are NaN.
 - Frontal handedness: the mean right→left vector of the bilateral pairs present
   (``*_R`` → ``*_L``) crossed with the inferior→superior vector Me → Cg (fallbacks
   Me → ANS, ANS → Cg) must be positive. Undetermined: no mirror (PA films are viewed
@@ -212,22 +214,41 @@ def _mean_of_present(pts: np.ndarray) -> np.ndarray:
         return np.where(cnt[None] > 0, total / np.maximum(cnt, 1)[None], np.nan)
 
 
+#: Anterior-pointing landmark pairs tried in turn for the lateral handedness, each with
+#: landmarks known to lie inferior to it (None = every other landmark present).
+_LATERAL_AXES = (
+    ("S", "N", None),
+    ("Po", "Or", ("B", "Pog", "Me", "Gn", "Go")),
+    ("PNS", "ANS", ("B", "Pog", "Me", "Gn", "Go")),
+)
+
+
 def _lateral_handedness(frame: np.ndarray, pos: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
     n_s = frame.shape[2]
-    if "S" not in pos or "N" not in pos:
-        return np.zeros(n_s, bool), np.zeros(n_s, bool)
-    S = frame[:, pos["S"], :]
-    N = frame[:, pos["N"], :]
-    others = [i for n, i in pos.items() if n not in ("S", "N")]
-    centroid = _mean_of_present(frame[:, others, :]) if others else np.full((2, n_s), np.nan)
-    with np.errstate(invalid="ignore"):
-        sn = N - S
-        cross = sn[0] * (centroid[1] - S[1]) - sn[1] * (centroid[0] - S[0])
-        scale = sn[0] ** 2 + sn[1] ** 2
-        determined = np.isfinite(cross) & (np.abs(cross) > 1e-9 * scale)
-        mirror = np.where(determined, cross > 0, sn[0] < 0)
-    mirror = np.where(np.isnan(sn[0]), False, mirror)
-    return mirror.astype(bool), determined.astype(bool)
+    mirror = np.zeros(n_s, bool)
+    determined = np.zeros(n_s, bool)
+    fallback = np.full(n_s, np.nan)  # image convention: x direction of the first pair present
+    for a, b, below in _LATERAL_AXES:
+        if a not in pos or b not in pos:
+            continue
+        A = frame[:, pos[a], :]
+        B = frame[:, pos[b], :]
+        names = (
+            [n for n in pos if n not in (a, b)] if below is None else [n for n in below if n in pos]
+        )
+        idx = [pos[n] for n in names]
+        centroid = _mean_of_present(frame[:, idx, :]) if idx else np.full((2, n_s), np.nan)
+        with np.errstate(invalid="ignore"):
+            ab = B - A
+            cross = ab[0] * (centroid[1] - A[1]) - ab[1] * (centroid[0] - A[0])
+            ok = np.isfinite(cross) & (np.abs(cross) > 1e-9 * (ab[0] ** 2 + ab[1] ** 2))
+        new = ok & ~determined
+        mirror[new] = cross[new] > 0
+        determined |= new
+        fallback = np.where(np.isnan(fallback), ab[0], fallback)
+    use_fallback = ~determined & ~np.isnan(fallback)
+    mirror[use_fallback] = fallback[use_fallback] < 0
+    return mirror, determined
 
 
 def _frontal_handedness(frame: np.ndarray, pos: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:

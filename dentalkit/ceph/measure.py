@@ -170,9 +170,15 @@ def measure(
         arr.duplicated = arr.duplicated[:n_used]
         scale = _calibration(mm_per_px, rows, arr, session_cols)
         values = evaluate(frame[:, :n_used, :], compiled, scale).T  # (sessions, measures)
+        unknown = _orientation_unknown(frame, arr.names + extra, v, determined)
+        if unknown.any():  # no axis at all: signed measures would be a guess
+            chiral_cols = [i for i, m in enumerate(compiled.ids) if compiled.chiral[m]]
+            values[np.ix_(unknown, chiral_cols)] = np.nan
         out = values[:, compiled.output]
         tables.append(_long_table(arr.sessions, v, ids, out, catalog, length_unit, measure_cats))
-        problems.append(_problems(rows, arr, compiled, values, determined, scale, session_cols, v))
+        problems.append(
+            _problems(rows, arr, compiled, values, determined, unknown, scale, session_cols, v)
+        )
     table = (
         pd.concat(tables, ignore_index=True)
         if tables
@@ -303,6 +309,19 @@ def _name_codes(
     return codes, cats
 
 
+def _orientation_unknown(frame: np.ndarray, names: list[str], view: str, determined) -> np.ndarray:
+    """Sessions whose handedness was neither determined nor given by an axis pair."""
+    pairs = (("S", "N"), ("Po", "Or"), ("PNS", "ANS")) if view == "lateral" else ()
+    if view != "lateral":
+        return np.zeros(frame.shape[2], bool)  # frontal: image convention (no mirror)
+    pos = {n: i for i, n in enumerate(names)}
+    has_pair = np.zeros(frame.shape[2], bool)
+    for a, b in pairs:
+        if a in pos and b in pos:
+            has_pair |= ~np.isnan(frame[0, pos[a]]) & ~np.isnan(frame[0, pos[b]])
+    return ~determined & ~has_pair
+
+
 def _calibration(mm_per_px, rows: pd.DataFrame, arr, session_cols: list[str]) -> np.ndarray | None:
     n_s = len(arr.sessions)
     if mm_per_px is None:
@@ -407,6 +426,7 @@ def _problems(
     compiled,
     values: np.ndarray,
     determined: np.ndarray,
+    unknown: np.ndarray,
     scale: np.ndarray | None,
     session_cols: list[str],
     view: str,
@@ -460,16 +480,18 @@ def _problems(
             )
     chiral = [m for m in out_ids if compiled.chiral.get(m, False)]
     for s in np.flatnonzero(~determined).tolist() if chiral else []:
-        recs.append(
-            {
-                "s": s,
-                "landmark": None,
-                "measures": ", ".join(chiral),
-                "reason": "profile direction not determined from the landmarks; image "
-                "convention assumed (lateral: N right of S faces right; frontal: patient's "
-                "right on the image left)",
-            }
-        )
+        if unknown[s]:
+            reason = (
+                "profile direction unknown (none of S-N, Po-Or, PNS-ANS present): signed "
+                "measures are NaN"
+            )
+        else:
+            reason = (
+                "profile direction not determined from the landmarks; image convention "
+                "assumed (lateral: the S-N, Po-Or or PNS-ANS pair points anterior in the "
+                "image; frontal: patient's right on the image left)"
+            )
+        recs.append({"s": s, "landmark": None, "measures": ", ".join(chiral), "reason": reason})
     # degenerate geometry: NaN although every needed landmark is present
     out_vals = values[:, compiled.output]
     rows_nan = np.flatnonzero(np.isnan(out_vals).any(axis=1))

@@ -14,6 +14,8 @@ R3 = math.sqrt(3.0)
 
 
 def values(points, ids, **kw):
+    # an S-N axis far above every point fixes the profile direction (anterior = +x)
+    points = {"S": (-100.0, 300.0), "N": (0.0, 300.0), **points}
     out = measure(image_table(points, px_per_mm=1.0), ids, mm_per_px=1.0, errors="ignore", **kw)
     return dict(zip(out["measure"].astype(str), out["value"], strict=True))
 
@@ -180,3 +182,38 @@ def test_result_is_a_pure_function_of_the_input():
     b = measure(t, errors="raise")
     pd.testing.assert_frame_equal(t, before)
     pd.testing.assert_frame_equal(a, b)
+
+
+WITS_PTS = {
+    "U6_cusp": (0.0, 1.0),
+    "L6_cusp": (0.0, -1.0),
+    "U4_cusp": (20.0, 1.0),
+    "L4_cusp": (20.0, -1.0),
+    "A": (35.0, 20.0),
+    "B": (31.0, -25.0),  # Class II: Wits = +4
+}
+
+
+@pytest.mark.parametrize("mirror", [False, True])
+def test_signed_measures_without_s_and_n_use_frankfort_for_the_direction(mirror):
+    pts = {**WITS_PTS, "Po": (-40.0, 30.0), "Or": (40.0, 30.0), "Me": (20.0, -60.0)}
+    t = image_table(pts, px_per_mm=1.0, mirror=mirror, angle_deg=150.0)  # upside down too
+    out, prob = measure(t, ["Wits"], mm_per_px=1.0, errors="collect")
+    assert out["value"].item() == pytest.approx(4.0)
+    assert prob.empty
+
+
+def test_signed_measures_without_any_axis_are_nan_not_guessed():
+    out, prob = measure(image_table(WITS_PTS, px_per_mm=1.0, mirror=True), ["Wits"],
+                        mm_per_px=1.0, errors="collect")  # fmt: skip
+    assert math.isnan(out["value"].item())
+    assert prob["reason"].str.contains("direction unknown").any()
+
+
+def test_image_convention_fallback_is_reported():
+    pts = {**WITS_PTS, "S": (-30.0, 40.0), "N": (40.0, 45.0)}  # S, N and nothing below/above
+    pts = {k: v for k, v in pts.items() if k in ("S", "N", "A", "B") or "cusp" in k}
+    out, prob = measure(image_table(pts, px_per_mm=1.0), ["Wits"], mm_per_px=1.0,
+                        errors="collect")  # fmt: skip
+    assert out["value"].item() == pytest.approx(4.0)  # determined from the cusps/A/B below SN
+    assert prob.empty
