@@ -340,13 +340,11 @@ def _calibration(mm_per_px, rows: pd.DataFrame, arr, session_cols: list[str]) ->
                 "number, a column name or a Series indexed by session columns"
             )
         vals = pd.to_numeric(rows[mm_per_px], errors="coerce").to_numpy(dtype=float)
-        first = np.full(n_s, np.nan)
-        np.fmax.at(first, arr.session_codes, vals)  # any finite value of the session
-        lo = np.full(n_s, np.nan)
-        np.fmin.at(lo, arr.session_codes, vals)
-        bad = np.flatnonzero(~np.isclose(first, lo, equal_nan=True))
-        if len(bad):
-            who = arr.sessions.iloc[bad[0]].to_dict()
+        first = vals[arr.first_rows]  # the session's value, checked against every row
+        codes = arr.session_codes
+        differs = ~np.isclose(vals, first[codes], rtol=1e-9, atol=0.0, equal_nan=True)
+        if differs.any():
+            who = arr.sessions.iloc[codes[np.flatnonzero(differs)[0]]].to_dict()
             raise InputError(
                 f"column {mm_per_px!r} varies within session {who}; calibration must be "
                 "one value per image"
