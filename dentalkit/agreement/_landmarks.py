@@ -1,0 +1,467 @@
+"""``agreement.landmarks``: radial error, SDR and x/y bias of two landmark tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from dentalkit.agreement._common import (
+    Errors,
+    calibration,
+    check_errors,
+    finish,
+    problems_frame,
+    session_columns,
+)
+from dentalkit.agreement._frame import FRAMES, anatomical_frame
+from dentalkit.agreement._pairing import no_pairs_error, pair, prepare
+from dentalkit.agreement._stats import t_interval, wilson_interval
+from dentalkit.errors import InputError
+from dentalkit.landmark_map import key_to_name
+
+__all__ = ["OVERALL", "SDR_RADII_MM", "LandmarkAgreement", "landmarks"]
+
+#: Success detection radii of the ISBI 2015 challenge, mm (Wang et al. 2016).
+SDR_RADII_MM = (2.0, 2.5, 3.0, 4.0)
+#: Label of the all-landmarks row of the summary and SDR tables.
+OVERALL = "overall"
+#: Relative tolerance of "radial error ≤ r" (px → mm products may miss by one ulp).
+_SDR_RTOL = 1e-9
+
+
+@dataclass(frozen=True)
+class LandmarkAgreement:
+    """Result of :func:`landmarks`.
+
+    Attributes
+    ----------
+    summary : DataFrame
+        One row per (view, landmark) and one ``overall`` row per view: ``n`` pairs,
+        ``mre`` (mean radial error), ``sd`` (its SD, ``ddof=1``), ``median``,
+        ``max``, ``bias_x``/``bias_y`` (mean signed offset test − reference in the
+        frame) with t intervals ``*_ci_low``/``*_ci_high``, ``sd_x``/``sd_y``,
+        ``unit``. The overall rows have no bias CIs (landmarks of one image are not
+        independent).
+    sdr : DataFrame
+        Long: view, landmark, ``radius_mm``, ``n``, ``n_within``, ``sdr_pct`` (percent
+        of pairs with radial error ≤ radius) and its Wilson interval ``ci_low_pct``/
+        ``ci_high_pct`` (NaN for the overall rows). Empty without calibration.
+    pairs : DataFrame
+        One row per paired landmark: session columns, view, landmark, the input
+        image coordinates ``x_reference``, ``y_reference``, ``x_test``, ``y_test``
+        (px), ``mm_per_px`` (when calibrated), offsets ``dx``, ``dy`` in the frame,
+        radial ``error``, and the reference position in the frame
+        ``frame_x``, ``frame_y`` (all in ``unit``).
+    problems : DataFrame
+        Everything not paired and why (data-contract ``problems`` columns plus
+        ``side``, ``view`` and the landmark column).
+    unit : {"mm", "px"}
+    frame : {"anatomical", "image"}
+    by : {"name", "landmark"}
+        The landmark column the tables were paired on.
+    """
+
+    summary: pd.DataFrame
+    sdr: pd.DataFrame
+    pairs: pd.DataFrame
+    problems: pd.DataFrame
+    unit: str
+    frame: str
+    by: str
+    session_cols: list[str] = field(default_factory=list)
+
+    @property
+    def overall(self) -> pd.DataFrame:
+        """The ``overall`` rows of :attr:`summary` (one per view)."""
+        return self.summary[self.summary[self.by].astype(object) == OVERALL].reset_index(drop=True)
+
+    def __repr__(self) -> str:
+        o = self.overall
+        head = ", ".join(
+            f"{r['view']}: MRE {r['mre']:.3g} ± {r['sd']:.3g} {self.unit} (n={r['n']})"
+            for r in o.to_dict("records")
+        )
+        return (
+            f"LandmarkAgreement({head}; {len(self.summary) - len(o)} landmark(s), "
+            f"frame={self.frame!r}, {len(self.problems)} problem(s))"
+        )
+
+
+def _items(
+    table: pd.DataFrame, by: str, landmark_map: str | Path | pd.DataFrame | None, side: str
+) -> tuple[pd.Series, pd.Series]:
+    """(pairing key, anatomical name used for the handedness) of every row."""
+    for col in ("x", "y"):
+        if col not in table.columns:
+            raise InputError(f"the {side} landmarks table lacks column {col!r} (pixel coordinates)")
+    views = table["view"].astype(object) if "view" in table.columns else None
+    if views is not None:
+        bad = ~views.isin(["lateral", "frontal"])
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise InputError(
+                f"the {side} table has view {views.iloc[i]!r} at row {i}; views are "
+                "'lateral' or 'frontal' (drop the column to take every row as lateral)"
+            )
+
+    def from_keys() -> pd.Series:
+        keys = table["landmark"].astype(object)
+        out = pd.Series(None, index=table.index, dtype=object)
+        for v in ("lateral", "frontal"):
+            mask = (views == v) if views is not None else pd.Series(v == "lateral", table.index)
+            if mask.any():
+                out[mask] = keys[mask].map(key_to_name(v, landmark_map))
+        return out
+
+    if by == "name":
+        if "name" in table.columns:
+            names = table["name"].astype(object)
+            if "landmark" in table.columns and names.isna().any():
+                names = names.where(names.notna(), from_keys())
+        elif "landmark" in table.columns:
+            names = from_keys()
+        else:
+            raise InputError(f"the {side} landmarks table needs a 'name' or a 'landmark' column")
+        return names, names
+    if "landmark" not in table.columns:
+        raise InputError(f"by='landmark' needs a 'landmark' column in the {side} table")
+    oname = table["name"].astype(object) if "name" in table.columns else from_keys()
+    return table["landmark"].astype(object), oname
+
+
+def landmarks(
+    reference: pd.DataFrame,
+    test: pd.DataFrame,
+    mm_per_px: float | str | pd.Series | None = None,
+    by: Literal["name", "landmark"] = "name",
+    *,
+    subset: Sequence[str] | None = None,
+    session_cols: list[str] | None = None,
+    frame: Literal["anatomical", "image"] = "anatomical",
+    sdr_radii_mm: Sequence[float] | None = None,
+    confidence: float = 0.95,
+    landmark_map: str | Path | pd.DataFrame | None = None,
+    errors: Errors = "warn",
+) -> LandmarkAgreement:
+    """Agreement of two landmark tables: MRE ± SD, SDR and x/y bias per landmark and overall.
+
+    Pairs the tables on the session key, view and landmark (test − reference), e.g.
+    the service against a manual tracing, two examiners, or two sessions of one image.
+
+    Parameters
+    ----------
+    reference, test : DataFrame
+        Long landmark tables (``docs/data-contract.md``: session key, ``view``,
+        ``landmark``, ``name``, ``x``, ``y`` in px, image coordinates). Tables without a
+        ``view`` column are taken as lateral. A manual tracing read with
+        :func:`dentalkit.tracings.read_tracings` has this shape.
+    mm_per_px : float, str or Series, optional
+        Calibration: a number, the name of a column (reference first, then test;
+        constant within a session) or a Series indexed by session columns. Without
+        it, errors are in px and no SDR is computed.
+    by : {"name", "landmark"}
+        Pair on the anatomical ``name`` (default; rows without one are reported as
+        unmapped — names are filled from ``landmark`` keys through the landmark map
+        where null) or on the service key ``landmark`` (both tables from the service).
+    subset : list of str, optional
+        Compare only these landmarks (e.g. the 19 ISBI names when the service
+        returns 169); others are left out on purpose, not reported.
+    session_cols : list of str, optional
+        Columns identifying one image in both tables; default those of
+        ``patient_id``, ``timestamp`` present in both (use ``["patient_id"]`` when a
+        tracing has no timestamp).
+    frame : {"anatomical", "image"}
+        Axes of ``bias_x``/``bias_y`` and of the figures; see
+        :mod:`dentalkit.agreement._frame`. Radial errors do not depend on it.
+    sdr_radii_mm : list of float, optional
+        SDR radii in mm; default (2, 2.5, 3, 4) when calibrated, none otherwise.
+        Asking for radii without ``mm_per_px`` is an error.
+    confidence : float
+        Level of the bias and SDR intervals (0.95).
+    landmark_map : path-like or DataFrame, optional
+        Key → name map used where ``name`` is null (default: the shipped map).
+    errors : {"warn", "raise", "ignore"}
+        Unpaired, unmapped, repeated or non-finite landmarks and uncalibrated
+        sessions are always listed in ``result.problems`` and left out of the
+        statistics; ``"warn"`` also emits one warning, ``"raise"`` raises
+        :class:`~dentalkit.errors.InputError` instead.
+
+    Returns
+    -------
+    LandmarkAgreement
+        ``summary``, ``sdr``, ``pairs``, ``problems`` (see the class).
+
+    Notes
+    -----
+    Radial error of landmark *i* in image *j*: R = ‖p_test − p_ref‖ (Euclidean). MRE
+    = mean of R, SD = sqrt(Σ(R − MRE)² / (N − 1)); SDR(z) = #{R ≤ z} / N × 100 %,
+    for z = 2, 2.5, 3, 4 mm — the definitions of the ISBI 2015 challenge (Wang CW
+    et al. A benchmark for comparison of dental radiography analysis algorithms.
+    *Med Image Anal* 2016;31:63–76). Bias: mean of the signed offsets per axis with
+    a Student t interval.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> ref = pd.DataFrame(
+    ...     {
+    ...         "patient_id": "p",
+    ...         "timestamp": "t",
+    ...         "name": ["S", "N"],
+    ...         "x": [0.0, 700.0],
+    ...         "y": [0.0, 0.0],
+    ...     }
+    ... )
+    >>> tst = ref.assign(x=[30.0, 700.0], y=[40.0, 0.0])  # S off by 50 px = 5 mm
+    >>> res = landmarks(ref, tst, mm_per_px=0.1, frame="image")
+    >>> res.summary[["name", "n", "mre"]].to_dict("list")
+    {'name': ['S', 'N', 'overall'], 'n': [1, 1, 2], 'mre': [5.0, 0.0, 2.5]}
+    """
+    check_errors(errors)
+    if by not in ("name", "landmark"):
+        raise InputError(f"by must be 'name' or 'landmark', got {by!r}")
+    if frame not in FRAMES:
+        raise InputError(f"frame must be one of {FRAMES}, got {frame!r}")
+    cols = session_columns(reference, test, session_cols)
+    if sdr_radii_mm is not None and len(sdr_radii_mm) and mm_per_px is None:
+        raise InputError(
+            "SDR radii are in mm, but the landmarks are in px: pass mm_per_px (a number, "
+            "e.g. 0.1 for ISBI 2015 films, a column name or a Series per session), or "
+            "sdr_radii_mm=() for px errors only"
+        )
+    radii = np.asarray(
+        SDR_RADII_MM if sdr_radii_mm is None and mm_per_px is not None else (sdr_radii_mm or ()),
+        dtype=float,
+    )
+    if radii.size and (~np.isfinite(radii) | (radii <= 0)).any():
+        raise InputError(f"sdr_radii_mm must be positive numbers, got {list(sdr_radii_mm or ())}")
+    if subset is not None and OVERALL in subset:
+        raise InputError(f"{OVERALL!r} is reserved for the all-landmarks row")
+
+    sides = []
+    for side, table in (("reference", reference), ("test", test)):
+        items, onames = _items(table, by, landmark_map, side)
+        if (items == OVERALL).any():
+            raise InputError(
+                f"a landmark in the {side} table is called {OVERALL!r}; that label is reserved"
+            )
+        prep = prepare(
+            table.assign(_oname=onames.to_numpy()),
+            side,
+            item=by,
+            item_values=items,
+            values=("x", "y"),
+            session_cols=cols,
+            subset=subset,
+            keep=("_oname",),
+        )
+        sides.append(prep)
+    paired = pair(
+        *sides, item=by, values=("x", "y"), session_cols=cols, subset=subset, carry=("_oname",)
+    )
+    pairs = paired.pairs
+    problems = list(paired.problems)
+    if not len(pairs):
+        raise no_pairs_error("landmark", cols, problems)
+
+    scale = calibration(mm_per_px, reference, test, pairs, cols)
+    if scale is not None:
+        nocal = ~np.isfinite(scale)
+        if nocal.any():
+            lost = pairs.loc[nocal, [*cols, "view"]].drop_duplicates()
+            problems.append(
+                lost.assign(
+                    side="both",
+                    reason="no valid mm_per_px for this session: its landmarks are left out",
+                    path="mm_per_px",
+                )
+            )
+            pairs = pairs.loc[~nocal].reset_index(drop=True)
+            scale = scale[~nocal]
+            if not len(pairs):
+                raise InputError("no calibrated session: every session lacks a valid mm_per_px")
+    unit = "mm" if scale is not None else "px"
+    factor = scale if scale is not None else np.ones(len(pairs))
+
+    ref_xy = pairs[["x_reference", "y_reference"]].to_numpy(dtype=float)
+    tst_xy = pairs[["x_test", "y_test"]].to_numpy(dtype=float)
+    offsets = (tst_xy - ref_xy) * factor[:, None]
+    positions = ref_xy * factor[:, None]
+    if frame == "anatomical":
+        positions, offsets, undetermined = _to_anatomical(pairs, ref_xy, offsets, scale, cols, by)
+        if len(undetermined):
+            problems.append(undetermined)
+    error = np.hypot(offsets[:, 0], offsets[:, 1])
+
+    out_pairs = pairs[[*cols, "view", by]].copy()
+    out_pairs["x_reference"], out_pairs["y_reference"] = ref_xy[:, 0], ref_xy[:, 1]
+    out_pairs["x_test"], out_pairs["y_test"] = tst_xy[:, 0], tst_xy[:, 1]
+    if scale is not None:
+        out_pairs["mm_per_px"] = scale
+    out_pairs["dx"], out_pairs["dy"] = offsets[:, 0], offsets[:, 1]
+    out_pairs["error"] = error
+    out_pairs["frame_x"], out_pairs["frame_y"] = positions[:, 0], positions[:, 1]
+    order = _item_order(reference, sides[0].rows, by)
+    out_pairs[by] = pd.Categorical(out_pairs[by], categories=order)
+    out_pairs["view"] = pd.Categorical(out_pairs["view"], categories=["lateral", "frontal"])
+    out_pairs = out_pairs.sort_values(["view", by], kind="stable").reset_index(drop=True)
+
+    summary, sdr = _summaries(out_pairs, by, radii, unit, confidence, order)
+    prob = problems_frame(problems, "agreement_landmarks", by, cols)
+    finish(prob, errors, "landmarks")
+    return LandmarkAgreement(summary, sdr, out_pairs, prob, unit, frame, by, cols)
+
+
+def _item_order(reference: pd.DataFrame, rows: pd.DataFrame, by: str) -> list[str]:
+    col = reference[by] if by in reference.columns else None
+    if col is not None and isinstance(col.dtype, pd.CategoricalDtype):
+        first = [c for c in col.cat.categories if c is not None]
+    else:
+        first = []
+    seen = list(dict.fromkeys([*first, *rows[by].tolist()]))
+    return [*seen, OVERALL]
+
+
+def _to_anatomical(pairs, ref_xy, offsets, scale, cols, by):
+    positions = np.full_like(offsets, np.nan)
+    rotated = np.full_like(offsets, np.nan)
+    undetermined = []
+    views = pairs["view"].to_numpy()
+    for v in pd.unique(views):
+        idx = np.flatnonzero(views == v)
+        sub = pairs.iloc[idx]
+        s_codes, s_uniq = pd.factorize(pd.MultiIndex.from_frame(sub[cols]))
+        i_codes, i_uniq = pd.factorize(sub[by])
+        oname = sub["_oname_reference"].where(sub["_oname_reference"].notna(), sub["_oname_test"])
+        onames = oname.groupby(i_codes).first()
+        names = [
+            onames.get(i) if isinstance(onames.get(i), str) else None for i in range(len(i_uniq))
+        ]
+        view = v if v in ("lateral", "frontal") else "lateral"
+        pos, off, determined = anatomical_frame(
+            ref_xy[idx],
+            offsets[idx],
+            s_codes,
+            i_codes,
+            len(s_uniq),
+            names,
+            view,
+            None if scale is None else scale[idx],
+        )
+        positions[idx], rotated[idx] = pos, off
+        if not determined.all():
+            bad = pd.DataFrame(list(s_uniq[~determined]), columns=cols).assign(
+                view=v,
+                side="reference",
+                path="frame",
+                reason="handedness not determined from the reference landmarks (needs S, N "
+                "and a face landmark, or bilateral pairs on PA films): image convention "
+                "assumed for its x axis",
+            )
+            undetermined.append(bad)
+    return positions, rotated, pd.concat(undetermined) if undetermined else pd.DataFrame()
+
+
+def _summaries(
+    pairs: pd.DataFrame,
+    by: str,
+    radii: np.ndarray,
+    unit: str,
+    confidence: float,
+    order: list[str],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    view_codes = pairs["view"].cat.codes.to_numpy(np.int64)
+    item_codes = pairs[by].cat.codes.to_numpy(np.int64)
+    n_items = len(order)
+    # groups: (view, item) and (view, overall)
+    g_item = view_codes * n_items + item_codes
+    g_all = view_codes * n_items + (n_items - 1)
+    group = np.concatenate([g_item, g_all])
+    err = pairs["error"].to_numpy(float)
+    dx = pairs["dx"].to_numpy(float)
+    dy = pairs["dy"].to_numpy(float)
+    E, X, Y = (np.concatenate([a, a]) for a in (err, dx, dy))
+    uniq, code = np.unique(group, return_inverse=True)
+    n = np.bincount(code).astype(float)
+
+    def mean(a):
+        return np.bincount(code, weights=a) / n
+
+    def sd(a, m):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ss = np.bincount(code, weights=(a - m[code]) ** 2)
+            return np.where(n > 1, np.sqrt(ss / (n - 1)), np.nan)
+
+    mre, mx, my = mean(E), mean(X), mean(Y)
+    sre, sx, sy = sd(E, mre), sd(X, mx), sd(Y, my)
+    med = pd.Series(E).groupby(code).median().to_numpy()
+    mx_err = pd.Series(E).groupby(code).max().to_numpy()
+    is_all = (uniq % n_items) == n_items - 1
+    xlo, xhi = t_interval(mx, sx, n, confidence)
+    ylo, yhi = t_interval(my, sy, n, confidence)
+    for a in (xlo, xhi, ylo, yhi):
+        a[is_all] = np.nan
+    views = pd.Categorical.from_codes(uniq // n_items, ["lateral", "frontal"])
+    items = pd.Categorical.from_codes(uniq % n_items, order)
+    summary = pd.DataFrame(
+        {
+            "view": views,
+            by: items,
+            "n": n.astype(np.int64),
+            "mre": mre,
+            "sd": sre,
+            "median": med,
+            "max": mx_err,
+            "bias_x": mx,
+            "bias_x_ci_low": xlo,
+            "bias_x_ci_high": xhi,
+            "bias_y": my,
+            "bias_y_ci_low": ylo,
+            "bias_y_ci_high": yhi,
+            "sd_x": sx,
+            "sd_y": sy,
+            "unit": unit,
+        }
+    )
+    if not radii.size:
+        sdr = pd.DataFrame(
+            {
+                "view": pd.Categorical([], ["lateral", "frontal"]),
+                by: pd.Categorical([], order),
+                "radius_mm": pd.Series(dtype=float),
+                "n": pd.Series(dtype=np.int64),
+                "n_within": pd.Series(dtype=np.int64),
+                "sdr_pct": pd.Series(dtype=float),
+                "ci_low_pct": pd.Series(dtype=float),
+                "ci_high_pct": pd.Series(dtype=float),
+            }
+        )
+        return summary, sdr
+    within = E[:, None] <= radii[None, :] * (1 + _SDR_RTOL)  # (rows, radii)
+    k = np.stack([np.bincount(code, weights=within[:, j]) for j in range(radii.size)], axis=1)
+    n_g = len(uniq)
+    nn = np.repeat(n, radii.size)
+    kk = k.reshape(-1)
+    lo, hi = wilson_interval(kk, nn, confidence)
+    all_rows = np.repeat(is_all, radii.size)
+    lo[all_rows], hi[all_rows] = np.nan, np.nan
+    sdr = pd.DataFrame(
+        {
+            "view": pd.Categorical.from_codes(
+                np.repeat(uniq // n_items, radii.size), ["lateral", "frontal"]
+            ),
+            by: pd.Categorical.from_codes(np.repeat(uniq % n_items, radii.size), order),
+            "radius_mm": np.tile(radii, n_g),
+            "n": nn.astype(np.int64),
+            "n_within": kk.astype(np.int64),
+            "sdr_pct": 100.0 * kk / nn,
+            "ci_low_pct": 100.0 * lo,
+            "ci_high_pct": 100.0 * hi,
+        }
+    )
+    return summary, sdr
