@@ -64,6 +64,10 @@ class LandmarkAgreement:
     frame : {"anatomical", "image"}
     by : {"name", "landmark"}
         The landmark column the tables were paired on.
+    session_cols : list of str
+        The session key used.
+    confidence : float
+        Level of the intervals.
     """
 
     summary: pd.DataFrame
@@ -74,6 +78,7 @@ class LandmarkAgreement:
     frame: str
     by: str
     session_cols: list[str] = field(default_factory=list)
+    confidence: float = 0.95
 
     @property
     def overall(self) -> pd.DataFrame:
@@ -314,7 +319,7 @@ def landmarks(
     summary, sdr = _summaries(out_pairs, by, radii, unit, confidence, order)
     prob = problems_frame(problems, "agreement_landmarks", by, cols)
     finish(prob, errors, "landmarks")
-    return LandmarkAgreement(summary, sdr, out_pairs, prob, unit, frame, by, cols)
+    return LandmarkAgreement(summary, sdr, out_pairs, prob, unit, frame, by, cols, confidence)
 
 
 def _item_order(reference: pd.DataFrame, rows: pd.DataFrame, by: str) -> list[str]:
