@@ -217,7 +217,9 @@ def _backend(spec: str | None) -> tuple[Any, dict[str, Any]]:
         path.parent.mkdir(parents=True, exist_ok=True)
         return "sqlite", {"cache_name": str(path), "wal": True, "busy_timeout": 30_000}
     path.mkdir(parents=True, exist_ok=True)
-    return "filesystem", {"cache_name": str(path), "serializer": "json"}
+    # JSON files, but the body kept as the exact bytes received (decode_content=False), so a
+    # cache hit returns byte-for-byte the text the service sent
+    return "filesystem", {"cache_name": str(path), "serializer": "json", "decode_content": False}
 
 
 _parsed = threading.local()

@@ -97,7 +97,7 @@ class ApiResult:
         UTC time the service answered; for a cache hit, when the cached answer was received
         (so ``OutputImageUrl`` expires 72 h after it).
     usage : dict
-        Usage / rate-limit response headers (names are not shown by the spec; see
+        Usage / rate-limit response headers, lower-case names (the spec does not show them; see
         ``dentalkit._http.USAGE_HEADER_PREFIXES``).
     attempts : int
         HTTP attempts this call needed (1 without retries; 1 for a cache hit).
@@ -436,7 +436,9 @@ class Client:
         created = getattr(resp, "created_at", None)
         fetched = created.astimezone(UTC) if isinstance(created, datetime) else datetime.now(UTC)
         usage = {
-            k: v for k, v in resp.headers.items() if k.lower().startswith(USAGE_HEADER_PREFIXES)
+            k.lower(): v
+            for k, v in resp.headers.items()
+            if k.lower().startswith(USAGE_HEADER_PREFIXES)
         }
         return ApiResult(
             endpoint=ep.name,
