@@ -296,6 +296,8 @@ def fetch_cohort(
                 if isinstance(res, ApiResult):
                     buffer.append(_row(req, res))
                     report.from_cache += res.from_cache
+                    if len(buffer) >= every:
+                        flush()
                 else:
                     new_failures.append(_failure(req, res))
                     report.failed += 1
@@ -304,7 +306,7 @@ def fetch_cohort(
                 bar.update(1)
             if finished:
                 bar.set_postfix(cache=report.from_cache, failed=report.failed, refresh=False)
-            if len(buffer) >= every or time.monotonic() - last_flush >= interval:
+            if time.monotonic() - last_flush >= interval:
                 flush()
     finally:
         for fut in pending:
@@ -315,11 +317,9 @@ def fetch_cohort(
         bar.close()
         kept = previous[~previous["request_key"].isin(attempted)]
         fresh = pd.DataFrame(new_failures, columns=FAILURES_SCHEMA.names)
-        failures = (
-            pd.concat([d for d in (kept, fresh) if len(d)], ignore_index=True)
-            if (len(kept) or len(fresh))
-            else fresh
-        )
+        frames = [d for d in (kept, fresh) if len(d)]
+        failures = pd.concat(frames, ignore_index=True) if frames else fresh
+        failures = failures.sort_values(["row", "endpoint"], kind="stable", ignore_index=True)
         if len(failures) or (store.out / "failures.parquet").exists():
             store.write_failures(failures)
         report.failures = failures
