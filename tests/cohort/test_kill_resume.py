@@ -38,7 +38,6 @@ CHILD = """
 import sys
 from dentalkit.client import Client
 from dentalkit.cohort import fetch_cohort
-from dentalkit.endpoints import ENDPOINTS
 base, cache, manifest, out = sys.argv[1:5]
 client = Client(base, cache=cache, backoff_base=0.01)
 fetch_cohort(manifest, ["classifier", "ceph_lateral_points"], out, client=client,
