@@ -8,7 +8,6 @@ from __future__ import annotations
 import email.utils
 import hashlib
 import ipaddress
-import json
 import logging
 import os
 import random
@@ -141,7 +140,9 @@ def canonical_request(
     """
     if query is not None:
         return urlencode(sorted(query.items()))
-    return json.dumps(body or {}, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    # compact, sorted keys, UTF-8 unescaped: json.dumps(sort_keys=True, separators=(",", ":"),
+    # ensure_ascii=False) for the strings and booleans our bodies hold, several times faster
+    return orjson.dumps(body or {}, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def request_key(
@@ -168,7 +169,7 @@ def request_key(
     (64, True)
     """
     text = f"{method.upper()} {path}\n{canonical_request(body, query)}"
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 # ---- the cache -------------------------------------------------------------------------

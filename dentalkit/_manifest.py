@@ -74,8 +74,9 @@ def read_manifest(manifest: Any) -> pd.DataFrame:
 
 def _text(col: pd.Series) -> pd.Series:
     """Column as object strings with None for missing/blank (no float NaN leaking through)."""
-    values = col.astype("object").where(col.notna(), None)
-    return values.map(lambda v: None if v is None or (isinstance(v, str) and not v.strip()) else v)
+    values = col.astype("object")
+    blank = values.map(lambda v: isinstance(v, str) and not v.strip(), na_action="ignore")
+    return values.where(col.notna() & ~blank.fillna(False).astype(bool), None)
 
 
 class _Problems:
@@ -274,7 +275,9 @@ def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None 
         having = [
             e.name for e in ENDPOINTS.values() if any(f.name == wire for f in e.optional_fields)
         ]
-        applies = df["_ep_name"].isin(having)
+        applies = pd.Series(
+            [n in having for n in df["_ep_name"].tolist()], index=df.index, dtype=bool
+        )
         if has_ep_col:
             problems.add(
                 df,
@@ -300,7 +303,7 @@ def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None 
 
     table = problems.table()
     bad_rows = set(table["row"].dropna().astype(int)) if len(table) else set()
-    valid = ~df["_row"].isin(bad_rows).to_numpy()
+    valid = ~np.isin(df["_row"].to_numpy(), np.fromiter(bad_rows, dtype=np.int64))
     reqs, payloads = _build(df, valid, options)
 
     # duplicates among the valid requests

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from dentalkit import settings
@@ -99,6 +100,11 @@ class FetchReport:
         if len(self.problems):
             text += f"; {len(self.problems)} manifest problem(s) (see .problems)"
         return text + f" [{self.seconds:.1f} s]"
+
+
+def _member(keys: pd.Series, known: set[str]) -> np.ndarray:
+    """Boolean mask of ``keys`` in ``known`` (a set lookup; faster than ``isin`` on str)."""
+    return np.fromiter((k in known for k in keys.tolist()), dtype=bool, count=len(keys))
 
 
 def _fetch_one(client: Client | ClientSpec, payload: tuple[str, Any, Any]) -> ApiResult | Exception:
@@ -229,9 +235,9 @@ def fetch_cohort(
     reqs = plan.requests
     done = store.completed_keys()
     previous = store.read_failures()
-    previous = previous[~previous["request_key"].isin(done)]
-    stored_mask = reqs["request_key"].isin(done).to_numpy()
-    failed_before = reqs["request_key"].isin(set(previous["request_key"])).to_numpy()
+    previous = previous[~_member(previous["request_key"], done)]
+    stored_mask = _member(reqs["request_key"], done)
+    failed_before = _member(reqs["request_key"], set(previous["request_key"]))
     todo = ~stored_mask & (failed_before if retry_failed else ~failed_before)
     report.already_stored = int(stored_mask.sum())
     report.skipped_failed = 0 if retry_failed else int((~stored_mask & failed_before).sum())
@@ -256,7 +262,7 @@ def fetch_cohort(
     every = flush_every or settings.flush_every
     interval = flush_interval if flush_interval is not None else settings.flush_interval
 
-    records = reqs.to_dict("records")
+    records = dict(zip(indices, reqs.iloc[indices].to_dict("records"), strict=True))
     buffer: list[dict[str, Any]] = []
     new_failures: list[dict[str, Any]] = []
     attempted: set[str] = set()
@@ -315,7 +321,7 @@ def fetch_cohort(
             pool.shutdown(wait=True, cancel_futures=True)
         flush()
         bar.close()
-        kept = previous[~previous["request_key"].isin(attempted)]
+        kept = previous[~_member(previous["request_key"], attempted)]
         fresh = pd.DataFrame(new_failures, columns=FAILURES_SCHEMA.names)
         frames = [d for d in (kept, fresh) if len(d)]
         failures = pd.concat(frames, ignore_index=True) if frames else fresh
