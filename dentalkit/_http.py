@@ -36,6 +36,7 @@ __all__ = [
     "normalize_cache",
     "parse_retry_after",
     "request_key",
+    "session_request_key",
     "take_parsed",
 ]
 
@@ -170,6 +171,21 @@ def request_key(
     """
     text = f"{method.upper()} {path}\n{canonical_request(body, query)}"
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def session_request_key(http_key: str, patient_id: str, timestamp: str) -> str:
+    """Store key of a ``/tle`` answer for one session.
+
+    ``GET /tle`` carries no patient, so two patients with the same eleven parameters send the
+    same request (one HTTP call: the second is a cache hit). The responses table keeps one row
+    per session, so for ``/tle`` the store's ``request_key`` is the hex SHA-256 of the request
+    key, ``patient_id`` and ``timestamp`` joined by newlines.
+
+    >>> k = request_key("GET", "/tle", query={"p01": "14"})
+    >>> session_request_key(k, "P1", "t") != session_request_key(k, "P2", "t")
+    True
+    """
+    return hashlib.sha256(f"{http_key}\n{patient_id}\n{timestamp}".encode()).hexdigest()
 
 
 # ---- the cache -------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dentalkit._http import canonical_request, request_key
+from dentalkit._http import canonical_request, request_key, session_request_key
 from dentalkit.endpoints import ENDPOINTS, TLE_PARAMETERS, Endpoint, get_endpoint
 from dentalkit.errors import DentalkitWarning, InputError, ManifestError
 
@@ -160,7 +160,9 @@ def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None 
 
     Returns a :class:`Plan` whose ``requests`` table has ``row`` (1-based manifest row; CSV
     line = row + 1), ``patient_id``, ``timestamp``, ``endpoint``, ``image_url``, ``options``
-    (JSON text) and ``request_key``, and whose ``problems`` table lists every bad row with
+    (JSON text), ``request_key`` (the store's key) and ``http_key`` (the key of the HTTP
+    request; equal to ``request_key`` except for ``/tle``, whose query carries no patient, see
+    :func:`dentalkit._http.session_request_key`), and whose ``problems`` table lists every bad row with
     ``row``, ``field``, ``value`` and ``reason`` (valid rows are still planned).
 
     Raises
@@ -355,16 +357,17 @@ def _build(
         if ep.is_image:
             set_opts = {k: v for k, v in opts.items() if v is not None}
             body = {"PatientID": pid, "TimeStamp": ts, "ImageName": url, **set_opts}
-            key = request_key(ep.method, ep.path, body)
+            key = http = request_key(ep.method, ep.path, body)
             payloads.append((name, body, None))
             opts_text = canonical_request(set_opts)
         else:
             query = {q: tle[q] for q in _TLE_COLUMNS}
-            key = request_key(ep.method, ep.path, query=query)
+            http = request_key(ep.method, ep.path, query=query)
+            key = session_request_key(http, pid, ts)
             payloads.append((name, None, query))
             url = None
             opts_text = canonical_request(query)
-        records.append((int(row), pid, ts, name, url, opts_text, key))
+        records.append((int(row), pid, ts, name, url, opts_text, key, http))
     reqs = pd.DataFrame.from_records(
         records,
         columns=[
@@ -375,6 +378,7 @@ def _build(
             "image_url",
             "options",
             "request_key",
+            "http_key",
         ],
     )
     return reqs, payloads

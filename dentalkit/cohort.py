@@ -128,7 +128,7 @@ def _row(req: dict[str, Any], res: ApiResult) -> dict[str, Any]:
         "timestamp": req["timestamp"],
         "endpoint": req["endpoint"],
         "model_version": version if isinstance(version, str) else None,
-        "request_key": res.request_key,
+        "request_key": req["request_key"],
         "image_url": req["image_url"],
         "options": req["options"],
         "status_code": res.status_code,
@@ -269,9 +269,15 @@ def fetch_cohort(
     last_flush = time.monotonic()
     first_error: Exception | None = None
     bar = _progress(len(indices), progress)
-    pending: dict[Future, int] = {}
+    # one HTTP request per distinct request: /tle rows of several sessions with the same
+    # query share one call, and each session still gets its own row
+    groups: dict[str, list[int]] = {}
+    http_keys = reqs["http_key"].tolist()
+    for i in indices:
+        groups.setdefault(http_keys[i], []).append(i)
+    pending: dict[Future, list[int]] = {}
     window = max(2 * workers, 4)
-    queue = iter(indices)
+    queue = iter(groups.values())
 
     def flush() -> None:
         nonlocal last_flush
@@ -284,32 +290,33 @@ def fetch_cohort(
     try:
         while True:
             while len(pending) < window and first_error is None:
-                i = next(queue, None)
-                if i is None:
+                group = next(queue, None)
+                if group is None:
                     break
-                pending[pool.submit(_fetch_one, worker_client, plan.payloads[i])] = i
+                pending[pool.submit(_fetch_one, worker_client, plan.payloads[group[0]])] = group
             if not pending:
                 break
             finished, _ = wait(pending, timeout=interval, return_when=FIRST_COMPLETED)
             for fut in finished:
-                i = pending.pop(fut)
-                req = records[i]
-                attempted.add(req["request_key"])
+                group = pending.pop(fut)
                 try:
                     res = fut.result()
                 except Exception as exc:  # a worker crash: record it like any failure
                     res = exc
-                if isinstance(res, ApiResult):
-                    buffer.append(_row(req, res))
-                    report.from_cache += res.from_cache
-                    if len(buffer) >= every:
-                        flush()
-                else:
-                    new_failures.append(_failure(req, res))
-                    report.failed += 1
-                    if errors == "raise" and first_error is None:
-                        first_error = res
-                bar.update(1)
+                for i in group:
+                    req = records[i]
+                    attempted.add(req["request_key"])
+                    if isinstance(res, ApiResult):
+                        buffer.append(_row(req, res))
+                        report.from_cache += res.from_cache
+                        if len(buffer) >= every:
+                            flush()
+                    else:
+                        new_failures.append(_failure(req, res))
+                        report.failed += 1
+                        if errors == "raise" and first_error is None:
+                            first_error = res
+                bar.update(len(group))
             if finished:
                 bar.set_postfix(cache=report.from_cache, failed=report.failed, refresh=False)
             if time.monotonic() - last_flush >= interval:

@@ -151,3 +151,18 @@ def test_parquet_manifest(tmp_path):
     _manifest(3, draw_contours=[True, False, None]).to_parquet(path)
     plan = plan_requests(read_manifest(path), "pano_segmentation")
     assert [p[1].get("DrawContours") for p in plan.payloads] == [True, False, None]
+
+
+def test_tle_rows_of_different_sessions_share_one_http_request():
+    cols = {f"p{i:02d}": ["1", "1", "1"] for i in range(1, 12)}
+    m = pd.DataFrame({"patient_id": ["P1", "P2", "P1"], "timestamp": ["t", "t", "t"], **cols})
+    plan = plan_requests(m, "tle")
+    # the third row repeats the first session: a duplicate; the second is another patient
+    assert plan.problems[["row", "field"]].to_numpy().tolist() == [[3, "request"]]
+    reqs = plan.requests
+    assert reqs["request_key"].is_unique
+    http = hashlib.sha256(("GET /tle\n" + "&".join(f"p{i:02d}=1" for i in range(1, 12))).encode()).hexdigest()  # fmt: skip
+    assert reqs["http_key"].tolist() == [http, http]
+    assert reqs["request_key"].tolist() == [
+        hashlib.sha256(f"{http}\n{p}\nt".encode()).hexdigest() for p in ("P1", "P2")
+    ]

@@ -158,3 +158,17 @@ def test_many_threads_share_one_sqlite_cache(make_client, fresh, tmp_path):
     assert [pq.read_metadata(p).num_rows for p in parts] == [7] * 8 + [4]
     assert len(list(client.session.cache.responses.keys())) == 60
     assert fresh.stats()["total"] == 60
+
+
+def test_tle_for_two_patients_with_one_query_is_one_call_and_two_rows(make_client, fresh, tmp_path):
+    from dentalkit.demo import DEMO_TLE
+
+    m = pd.DataFrame(
+        [{"patient_id": p, "timestamp": "2024-03-05", **DEMO_TLE} for p in ("P1", "P2")]
+    )
+    rep = fetch_cohort(m, "tle", tmp_path / "out", client=make_client(), progress=False)
+    assert rep.stored == 2 and fresh.stats()["by_path"] == {"/tle": 1}
+    df = read_responses(tmp_path / "out")
+    assert df["patient_id"].tolist() == ["P1", "P2"]
+    assert df["body"].iloc[0] == df["body"].iloc[1]
+    assert df["options"].iloc[0] == orjson.dumps(dict(sorted(DEMO_TLE.items()))).decode()
