@@ -388,7 +388,15 @@ class Client:
                 if status == 200:
                     data = take_parsed(resp)
                     if isinstance(data, dict):
-                        return self._result(ep, body, query, resp, data, attempt + 1)
+                        result = self._result(ep, body, query, resp, data, attempt + 1)
+                        log.debug(
+                            "%s %s: %d bytes %s",
+                            ep.method,
+                            ep.path,
+                            len(resp.content),
+                            "from the cache" if result.from_cache else f"in {resp.elapsed}",
+                        )
+                        return result
                     last = ResponseFormatError(
                         "the 200 body is not a JSON object (truncated or not JSON); "
                         "retried and never cached",

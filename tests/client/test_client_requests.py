@@ -126,3 +126,19 @@ def test_backoff_spreads_over_the_whole_window():
     # full jitter over [0, 0.5 * 2**3 = 4]: mean 2, both ends reached
     assert 1.85 < sum(draws) / len(draws) < 2.15
     assert min(draws) < 0.1 and max(draws) > 3.9
+
+
+_json_values = st.one_of(st.text(), st.booleans())
+
+
+@given(st.dictionaries(st.text(min_size=1), _json_values, min_size=1, max_size=8), st.randoms())
+def test_request_key_is_order_free_and_matches_stdlib_json(body, rnd):
+    import json
+
+    items = list(body.items())
+    rnd.shuffle(items)
+    shuffled = dict(items)
+    # independent canonical form: the standard library's sorted, compact, unescaped JSON
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    expected = hashlib.sha256(f"POST /classifier\n{text}".encode()).hexdigest()
+    assert request_key("POST", "/classifier", shuffled) == expected
