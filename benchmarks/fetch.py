@@ -18,6 +18,7 @@ alone. Prints three lines:
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -34,6 +35,15 @@ sb = start(faults={"latency": float(sys.argv[1])})
 print(sb.base_url, sb.api_key, flush=True)
 sys.stdin.read()
 """
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` (Linux /proc), else None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _manifest(n: int):
@@ -109,9 +119,11 @@ def main(argv: list[str] | None = None) -> None:
             manifest = _manifest(args.n)
             kw = dict(client=client, max_workers=args.workers, progress=False)
 
+            srv0 = _cpu_seconds(server.pid)
             cpu0, t0 = time.process_time(), time.perf_counter()
             cold = fetch_cohort(manifest, ep.name, tmp / "study-1", **kw)
             cold_wall, cold_cpu = time.perf_counter() - t0, time.process_time() - cpu0
+            srv1 = _cpu_seconds(server.pid)
             assert cold.stored == args.n and cold.from_cache == 0 and cold.failed == 0
             ideal = args.n * args.latency / args.workers
 
@@ -141,13 +153,24 @@ def main(argv: list[str] | None = None) -> None:
         server.wait(10)
 
     per_warm = warm_wall / args.n
+    sandbox_cpu = (
+        f"; sandbox CPU per request {(srv1 - srv0) / args.n * 1000:.2f} ms"
+        if srv0 is not None and srv1 is not None
+        else ""
+    )
+    load = (
+        f", load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+        if hasattr(os, "getloadavg")
+        else ""
+    )
     print(
         f"setup: N={args.n} requests to {ep.path}, latency {args.latency * 1000:.0f} ms, "
-        f"{args.workers} workers, SQLite cache, sandbox in its own process"
+        f"{args.workers} workers, SQLite cache, sandbox in its own process{load}"
     )
     print(
         f"(a) cold: wall {cold_wall:.2f} s / ideal {ideal:.2f} s = {cold_wall / ideal:.3f} "
         f"(target <= 1.25); client CPU per uncached request {cold_cpu / args.n * 1000:.2f} ms"
+        f"{sandbox_cpu}"
     )
     print(
         f"(b) resume: wall {resume_wall:.3f} s / cold wall {cold_wall:.2f} s = "

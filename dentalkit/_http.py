@@ -278,6 +278,7 @@ def make_session(
     expire_after: float | timedelta | None,
     verify: bool | str,
     user_agent: str,
+    base_url: str | None = None,
     pool_size: int = 64,
 ) -> requests.Session:
     """A requests-cache ``CachedSession`` configured as dentalkit needs it.
@@ -302,6 +303,14 @@ def make_session(
     adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
+    # The environment (HTTPS_PROXY/NO_PROXY, REQUESTS_CA_BUNDLE) is read once, here, for the
+    # one service this session talks to, instead of on every request (requests scans all
+    # environment variables twice per request when trust_env is on).
+    session.trust_env = False
+    if base_url is not None:
+        session.proxies = requests.utils.get_environ_proxies(base_url)
+    if verify is True:
+        verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
     session.verify = verify
     session.headers["User-Agent"] = user_agent
     session.headers["Accept"] = "application/json"

@@ -176,6 +176,11 @@ class Client:
     expire_after, timeout, max_retries, backoff_base, backoff_max, verify, user_agent
         Override the values in :mod:`dentalkit.settings` for this client.
 
+    Notes
+    -----
+    Proxy variables (``HTTPS_PROXY``, ``NO_PROXY`` …) and ``REQUESTS_CA_BUNDLE`` are read
+    once, when the client is built, for its base URL.
+
     Raises
     ------
     ConfigurationError
@@ -248,6 +253,7 @@ class Client:
             expire_after=spec.expire_after,
             verify=spec.verify,
             user_agent=spec.user_agent,
+            base_url=spec.base_url,
         )
         self._rng = random.Random()
         self._sleep = time.sleep
