@@ -26,7 +26,7 @@ import random
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -288,16 +288,6 @@ class Client:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def with_options(self, **changes: Any) -> Client:
-        """A new client like this one with some :class:`ClientSpec` fields changed."""
-        allowed = {f.name for f in fields(ClientSpec)} - {"api_key", "base_url"}
-        bad = set(changes) - allowed
-        if bad:
-            raise InputError(
-                f"with_options: unknown option(s) {sorted(bad)}; allowed {sorted(allowed)}"
-            )
-        return Client._from_spec(replace(self._spec, **changes))
 
     # ---- calls ------------------------------------------------------------------------
     def call(

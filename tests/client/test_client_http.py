@@ -219,3 +219,13 @@ def test_requests_exceptions_do_not_carry_the_key_into_messages(tmp_path):
     assert len(chain) == 1
     assert key not in str(err.value) and key not in repr(err.value)
     assert not any(isinstance(x, requests.RequestException) for x in chain)
+
+
+@pytest.mark.usefixtures("simulator")
+def test_expiry_is_configurable(make_client, fresh):
+    client = make_client(expire_after=1)  # seconds
+    client.classifier("P001", "t", IMG)
+    assert client.classifier("P001", "t", IMG).from_cache
+    time.sleep(1.2)
+    assert not client.classifier("P001", "t", IMG).from_cache
+    assert _n(fresh) == 2

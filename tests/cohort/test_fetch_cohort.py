@@ -172,3 +172,12 @@ def test_tle_for_two_patients_with_one_query_is_one_call_and_two_rows(make_clien
     assert df["patient_id"].tolist() == ["P1", "P2"]
     assert df["body"].iloc[0] == df["body"].iloc[1]
     assert df["options"].iloc[0] == orjson.dumps(dict(sorted(DEMO_TLE.items()))).decode()
+
+
+def test_progress_bar_shows_requests_cache_hits_and_failures(make_client, fresh, tmp_path, capsys):
+    client = make_client()
+    fetch_cohort(manifest(3), "classifier", tmp_path / "a", client=client, progress=False)
+    assert capsys.readouterr().err == ""
+    fetch_cohort(manifest(4), "classifier", tmp_path / "b", client=client, progress=True)
+    err = capsys.readouterr().err
+    assert "4/4" in err and "cache=3" in err and "failed=0" in err and "req/s" in err
