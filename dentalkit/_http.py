@@ -23,10 +23,12 @@ import orjson
 import requests
 from requests.adapters import HTTPAdapter
 
-from dentalkit.errors import ConfigurationError, require
+from dentalkit.endpoints import Endpoint
+from dentalkit.errors import ApiError, ConfigurationError, api_error_for_status, require
 
 __all__ = [
     "Secret",
+    "api_error",
     "backoff_delay",
     "cache_description",
     "canonical_request",
@@ -36,6 +38,7 @@ __all__ = [
     "normalize_cache",
     "parse_retry_after",
     "request_key",
+    "scrub",
     "session_request_key",
     "take_parsed",
 ]
@@ -361,3 +364,34 @@ def backoff_delay(
     if retry_after is not None:
         draw = max(draw, retry_after)
     return min(draw, cap)
+
+
+# ---- errors ----------------------------------------------------------------------------
+
+
+def scrub(text: str, key: str) -> str:
+    """``text`` with every occurrence of ``key`` replaced by ``***`` (defence in depth)."""
+    return text.replace(key, "***") if key else text
+
+
+def api_error(ep: Endpoint, resp: requests.Response, patient_id: str | None, key: str) -> ApiError:
+    """The typed error of a non-200 answer, with the server's ``{error, message}`` fields."""
+    text = scrub(resp.content.decode("utf-8", "replace"), key)
+    error = message = None
+    try:
+        parsed = orjson.loads(resp.content)
+        if isinstance(parsed, dict):
+            error = parsed.get("error") if isinstance(parsed.get("error"), str) else None
+            message = parsed.get("message") if isinstance(parsed.get("message"), str) else None
+    except ValueError:
+        pass
+    kwargs: dict[str, Any] = {
+        "error": error,
+        "message": scrub(message, key) if message else message,
+        "endpoint": ep.path,
+        "patient_id": patient_id,
+        "body": text[:2000],
+    }
+    if resp.status_code == 429:
+        kwargs["retry_after"] = parse_retry_after(resp.headers.get("Retry-After"))
+    return api_error_for_status(resp.status_code, **kwargs)

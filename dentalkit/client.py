@@ -19,7 +19,6 @@ Examples
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import random
@@ -38,6 +37,7 @@ from dentalkit._http import (
     KEY_HEADER,
     USAGE_HEADER_PREFIXES,
     Secret,
+    api_error,
     backoff_delay,
     cache_description,
     check_service_url,
@@ -45,16 +45,16 @@ from dentalkit._http import (
     normalize_cache,
     parse_retry_after,
     request_key,
+    scrub,
     take_parsed,
 )
+from dentalkit._methods import endpoint_method
 from dentalkit.endpoints import API_PREFIX, ENDPOINTS, Endpoint, get_endpoint
 from dentalkit.errors import (
-    ApiError,
     ConfigurationError,
     InputError,
     ResponseFormatError,
     TransportError,
-    api_error_for_status,
 )
 
 __all__ = [
@@ -373,11 +373,11 @@ class Client:
             except (requests.ConnectionError, requests.Timeout) as exc:
                 last = TransportError(
                     f"{ep.method} {ep.path} for patient {patient_id!r}: "
-                    f"{type(exc).__name__}: {_scrub(str(exc), key)}"
+                    f"{type(exc).__name__}: {scrub(str(exc), key)}"
                 )
             except requests.RequestException as exc:
                 raise TransportError(
-                    f"{ep.method} {ep.path}: {type(exc).__name__}: {_scrub(str(exc), key)}"
+                    f"{ep.method} {ep.path}: {type(exc).__name__}: {scrub(str(exc), key)}"
                 ) from None
             else:
                 status = resp.status_code
@@ -401,7 +401,7 @@ class Client:
                         timestamp=(body or {}).get("TimeStamp"),
                     )
                 else:
-                    err = _api_error(ep, resp, patient_id, key)
+                    err = api_error(ep, resp, patient_id, key)
                     if status != 429 and status < 500:
                         raise err
                     last = err
@@ -467,92 +467,9 @@ class Client:
         )
 
 
-def _scrub(text: str, key: str) -> str:
-    return text.replace(key, "***") if key else text
-
-
-def _api_error(ep: Endpoint, resp: requests.Response, patient_id: str | None, key: str) -> ApiError:
-    text = _scrub(resp.content.decode("utf-8", "replace"), key)
-    error = message = None
-    try:
-        import orjson
-
-        parsed = orjson.loads(resp.content)
-        if isinstance(parsed, dict):
-            error = parsed.get("error") if isinstance(parsed.get("error"), str) else None
-            message = parsed.get("message") if isinstance(parsed.get("message"), str) else None
-    except ValueError:
-        pass
-    kwargs: dict[str, Any] = {
-        "error": error,
-        "message": _scrub(message, key) if message else message,
-        "endpoint": ep.path,
-        "patient_id": patient_id,
-        "body": text[:2000],
-    }
-    if resp.status_code == 429:
-        kwargs["retry_after"] = parse_retry_after(resp.headers.get("Retry-After"))
-    return api_error_for_status(resp.status_code, **kwargs)
-
-
 # ---- one method per endpoint, generated from the registry -----------------------------
-
-
-def _make_method(ep: Endpoint):
-    P = inspect.Parameter
-    params = [P("self", P.POSITIONAL_OR_KEYWORD)]
-    if ep.is_image:
-        params += [
-            P(n, P.POSITIONAL_OR_KEYWORD, annotation=str)
-            for n in ("patient_id", "timestamp", "image_url")
-        ]
-        params += [
-            P(f.param, P.KEYWORD_ONLY, default=None, annotation=f"{f.type.__name__} | None")
-            for f in ep.optional_fields
-        ]
-    else:
-        params += [P(q.name, P.KEYWORD_ONLY, annotation=str) for q in ep.query]
-    params.append(P("refresh", P.KEYWORD_ONLY, default=False, annotation=bool))
-    signature = inspect.Signature(params, return_annotation="ApiResult")
-
-    def method(self: Client, *args: Any, **kwargs: Any) -> ApiResult:
-        bound = signature.bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        values = dict(bound.arguments)
-        values.pop("self")
-        refresh = values.pop("refresh")
-        if ep.is_image:
-            pid, ts, url = (values.pop(n) for n in ("patient_id", "timestamp", "image_url"))
-            return self.call(ep, pid, ts, url, options=values, refresh=refresh)
-        return self.call(ep, options=values, refresh=refresh)
-
-    if ep.is_image:
-        opts = "".join(
-            f"    {f.param} : {f.type.__name__}, optional\n        ``{f.name}``: {f.description}."
-            + (f" Service default: {f.default!r}.\n" if f.default is not None else "\n")
-            for f in ep.optional_fields
-        )
-        args = (
-            "    patient_id, timestamp, image_url : str\n"
-            "        ``PatientID``, ``TimeStamp`` and ``ImageName`` (the image's full URL).\n"
-            + opts
-        )
-    else:
-        args = "".join(f"    {q.name} : str\n        {q.meaning}.\n" for q in ep.query)
-    method.__doc__ = (
-        f"{ep.method} {ep.path}: {ep.summary}.\n\n"
-        f"Parameters\n----------\n{args}"
-        "    refresh : bool\n        Bypass the cache read and store the fresh answer.\n\n"
-        "Returns\n-------\nApiResult\n    Parsed body plus status, from_cache, fetched_at and "
-        "usage headers. See :meth:`Client.call` for the errors raised.\n"
-    )
-    method.__name__ = method.__qualname__ = ep.name
-    method.__signature__ = signature  # type: ignore[attr-defined]
-    return method
-
-
 for _ep in ENDPOINTS.values():
-    setattr(Client, _ep.name, _make_method(_ep))
+    setattr(Client, _ep.name, endpoint_method(_ep))
 del _ep
 
 
