@@ -7,14 +7,15 @@ header is neither part of the cache key nor stored.
 
 Examples
 --------
->>> from dentalkit import Client
+>>> from dentalkit.client import Client
 >>> from dentalkit.sandbox import running
->>> with running() as sb:  # doctest: +SKIP
+>>> with running() as sb:
 ...     client = Client(sb.base_url, api_key=sb.api_key, cache="memory")
-...     url = sb.image_url("ceph_lateral", "P001", "2024-03-05")
+...     url = "https://images.example.org/P001/ceph.png"
 ...     res = client.ceph_lateral_points("P001", "2024-03-05", url)
-...     res.status_code, res.from_cache, len(res.data["Results"])
-(200, False, 169)
+...     again = client.ceph_lateral_points("P001", "2024-03-05", url)
+...     res.status_code, res.from_cache, again.from_cache, len(res.data["Results"])
+(200, False, True, 169)
 """
 
 from __future__ import annotations

@@ -221,6 +221,25 @@ def fetch_cohort(
         when a required column is missing.
     ConfigurationError
         ``out`` holds answers of another service, or the client is not configured.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import pandas as pd
+    >>> from dentalkit.sandbox import running
+    >>> m = pd.DataFrame(
+    ...     {
+    ...         "patient_id": ["P1", "P2"],
+    ...         "timestamp": "2024-03-05",
+    ...         "image_url": ["https://img.example.org/P1.png", "https://img.example.org/P2.png"],
+    ...     }
+    ... )
+    >>> with running() as sb, tempfile.TemporaryDirectory() as out:
+    ...     client = Client(sb.base_url, api_key=sb.api_key, cache="memory")
+    ...     first = fetch_cohort(m, "classifier", out, client=client, progress=False)
+    ...     again = fetch_cohort(m, "classifier", out, client=client, progress=False)
+    ...     first.stored, again.already_stored, again.sent, len(again.responses())
+    (2, 2, 0, 2)
     """
     if errors not in ("collect", "raise"):
         raise InputError(f"errors must be 'collect' or 'raise', got {errors!r}")
