@@ -182,11 +182,11 @@ class ResponseStore:
 
     def completed_keys(self) -> set[str]:
         """Request keys already stored (reads only the ``request_key`` column)."""
-        keys: set[str] = set()
-        for part in self._part_files():
-            col = pq.read_table(part, columns=["request_key"]).column(0)
-            keys.update(col.to_pylist())
-        return keys
+        parts = self._part_files()
+        if not parts:
+            return set()
+        table = pq.read_table([str(p) for p in parts], columns=["request_key"])
+        return set(table.column(0).to_pylist())
 
     def append(self, rows: Iterable[Mapping[str, Any]]) -> Path | None:
         """Write ``rows`` (dicts with the responses columns) as one new part, atomically."""
