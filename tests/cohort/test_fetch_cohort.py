@@ -152,7 +152,7 @@ def test_process_pool_executor_builds_clients_in_workers(make_client, fresh, tmp
 def test_many_threads_share_one_sqlite_cache(make_client, fresh, tmp_path):
     fresh.set_faults(latency=0.02)
     client = make_client()
-    rep = fetch_cohort(manifest(60), "classifier", tmp_path / "out", client=client, max_workers=16, progress=False, flush_every=7)  # fmt: skip
+    rep = fetch_cohort(manifest(60), "classifier", tmp_path / "out", client=client, max_workers=16, progress=False, flush_every=7, flush_interval=600)  # fmt: skip
     assert (rep.stored, rep.failed) == (60, 0)
     parts = sorted((tmp_path / "out" / "responses").glob("part-*.parquet"))
     assert [pq.read_metadata(p).num_rows for p in parts] == [7] * 8 + [4]
