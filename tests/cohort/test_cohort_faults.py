@@ -52,7 +52,7 @@ def test_cohort_completes_through_5xx_malformed_bodies_and_rate_limits(tmp_path)
             sb.base_url,
             api_key=sb.api_key,
             cache=tmp_path / "faulty.sqlite",
-            max_retries=12,
+            max_retries=30,  # generous: 8 workers compete for 5 requests per 0.25 s
             backoff_base=0.02,
             backoff_max=0.25,  # caps Retry-After too (keeps the test fast)
         )
