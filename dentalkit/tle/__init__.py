@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dentalkit.tle.codebook import Codebook, Parameter, load_codebook
 from dentalkit.tle.encoding import decode, encode
+from dentalkit.tle.estimation import estimate, sensitivity
+from dentalkit.tle.example import example_patients
 from dentalkit.tle.stats import calibration, summary
 
 __all__ = [
@@ -23,6 +25,9 @@ __all__ = [
     "calibration",
     "decode",
     "encode",
+    "estimate",
+    "example_patients",
     "load_codebook",
+    "sensitivity",
     "summary",
 ]

@@ -120,7 +120,8 @@ def encode(
     book = load_codebook(codebook)
     _check_table(patients, book)
     encoded: dict[str, pd.Series] = {}
-    problems = []
+    problems: list[pd.DataFrame] = []
+    masks: list[np.ndarray] = []
     bad_rows = np.zeros(len(patients), dtype=bool)
     for p in book:
         codes, reasons = encode_column(p, patients[p.column])
@@ -128,11 +129,15 @@ def encode(
         bad = reasons != None  # noqa: E711
         if bad.any():
             bad_rows |= bad
+            masks.append(bad)
             problems.append(_problem_rows(patients, p, bad, reasons[bad]))
     table = pd.DataFrame(encoded, index=patients.index)
-    problem_table = (
-        pd.concat(problems, ignore_index=True) if problems else _empty_problems(patients.index)
-    )
+    if problems:  # in row order, then parameter order
+        problem_table = pd.concat(problems, ignore_index=True)
+        order = np.argsort(np.concatenate([np.flatnonzero(m) for m in masks]), kind="stable")
+        problem_table = problem_table.take(order).reset_index(drop=True)
+    else:
+        problem_table = _empty_problems(patients.index)
     if errors == "raise":
         if len(problem_table):
             raise ManifestError(problem_table, what="patients table")
@@ -210,6 +215,8 @@ def _encode_number(p: Parameter, values: pd.Series, text: pd.Series | None, miss
 
 def _format_scaled(scaled: np.ndarray, decimals: int) -> np.ndarray:
     """Integers scaled by 10**decimals → exact decimal strings (``-43`` → ``"-4.3"``)."""
+    if scaled.size == 0:
+        return np.array([], dtype=str)
     magnitude = np.abs(scaled)
     scale = 10**decimals
     whole = (magnitude // scale).astype(str)
