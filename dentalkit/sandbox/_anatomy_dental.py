@@ -36,8 +36,17 @@ __all__ = [
 
 #: Lingual taper of the occlusal outline (fraction of MD lost at the lingual end),
 #: superellipse exponent of the occlusal outline, by tooth type.
-TAPER = {"i1": 0.45, "i2": 0.45, "c": 0.35, "p1": 0.2, "p2": 0.2, "m1": 0.1, "m2": 0.1, "m3": 0.1}
-EXPONENT = {"i1": 2.6, "i2": 2.6, "c": 2.4, "p1": 2.8, "p2": 2.8, "m1": 3.5, "m2": 3.5, "m3": 3.5}
+TAPER = {
+    "i1": 0.35,
+    "i2": 0.35,
+    "c": 0.25,
+    "p1": 0.15,
+    "p2": 0.15,
+    "m1": 0.08,
+    "m2": 0.08,
+    "m3": 0.08,
+}
+EXPONENT = {"i1": 3.0, "i2": 3.0, "c": 3.0, "p1": 3.2, "p2": 3.2, "m1": 3.5, "m2": 3.5, "m3": 3.5}
 #: Vertices of every outline (a multiple of 4, so the four extremes are vertices).
 N_VERTICES = 32
 #: Teeth whose centres are reported as ``CatenaryPoints`` (second molar to second molar).
@@ -75,23 +84,40 @@ def catenary_a(arc_r: float, arc_l: float, width: float) -> float:
 
 
 def _superellipse(n: float) -> tuple[np.ndarray, np.ndarray]:
-    t = 2.0 * np.pi * np.arange(N_VERTICES) / N_VERTICES
+    """Superellipse sampled at half steps and scaled to [−1, 1]²: every side is a flat edge.
+
+    The two vertices next to each extreme share the extreme coordinate, so the
+    outline's extents are exact and the axis-aligned box is its minimum-area
+    bounding rectangle.
+    """
+    t = 2.0 * np.pi * (np.arange(N_VERTICES) + 0.5) / N_VERTICES
     c, s = np.cos(t), np.sin(t)
-    # exact extremes at t = 0, π/2, π, 3π/2
-    c[[N_VERTICES // 4, 3 * N_VERTICES // 4]] = 0.0
-    s[[0, N_VERTICES // 2]] = 0.0
-    return np.sign(c) * np.abs(c) ** (2.0 / n), np.sign(s) * np.abs(s) ** (2.0 / n)
+    u = np.sign(c) * np.abs(c) ** (2.0 / n)
+    v = np.sign(s) * np.abs(s) ** (2.0 / n)
+    return u / np.abs(u).max(), v / np.abs(v).max()
 
 
 @lru_cache(maxsize=32)
 def _unit_outline(kind: str, taper: float, exponent: float) -> np.ndarray:
-    """Unit outline in (u, v) ∈ [−1, 1]²: u mesiodistal, v buccal (+) / lingual (−)."""
+    """Unit outline in (u, v) ∈ [−1, 1]²: u mesiodistal, v buccal (+) / lingual (−).
+
+    Occlusal outlines narrow lingually: below the mesial/distal flat edge
+    (|v| ≤ v_flat) the half-width shrinks linearly to ``1 − taper`` at v = −1.
+    """
     u, v = _superellipse(exponent)
     if kind == "occlusal":
-        u = u * (1.0 - taper * np.clip(-v, 0.0, None))
+        v_flat = float(np.abs(v[np.abs(u) == 1.0]).max())
+        u = u * (1.0 - taper * np.clip((-v - v_flat) / (1.0 - v_flat), 0.0, None))
     out = np.column_stack([u, v])
     out.flags.writeable = False
     return out
+
+
+@lru_cache(maxsize=16)
+def _v_flat(tooth_type: str) -> float:
+    """Half-length (in units of BL/2) of the flat mesial/distal edge of an occlusal outline."""
+    uv = outline(tooth_type, "occlusal")
+    return float(np.abs(uv[np.abs(uv[:, 0]) == 1.0, 1]).max())
 
 
 def outline(tooth_type: str, view: str) -> np.ndarray:
@@ -141,15 +167,35 @@ def _arch_layout(patient_id: str, arch: str) -> dict:
     from dentalkit.sandbox._patient import patient
 
     p = patient(patient_id)
-    starts: dict[str, dict[str, float]] = {}
-    for side in SIDES:
-        s = 0.0
-        starts[side] = {}
-        for t in TOOTH_TYPES:
-            starts[side][t] = s
-            s += p.teeth[f"{t}_{side}_{arch}"][0]
-    m1 = {side: starts[side]["m1"] + 0.5 * p.teeth[f"m1_{side}_{arch}"][0] for side in SIDES}
-    a = catenary_a(m1["rgt"], m1["lft"], p.arch[f"intermolar_{arch}"])
+
+    def layout_starts(a: float) -> dict[str, dict[str, float]]:
+        """Arc length of each tooth's mesial end, with interproximal gaps that keep the
+        flat mesial/distal edges of neighbours apart on the lingual (concave) side."""
+        out: dict[str, dict[str, float]] = {}
+        for side in SIDES:
+            out[side] = {}
+            s = 0.0
+            prev_centre = prev_half_bl = prev_flat = None
+            for t in TOOTH_TYPES:
+                md, bl = p.teeth[f"{t}_{side}_{arch}"][:2]
+                flat = _v_flat(t)
+                if prev_centre is None:  # across the midline, half the gap on each side
+                    turn = 2.0 * math.atan(0.5 * md / a)
+                    s += 0.5 * (1.3 * flat * 0.5 * bl * turn + 0.02)
+                else:
+                    turn = math.atan((s + 0.5 * md) / a) - math.atan(prev_centre / a)
+                    s += 1.3 * max(flat, prev_flat) * max(0.5 * bl, prev_half_bl) * turn + 0.02
+                out[side][t] = s
+                prev_centre, prev_half_bl, prev_flat = s + 0.5 * md, 0.5 * bl, flat
+                s += md
+        return out
+
+    a = 13.0
+    for _ in range(3):  # fixed point: the gaps depend (weakly) on a
+        starts = layout_starts(a)
+        m1 = {side: starts[side]["m1"] + 0.5 * p.teeth[f"m1_{side}_{arch}"][0] for side in SIDES}
+        a = catenary_a(m1["rgt"], m1["lft"], p.arch[f"intermolar_{arch}"])
+    starts = layout_starts(a)
 
     def point(s: float, sign: float) -> np.ndarray:
         q = s / a

@@ -595,14 +595,11 @@ def truth(patient_id: str, timestamp: str, image_name: str | None = None) -> dic
         "transform": phtr.to_dict(),
         "teeth": _teeth_truth(list(photo.items()), phtr.mm_per_px, ("width", "height")),
     }
-    clinical = {
-        kind: {
-            name: len(_clinical(patient_id, timestamp, kind, None).get(name, ()))
-            for name in CLINICAL_CLASSES
-        }
-        for kind in IMAGE_SPECS
-        if kind.startswith("intraoral")
-    }
+    clinical = {}
+    for kind in IMAGE_SPECS:
+        if kind.startswith("intraoral"):
+            boxes = _clinical(patient_id, timestamp, kind, None)
+            clinical[kind] = {name: len(boxes.get(name, ())) for name in CLINICAL_CLASSES}
     pano_boxes = _pano_boxes(patient_id, timestamp)
     out: dict[str, Any] = {
         "simulator": "dentalkit sandbox simulator: synthetic anatomy, no AI model",
