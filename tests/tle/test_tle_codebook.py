@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import re
 
 import pandas as pd
 import pytest
@@ -49,14 +50,17 @@ def test_shipped_codes_are_stable():
 
 
 def test_shipped_codebook_agrees_with_the_sandbox_validator():
-    from dentalkit.sandbox.validate import _codebook
+    from dentalkit.sandbox.validate import tle_accepted_values
 
-    sandbox = _codebook()
+    accepted = tle_accepted_values()
     for p in SHIPPED:
         if p.codes:
-            assert sandbox[p.param]["codes"] == list(p.codes)
-        else:
-            assert (sandbox[p.param]["min"], sandbox[p.param]["max"]) == (p.minimum, p.maximum)
+            assert accepted[p.param] == list(p.codes)
+        else:  # every value from minimum to maximum, written with `decimals` places
+            steps = round((p.maximum - p.minimum) * 10**p.decimals)
+            assert len(accepted[p.param]) == steps + 1
+            assert accepted[p.param][0] == f"{p.minimum:.{p.decimals}f}"
+            assert accepted[p.param][-1] == f"{p.maximum:.{p.decimals}f}"
 
 
 def test_shipped_meanings_follow_the_registry():
@@ -180,3 +184,23 @@ def test_shipped_file_is_ascii():
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_docs_table_matches_the_shipped_codebook():
+    from pathlib import Path
+
+    docs = (Path(__file__).parents[2] / "docs" / "tle.md").read_text(encoding="utf-8")
+    rows = {
+        line.split("|")[1].strip(): line
+        for line in docs.splitlines()
+        if re.match(r"\| p\d\d \|", line)
+    }
+    assert sorted(rows) == list(SHIPPED.params)
+    for p in SHIPPED:
+        line = rows[p.param]
+        assert f"`{p.column}`" in line and f"| {p.dtype} |" in line, p.param
+        for label, code in p.levels:
+            assert f"{label} → {code}" in line, (p.param, label)
+        if p.dtype == "number":
+            assert f"{p.maximum:g}" in line, p.param
+    assert "our convention, not the provider's" in docs
