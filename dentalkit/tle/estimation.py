@@ -100,10 +100,12 @@ def estimate(
 
     Examples
     --------
-    >>> from dentalkit import Client, tle
+    >>> from dentalkit import tle
+    >>> from dentalkit.client import Client
     >>> from dentalkit.sandbox import running
     >>> with running() as sb:  # doctest: +SKIP
-    ...     est = tle.estimate(tle.example_patients(20), Client(sb.base_url, sb.api_key))
+    ...     client = Client(sb.base_url, api_key=sb.api_key)
+    ...     est = tle.estimate(tle.example_patients(20), client)
     """
     if errors not in ("collect", "raise"):
         raise InputError(f"errors must be 'collect' or 'raise', got {errors!r}")
