@@ -149,38 +149,49 @@ def encode_column(p: Parameter, values: pd.Series) -> tuple[np.ndarray, np.ndarr
     """Encode one typed column; return ``(codes, reasons)`` as object arrays.
 
     ``codes[i]`` is the query string (``None`` where invalid) and ``reasons[i]`` what is
-    wrong (``None`` where valid), in the order of ``values``.
+    wrong (``None`` where valid), in the order of ``values``. Text and categorical columns
+    are validated once per distinct value (``pandas.factorize``), then spread back.
     """
-    missing = values.isna().to_numpy(dtype=bool, copy=True)
-    text = None
-    if not (ptypes.is_numeric_dtype(values.dtype) or ptypes.is_bool_dtype(values.dtype)):
-        text = values.astype("str").str.strip()
-        missing |= text.eq("").to_numpy(dtype=bool, na_value=False)
-    if p.dtype == "number":
-        codes, reasons = _encode_number(p, values, text, missing)
+    n = len(values)
+    if p.dtype == "number" and (
+        ptypes.is_numeric_dtype(values.dtype) or ptypes.is_bool_dtype(values.dtype)
+    ):
+        missing = values.isna().to_numpy(dtype=bool, copy=True)
+        codes, reasons = _encode_number(p, values)
     else:
-        codes, reasons = _encode_level(p, values, text, missing)
+        which, uniques = pd.factorize(values.astype("str"), use_na_sentinel=True)
+        text = pd.Series(uniques, dtype="str").str.strip()
+        encoder = _encode_number if p.dtype == "number" else _encode_level
+        unique_codes, unique_reasons = encoder(p, text)
+        blank = np.append(text.eq("").to_numpy(dtype=bool, na_value=False), True)
+        missing = blank[which]  # which == -1 (NA) picks the appended True
+        codes = np.append(unique_codes, None)[which]
+        reasons = np.append(unique_reasons, None)[which]
     reasons[missing] = (
         "missing value: the service needs all eleven parameters and the codebook defines "
         f"no default; give {p.allowed()}"
     )
     codes[reasons != None] = None  # noqa: E711 (element-wise comparison)
+    assert len(codes) == n
     return codes, reasons
 
 
-def _encode_number(p: Parameter, values: pd.Series, text: pd.Series | None, missing):
+def _encode_number(p: Parameter, values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Numbers from a numeric/bool column or from (distinct, stripped) text."""
     n = len(values)
     reasons = np.full(n, None, dtype=object)
     if ptypes.is_bool_dtype(values.dtype):
         numbers = np.full(n, np.nan)
         reasons[:] = f"True/False is not a number; give {p.allowed()}"
-    elif text is None:
+    elif ptypes.is_numeric_dtype(values.dtype):
         numbers = values.astype("Float64").to_numpy(dtype=float, na_value=np.nan)
     else:
-        syntax = text.str.fullmatch(_NUMBER).to_numpy(dtype=bool, na_value=False)
-        nonfinite = text.str.fullmatch(_NONFINITE, case=False).to_numpy(dtype=bool, na_value=False)
-        comma = text.str.fullmatch(_DECIMAL_COMMA).to_numpy(dtype=bool, na_value=False)
-        numbers = pd.to_numeric(text.where(syntax), errors="coerce").to_numpy(float, copy=True)
+        syntax = values.str.fullmatch(_NUMBER).to_numpy(dtype=bool, na_value=False)
+        nonfinite = values.str.fullmatch(_NONFINITE, case=False).to_numpy(
+            dtype=bool, na_value=False
+        )
+        comma = values.str.fullmatch(_DECIMAL_COMMA).to_numpy(dtype=bool, na_value=False)
+        numbers = pd.to_numeric(values.where(syntax), errors="coerce").to_numpy(float, copy=True)
         numbers[nonfinite] = np.inf  # reported below as not finite
         reasons[~syntax & ~nonfinite] = f"not a number; give {p.allowed()} as digits (no units)"
         reasons[comma] = "decimal comma; write the number with a dot (4.5, not 4,5)"
@@ -197,7 +208,8 @@ def _encode_number(p: Parameter, values: pd.Series, text: pd.Series | None, miss
         scaled[ok] = np.sign(x) * np.floor(np.round(np.abs(x), _NOISE_DECIMALS) + 0.5)
     lo = int(np.ceil(round(p.minimum * scale, _NOISE_DECIMALS)))
     hi = int(np.floor(round(p.maximum * scale, _NOISE_DECIMALS)))
-    codes = _format_scaled(scaled, p.decimals).astype(object)
+    which, distinct = pd.factorize(scaled)  # format each distinct integer once
+    codes = _format_scaled(np.asarray(distinct, dtype=np.int64), p.decimals).astype(object)[which]
     outside = unexplained & finite & (~ok | (scaled < lo) | (scaled > hi))
     if outside.any():  # messages only for the offending rows
         shown = values.astype("str").to_numpy(dtype=object)[outside].astype(str)
@@ -226,9 +238,8 @@ def _format_scaled(scaled: np.ndarray, decimals: int) -> np.ndarray:
     return np.where(scaled < 0, np.char.add("-", whole), whole)
 
 
-def _encode_level(p: Parameter, values: pd.Series, text: pd.Series | None, missing):
-    if text is None:
-        text = values.astype("str")
+def _encode_level(p: Parameter, text: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Category/boolean codes of (distinct, stripped) text."""
     norm = text.str.replace(r"\s+", " ", regex=True).str.casefold()
     is_number = norm.str.fullmatch(_NUMBER).to_numpy(dtype=bool, na_value=False)
     if p.dtype == "boolean" and is_number.any():  # 1.0 / 0.0 / "1.00" → "1" / "0"
@@ -237,8 +248,8 @@ def _encode_level(p: Parameter, values: pd.Series, text: pd.Series | None, missi
     codes = norm.map({k: dict(p.levels)[v] for k, v in p.lookup.items()}).to_numpy(
         dtype=object, na_value=None
     )
-    bad = (codes == None) & ~missing  # noqa: E711
-    reasons = np.full(len(values), None, dtype=object)
+    bad = (codes == None) & text.ne("").to_numpy(dtype=bool, na_value=False)  # noqa: E711
+    reasons = np.full(len(text), None, dtype=object)
     reasons[bad] = f"not accepted; give {p.allowed()}"
     if p.dtype == "category":
         reasons[bad & is_number] = (
