@@ -33,9 +33,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (seconds)")
     parser.add_argument("--workers", type=int, default=8)
     args = parser.parse_args(argv)
-    n_encode = 2_000 if args.smoke else 100_000
-    n_estimate = 50 if args.smoke else 2_000
-    n_summary = 500 if args.smoke else 10_000
+    n_encode = 500 if args.smoke else 100_000
+    n_estimate = 20 if args.smoke else 2_000
+    n_summary = 200 if args.smoke else 10_000
     results: dict[str, float] = {}
 
     patients = tle.example_patients(n_encode, seed=1)

@@ -405,8 +405,8 @@ ROW = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=25, deadline=None)
-@given(st.lists(ROW, min_size=1, max_size=30))
+@settings(max_examples=12, deadline=None)
+@given(st.lists(ROW, min_size=1, max_size=50))
 def test_round_trip_matches_decimal_rounding_and_the_sandbox(rows):
     frame = pd.DataFrame(rows)
     enc = encode(frame)
