@@ -12,8 +12,6 @@ import pytest
 from dentalkit.errors import DentalkitWarning, InputError, ManifestError, ResponseFormatError
 from dentalkit.tle import encode, estimate, example_patients, sensitivity
 
-pytest.importorskip("dentalkit.client", reason="needs dentalkit.Client (branch 'client')")
-
 PARAMS = [f"p{i:02d}" for i in range(1, 12)]
 BASE = {
     "age_years": 14.0,
@@ -103,7 +101,7 @@ def test_deterministic_across_clients_without_shared_cache(sb):
 
 
 def test_monotone_where_the_sandbox_rule_says_so(client):
-    patients = example_patients(6, seed=1)
+    patients = example_patients(4, seed=1)
     patients["age_years"] = np.maximum(patients["age_years"], 18)  # adult: age counts
 
     def curves(parameter, values):
@@ -162,7 +160,6 @@ def test_repeated_index_labels_map_back_by_position(client):
 
 def test_failed_calls_are_collected_or_raised():
     from dentalkit.client import Client
-
     from dentalkit.errors import ServerError
     from dentalkit.sandbox import running
 
