@@ -268,3 +268,21 @@ def test_empty_and_all_invalid_tables_send_nothing(sb, client):
         out = estimate(pd.DataFrame([{**BASE, "sex": "?"}]), client, progress=False)
     assert out["estimate_length_months"].isna().all()
     assert sb.stats()["total"] == 0
+
+
+def test_encoded_table_is_a_fetch_cohort_manifest(sb, client, tmp_path):
+    # The store-based path (raw responses kept losslessly) gives the same numbers.
+    import orjson
+
+    from dentalkit.cohort import fetch_cohort
+
+    patients = example_patients(6, seed=5)
+    manifest = patients[["patient_id"]].assign(timestamp="2024-03-05", endpoint="tle")
+    manifest = manifest.join(encode(patients))
+    report = fetch_cohort(manifest, out=tmp_path, client=client, progress=False)
+    assert report.failed == 0 and len(report.problems) == 0
+    stored = report.responses().set_index("patient_id")["body"].map(orjson.loads)
+    est = estimate(patients, client, progress=False).set_index("patient_id")
+    assert est.attrs["from_cache"] == est.attrs["requests"]  # fetch_cohort filled the cache
+    for pid, body in stored.items():
+        assert body["estimate_length"] == est.loc[pid, "estimate_length_months"]
