@@ -152,7 +152,6 @@ def encode_column(p: Parameter, values: pd.Series) -> tuple[np.ndarray, np.ndarr
     wrong (``None`` where valid), in the order of ``values``. Text and categorical columns
     are validated once per distinct value (``pandas.factorize``), then spread back.
     """
-    n = len(values)
     if p.dtype == "number" and (
         ptypes.is_numeric_dtype(values.dtype) or ptypes.is_bool_dtype(values.dtype)
     ):
@@ -172,7 +171,6 @@ def encode_column(p: Parameter, values: pd.Series) -> tuple[np.ndarray, np.ndarr
         f"no default; give {p.allowed()}"
     )
     codes[reasons != None] = None  # noqa: E711 (element-wise comparison)
-    assert len(codes) == n
     return codes, reasons
 
 
