@@ -8,7 +8,7 @@ modules (``dentalkit.convert``, ``dentalkit.ceph``, ``dentalkit.arch``,
 
 from __future__ import annotations
 
-from dentalkit import ceph, settings
+from dentalkit import ceph, settings, tle
 from dentalkit.client import ApiResult, Client, download_output_image
 from dentalkit.cohort import FetchReport, fetch_cohort
 from dentalkit.endpoints import ENDPOINTS, Endpoint, get_endpoint
@@ -42,4 +42,5 @@ __all__ = [
     "read_failures",
     "read_responses",
     "settings",
+    "tle",
 ]
