@@ -1,0 +1,12 @@
+"""Teeth: per-tooth measures, left/right symmetry and missing-teeth prevalence.
+
+Pure functions over the ``teeth`` table (docs/data-contract.md), vectorized
+over the whole cohort with shapely 2 array functions. See
+docs/teeth-and-findings.md for the methods, choices and references.
+"""
+
+from __future__ import annotations
+
+from dentalkit.teeth._measure import MEASURES, SOURCE_VIEW, TOOTH_DIGIT, ToothMeasure, measure
+
+__all__ = ["MEASURES", "SOURCE_VIEW", "TOOTH_DIGIT", "ToothMeasure", "measure"]

@@ -1,0 +1,483 @@
+"""Per-tooth shape measures of the ``teeth`` table, vectorized with shapely 2."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal, overload
+
+import numpy as np
+import pandas as pd
+import shapely
+
+from dentalkit.endpoints import ENDPOINTS, Kind
+from dentalkit.errors import InputError
+from dentalkit.teeth._calibration import MmPerPx, resolve_mm_per_px
+from dentalkit.teeth._validate import (
+    check_errors_mode,
+    combine_problems,
+    problem_rows,
+    raise_if_problems,
+    require_columns,
+)
+
+__all__ = ["MEASURES", "SOURCE_VIEW", "TOOTH_DIGIT", "ToothMeasure", "arch_position", "measure"]
+
+#: FDI tooth digit of each tooth type (ISO 3950; docs/data-contract.md).
+TOOTH_DIGIT: dict[str, int] = {
+    "i1": 1,
+    "i2": 2,
+    "c": 3,
+    "p1": 4,
+    "p2": 5,
+    "m1": 6,
+    "m2": 7,
+    "m3": 8,
+}
+
+#: How each segmentation source looks at the teeth. ``occlusal``: photographs
+#: of dental models from above (occlusograms) show the mesiodistal (MD) and
+#: buccolingual (BL) crown diameters. ``facial``: frontal intra-oral
+#: photographs and panoramic radiographs show the teeth from the front/side,
+#: i.e. MD width and the vertical extent (crown height on photographs, tooth
+#: length on radiographs) — never BL.
+SOURCE_VIEW: dict[str, str] = {
+    "frontal": "facial",
+    "pano": "facial",
+    "occlusogram_upper": "occlusal",
+    "occlusogram_lower": "occlusal",
+}
+assert set(SOURCE_VIEW) == {e.source for e in ENDPOINTS.values() if e.kind is Kind.SEGMENTATION}
+
+_POLYGONAL = (shapely.GeometryType.POLYGON, shapely.GeometryType.MULTIPOLYGON)
+_REQUIRED = (
+    "patient_id",
+    "timestamp",
+    "source",
+    "tooth_type",
+    "side",
+    "arch",
+    "missing",
+    "geometry",
+)
+MD_AXIS_CATEGORIES = ("arch", "image_x", "none")
+
+
+@dataclass(frozen=True)
+class ToothMeasure:
+    """One declared tooth measure: a row of :data:`MEASURES`.
+
+    Attributes
+    ----------
+    name : str
+        Output column.
+    dimension : int
+        Power of length: 2 for areas, 1 for lengths and coordinates, 0 for
+        dimensionless ratios. Calibration multiplies by ``mm_per_px ** dimension``.
+    needs_valid : bool
+        Whether the value is wrong for an invalid (self-intersecting)
+        polygon; such rows are reported instead of measured.
+    compute : callable
+        ``compute(kernels) -> float64 array`` over the whole column.
+    description : str
+        Definition, method and reference.
+    """
+
+    name: str
+    dimension: int
+    needs_valid: bool
+    compute: Callable[[_Kernels], np.ndarray]
+    description: str
+
+
+class _Kernels:
+    """Lazily computed shapely kernels, shared by the measures that need them."""
+
+    def __init__(self, table: pd.DataFrame, geoms: np.ndarray, usable: np.ndarray) -> None:
+        self.table = table
+        self.geoms = geoms
+        self.usable = usable
+
+    @cached_property
+    def area(self) -> np.ndarray:
+        return shapely.area(self.geoms)
+
+    @cached_property
+    def perimeter(self) -> np.ndarray:
+        return shapely.length(self.geoms)
+
+    @cached_property
+    def centroid(self) -> tuple[np.ndarray, np.ndarray]:
+        c = shapely.centroid(self.geoms)
+        return shapely.get_x(c), shapely.get_y(c)
+
+    @cached_property
+    def widths(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(md, perpendicular extent, md_axis code)`` from the minimum rotated rectangle."""
+        tx, ty, axis = md_directions(self.table, *self.centroid, self.usable)
+        md, other = _rectangle_sides(self.geoms, tx, ty)
+        return md, other, axis
+
+    @cached_property
+    def occlusal(self) -> np.ndarray:
+        return self.table["source"].astype("object").map(SOURCE_VIEW).eq("occlusal").to_numpy()
+
+
+def _bl(k: _Kernels) -> np.ndarray:
+    return np.where(k.occlusal, k.widths[1], np.nan)
+
+
+def _height(k: _Kernels) -> np.ndarray:
+    return np.where(k.occlusal, np.nan, k.widths[1])
+
+
+#: The declared tooth measures, evaluated in this order by :func:`measure`.
+MEASURES: tuple[ToothMeasure, ...] = (
+    ToothMeasure(
+        "area",
+        2,
+        True,
+        lambda k: k.area,
+        "Area enclosed by the tooth outline (shapely.area; shoelace formula), px² or mm².",
+    ),
+    ToothMeasure(
+        "perimeter",
+        1,
+        True,
+        lambda k: k.perimeter,
+        "Length of the tooth outline (shapely.length), px or mm.",
+    ),
+    ToothMeasure(
+        "md_width",
+        1,
+        False,
+        lambda k: k.widths[0],
+        "Mesiodistal width: the side of the outline's minimum-area rotated rectangle "
+        "(shapely.minimum_rotated_rectangle) that runs closer to parallel with the local arch "
+        "tangent (Moorrees et al. 1957: greatest MD crown diameter). Arch tangent: the line "
+        "through the centroids of the nearest present neighbours along the arch in the same "
+        "image; px or mm.",
+    ),
+    ToothMeasure(
+        "bl_width",
+        1,
+        False,
+        _bl,
+        "Buccolingual width: the other side of the same rectangle, perpendicular to MD. Only "
+        "occlusal views (occlusogram_upper/lower) show it; NaN for frontal and pano.",
+    ),
+    ToothMeasure(
+        "height",
+        1,
+        False,
+        _height,
+        "Vertical extent: the rectangle side perpendicular to MD on facial views — visible "
+        "crown height on frontal photographs, length of the segmented tooth on panoramic "
+        "radiographs; NaN for occlusal views.",
+    ),
+    ToothMeasure(
+        "centroid_x",
+        1,
+        True,
+        lambda k: k.centroid[0],
+        "x of the area centroid (shapely.centroid), image coordinates; px or mm.",
+    ),
+    ToothMeasure(
+        "centroid_y",
+        1,
+        True,
+        lambda k: k.centroid[1],
+        "y of the area centroid (image coordinates, y down); px or mm.",
+    ),
+    ToothMeasure(
+        "compactness",
+        0,
+        True,
+        lambda k: 4.0 * np.pi * k.area / k.perimeter**2,
+        "Isoperimetric quotient 4πA/P² (Osserman 1978; Polsby & Popper 1991): 1 for a circle, "
+        "π/4 ≈ 0.785 for a square; dimensionless, unaffected by calibration.",
+    ),
+)
+_BY_NAME = {m.name: m for m in MEASURES}
+
+
+def arch_position(tooth_type: pd.Series, side: pd.Series) -> np.ndarray:
+    """Signed position along the arch: −8 (right m3) … −1, +1 … +8 (left m3).
+
+    Consecutive positions are neighbours along the dental arch (right and left
+    central incisors meet at the midline). NaN for unknown types or sides.
+    """
+    digit = tooth_type.astype("object").map(TOOTH_DIGIT).to_numpy(dtype=float)
+    sign = side.astype("object").map({"rgt": -1.0, "lft": 1.0}).to_numpy(dtype=float)
+    return digit * sign
+
+
+def md_directions(
+    table: pd.DataFrame, cx: np.ndarray, cy: np.ndarray, usable: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Unit arch-tangent direction per row and how it was found.
+
+    For each measurable tooth, its image (patient, timestamp, source, arch) is
+    taken and the measurable teeth of that image are ordered by
+    :func:`arch_position`. The tangent is the vector from the previous to the
+    next neighbour's centroid (one-sided at the ends of the row of teeth).
+    Without any neighbour the tangent falls back to the image x axis on facial
+    views (where the occlusal plane runs across the image) and is left
+    undefined (NaN) on occlusal views.
+
+    Returns
+    -------
+    tx, ty : float arrays
+        Unit tangent, NaN where undefined.
+    axis : int8 array
+        Index into ``("arch", "image_x", "none")``; -1 where the row is not
+        measurable.
+    """
+    n = len(table)
+    pos = arch_position(table["tooth_type"], table["side"])
+    image = (
+        table.groupby(
+            ["patient_id", "timestamp", "source", "arch"], sort=False, dropna=False, observed=True
+        )
+        .ngroup()
+        .to_numpy()
+    )
+    cand = np.flatnonzero(usable & np.isfinite(pos) & np.isfinite(cx) & np.isfinite(cy))
+    order = cand[np.lexsort((pos[cand], image[cand]))]
+    same = image[order[1:]] == image[order[:-1]]
+    prev = np.full(len(order), -1)
+    nxt = np.full(len(order), -1)
+    prev[1:][same] = order[:-1][same]
+    nxt[:-1][same] = order[1:][same]
+    a = np.where(prev >= 0, prev, order)
+    b = np.where(nxt >= 0, nxt, order)
+    dx = cx[b] - cx[a]
+    dy = cy[b] - cy[a]
+    norm = np.hypot(dx, dy)
+    ok = norm > 0
+    tx = np.full(n, np.nan)
+    ty = np.full(n, np.nan)
+    tx[order[ok]] = dx[ok] / norm[ok]
+    ty[order[ok]] = dy[ok] / norm[ok]
+
+    axis = np.full(n, -1, dtype=np.int8)
+    axis[usable] = 2
+    has = np.isfinite(tx)
+    axis[has] = 0
+    facial = table["source"].astype("object").map(SOURCE_VIEW).eq("facial").to_numpy()
+    fallback = usable & ~has & facial
+    tx[fallback] = 1.0
+    ty[fallback] = 0.0
+    axis[fallback] = 1
+    return tx, ty, axis
+
+
+def _rectangle_sides(
+    geoms: np.ndarray, tx: np.ndarray, ty: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sides of the minimum rotated rectangle: (side along ``t``, side across ``t``)."""
+    n = len(geoms)
+    md = np.full(n, np.nan)
+    other = np.full(n, np.nan)
+    rect = shapely.minimum_rotated_rectangle(geoms)
+    is_poly = shapely.get_type_id(rect) == shapely.GeometryType.POLYGON
+    idx = np.flatnonzero(is_poly)
+    if not len(idx):
+        return md, other
+    # A rectangle's exterior ring has 5 coordinates (closed), in order.
+    xy = shapely.get_coordinates(shapely.get_exterior_ring(rect[idx])).reshape(len(idx), 5, 2)
+    e1 = xy[:, 1] - xy[:, 0]
+    e2 = xy[:, 2] - xy[:, 1]
+    l1 = np.hypot(e1[:, 0], e1[:, 1])
+    l2 = np.hypot(e2[:, 0], e2[:, 1])
+    t = np.stack([tx[idx], ty[idx]], axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        c1 = np.abs(np.einsum("ij,ij->i", e1, t)) / l1
+        c2 = np.abs(np.einsum("ij,ij->i", e2, t)) / l2
+    first_along = c1 >= c2
+    md[idx] = np.where(first_along, l1, l2)
+    other[idx] = np.where(first_along, l2, l1)
+    undefined = ~np.isfinite(t).all(axis=1)
+    md[idx[undefined]] = np.nan
+    other[idx[undefined]] = np.nan
+    return md, other
+
+
+@overload
+def measure(
+    teeth: pd.DataFrame,
+    mm_per_px: MmPerPx = ...,
+    *,
+    measures: Sequence[str] | None = ...,
+    errors: Literal["raise"] = ...,
+) -> pd.DataFrame: ...
+@overload
+def measure(
+    teeth: pd.DataFrame,
+    mm_per_px: MmPerPx = ...,
+    *,
+    measures: Sequence[str] | None = ...,
+    errors: Literal["collect"],
+) -> tuple[pd.DataFrame, pd.DataFrame]: ...
+def measure(
+    teeth: pd.DataFrame,
+    mm_per_px: MmPerPx = None,
+    *,
+    measures: Sequence[str] | None = None,
+    errors: str = "raise",
+) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
+    """Measure every tooth outline of a ``teeth`` table in one vectorized pass.
+
+    Parameters
+    ----------
+    teeth : DataFrame
+        The ``teeth`` table (docs/data-contract.md): session key, ``source``,
+        ``tooth``, ``tooth_type``, ``side``, ``arch``, ``fdi``, ``missing``,
+        ``geometry`` (shapely Polygon, None when missing), ``repaired``.
+    mm_per_px : None, float, str, mapping or DataFrame
+        Calibration. ``None`` keeps pixels. A number applies to every row; a
+        column name reads it per row; ``{source: scale}`` per source; a table
+        with ``mm_per_px`` and key columns (e.g. ``patient_id``, ``timestamp``,
+        ``source``) per key. Every measured row must be covered.
+    measures : sequence of str, optional
+        Subset of :data:`MEASURES` names (default: all). Widths cost most
+        (a minimum rotated rectangle per tooth).
+    errors : {"raise", "collect"}
+        ``"raise"``: bad rows raise :class:`~dentalkit.errors.InputError`
+        listing them. ``"collect"``: bad rows get NaN measures and the call
+        returns ``(table, problems)``.
+
+    Returns
+    -------
+    DataFrame
+        One row per input row, in input order: every input column except
+        ``geometry``, then the requested measures (float64), ``unit``
+        (``"px"`` or ``"mm"``; areas are in unit²), ``mm_per_px`` (NaN when
+        uncalibrated) and, with widths, ``md_axis`` (``"arch"``: MD side chosen
+        by the arch tangent; ``"image_x"``: no neighbour, image x axis used on
+        a facial view; ``"none"``: undefined, widths NaN). Missing teeth keep
+        their row with NaN measures, so they never enter sums or means.
+
+    Notes
+    -----
+    Widths come from the minimum-area rotated rectangle of each outline, so
+    they follow the tooth's own orientation (a rotated tooth keeps its true
+    MD width, as a caliper measures it; Moorrees et al. 1957). The arch
+    tangent only decides which rectangle side is mesiodistal — needed because
+    premolars and molars are often wider buccolingually than mesiodistally,
+    so "long side = MD" would be wrong. On facial views (frontal, pano) the
+    side across the tangent is the tooth's vertical extent (``height``).
+    Frontal photographs foreshorten canines and posterior teeth and panoramic
+    radiographs magnify unevenly, so their millimetre values are image
+    measures, not true tooth sizes.
+
+    References
+    ----------
+    Moorrees CFA, Thomsen SO, Jensen E, Yen PK-J. Mesiodistal crown diameters
+    of the deciduous and permanent teeth in individuals. J Dent Res
+    1957;36:39–47. Osserman R. The isoperimetric inequality. Bull Amer Math
+    Soc 1978;84:1182–1238. Polsby DD, Popper RD. The third criterion:
+    compactness as a procedural safeguard against partisan gerrymandering.
+    Yale Law Policy Rev 1991;9:301–353.
+
+    Examples
+    --------
+    >>> import pandas as pd, shapely
+    >>> t = pd.DataFrame(
+    ...     {
+    ...         "patient_id": ["p1"],
+    ...         "timestamp": ["2024-01-01"],
+    ...         "source": ["pano"],
+    ...         "tooth": ["i1_rgt_up"],
+    ...         "tooth_type": ["i1"],
+    ...         "side": ["rgt"],
+    ...         "arch": ["up"],
+    ...         "fdi": [11],
+    ...         "missing": [False],
+    ...         "geometry": [shapely.box(0, 0, 80, 200)],
+    ...     }
+    ... )
+    >>> m = measure(t, mm_per_px=0.1)
+    >>> m[["area", "md_width", "height"]].round(9).to_dict("records")
+    [{'area': 160.0, 'md_width': 8.0, 'height': 20.0}]
+    >>> m["unit"].iloc[0], m["md_axis"].iloc[0]
+    ('mm', 'image_x')
+    """
+    check_errors_mode(errors)
+    require_columns(teeth, _REQUIRED, "teeth")
+    names = [m.name for m in MEASURES] if measures is None else list(measures)
+    unknown = [n for n in names if n not in _BY_NAME]
+    if unknown:
+        raise InputError(f"unknown tooth measure(s) {unknown}; available: {list(_BY_NAME)}")
+    chosen = [_BY_NAME[n] for n in names]
+
+    geoms, usable, problems = _usable_geometries(teeth, any(m.needs_valid for m in chosen))
+    scale, cal_problems = resolve_mm_per_px(teeth, mm_per_px, usable, "teeth")
+    problems = combine_problems([problems, cal_problems])
+    raise_if_problems(problems, "teeth.measure", errors)
+    calibrated = mm_per_px is not None
+    if calibrated:
+        usable = usable & np.isfinite(scale)
+    geoms = np.where(usable, geoms, None)
+
+    kernels = _Kernels(teeth, geoms, usable)
+    out = teeth.drop(columns="geometry").reset_index(drop=True)
+    for m in chosen:
+        values = np.asarray(m.compute(kernels), dtype="float64")
+        values = np.where(usable, values, np.nan)
+        if calibrated and m.dimension:
+            values = values * scale**m.dimension
+        out[m.name] = values
+    out["unit"] = pd.Categorical(["mm" if calibrated else "px"] * len(out), categories=["px", "mm"])
+    out["mm_per_px"] = np.where(usable, scale, np.nan) if calibrated else np.nan
+    if any(m.name in ("md_width", "bl_width", "height") for m in chosen):
+        code = kernels.widths[2]
+        out["md_axis"] = pd.Categorical.from_codes(code, categories=list(MD_AXIS_CATEGORIES))
+    if errors == "collect":
+        return out, problems
+    return out
+
+
+def _usable_geometries(
+    teeth: pd.DataFrame, check_valid: bool
+) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+    """Which rows can be measured; every other non-missing row is a problem."""
+    raw = teeth["geometry"].to_numpy(dtype=object)
+    is_none = pd.isna(teeth["geometry"]).to_numpy() if len(raw) else np.zeros(0, bool)
+    is_geom = shapely.is_geometry(raw)
+    not_geom = ~is_none & ~is_geom
+    geoms = np.where(is_geom, raw, None)
+
+    missing_col = teeth["missing"]
+    flag_na = missing_col.isna().to_numpy()
+    missing = missing_col.fillna(False).astype(bool).to_numpy()
+    type_id = shapely.get_type_id(geoms)
+    polygonal = np.isin(type_id, [int(t) for t in _POLYGONAL])
+    empty = is_geom & shapely.is_empty(geoms)
+    present = ~missing & ~flag_na
+    bad_source = ~teeth["source"].astype("object").isin(list(SOURCE_VIEW)).to_numpy()
+
+    checks = [
+        (flag_na, "missing", "missing flag is null; it must be True or False"),
+        (not_geom, "geometry", "geometry is not a shapely geometry (convert WKB/WKT first)"),
+        (missing & is_geom, "geometry", "tooth is flagged missing but has a geometry"),
+        (present & is_none, "geometry", "tooth is not missing but has no geometry"),
+        (present & is_geom & ~polygonal, "geometry", "geometry is not a Polygon or MultiPolygon"),
+        (present & polygonal & empty, "geometry", "geometry is empty"),
+        (present & bad_source, "source", f"source is not one of {sorted(SOURCE_VIEW)}"),
+    ]
+    usable = present & polygonal & ~empty & ~bad_source
+    if check_valid:
+        invalid = usable & ~shapely.is_valid(geoms)
+        if invalid.any():
+            reasons = [f"geometry is invalid: {r}" for r in shapely.is_valid_reason(geoms[invalid])]
+            checks.append((invalid, "geometry", reasons))
+            usable &= ~invalid
+    key = ["patient_id", "timestamp", "source", "tooth"] if "tooth" in teeth else None
+    if key is not None:
+        dup = teeth.duplicated(key, keep="first").to_numpy() & present
+        checks.append((dup, "tooth", "the same tooth appears twice for this session and source"))
+        usable &= ~dup
+    problems = combine_problems([problem_rows(teeth, m, "teeth", p, r) for m, p, r in checks])
+    return geoms, usable, problems
