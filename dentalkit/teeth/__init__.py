@@ -8,5 +8,14 @@ docs/teeth-and-findings.md for the methods, choices and references.
 from __future__ import annotations
 
 from dentalkit.teeth._measure import MEASURES, SOURCE_VIEW, TOOTH_DIGIT, ToothMeasure, measure
+from dentalkit.teeth._symmetry import Symmetry, symmetry
 
-__all__ = ["MEASURES", "SOURCE_VIEW", "TOOTH_DIGIT", "ToothMeasure", "measure"]
+__all__ = [
+    "MEASURES",
+    "SOURCE_VIEW",
+    "TOOTH_DIGIT",
+    "Symmetry",
+    "ToothMeasure",
+    "measure",
+    "symmetry",
+]
