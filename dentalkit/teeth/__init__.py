@@ -8,14 +8,20 @@ docs/teeth-and-findings.md for the methods, choices and references.
 from __future__ import annotations
 
 from dentalkit.teeth._measure import MEASURES, SOURCE_VIEW, TOOTH_DIGIT, ToothMeasure, measure
+from dentalkit.teeth._missing import COVERAGE, PATTERNS, MissingTeeth, ToothSet, missing
 from dentalkit.teeth._symmetry import Symmetry, symmetry
 
 __all__ = [
+    "COVERAGE",
     "MEASURES",
+    "PATTERNS",
     "SOURCE_VIEW",
     "TOOTH_DIGIT",
+    "MissingTeeth",
     "Symmetry",
     "ToothMeasure",
+    "ToothSet",
     "measure",
+    "missing",
     "symmetry",
 ]
