@@ -163,6 +163,22 @@ def missing(
     (two sides of one patient), so confidence intervals are given only for
     unit-level prevalences.
 
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({
+    ...     "patient_id": ["a", "a", "b", "b"], "timestamp": ["t0"] * 4,
+    ...     "source": ["pano"] * 4, "tooth_type": ["i2"] * 4, "side": ["rgt", "lft"] * 2,
+    ...     "arch": ["up"] * 4, "fdi": [12, 22, 12, 22], "missing": [True, False, False, False],
+    ... })
+    >>> res = missing(t)
+    >>> print(res.by_fdi[["fdi", "n_assessed", "n_affected", "prevalence"]].to_string(index=False))
+     fdi  n_assessed  n_affected  prevalence
+      12           2           1         0.5
+      22           2           0         0.0
+    >>> print(res.patterns.set_index("pattern").loc["upper_lateral_incisor", "n_affected"])
+    1
+
     References
     ----------
     Polder BJ, Van't Hof MA, Van der Linden FPGM, Kuijpers-Jagtman AM. A

@@ -18,4 +18,5 @@ import dentalkit.teeth._symmetry
 )
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0
     assert result.failed == 0
