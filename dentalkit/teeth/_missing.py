@@ -166,11 +166,18 @@ def missing(
     Examples
     --------
     >>> import pandas as pd
-    >>> t = pd.DataFrame({
-    ...     "patient_id": ["a", "a", "b", "b"], "timestamp": ["t0"] * 4,
-    ...     "source": ["pano"] * 4, "tooth_type": ["i2"] * 4, "side": ["rgt", "lft"] * 2,
-    ...     "arch": ["up"] * 4, "fdi": [12, 22, 12, 22], "missing": [True, False, False, False],
-    ... })
+    >>> t = pd.DataFrame(
+    ...     {
+    ...         "patient_id": ["a", "a", "b", "b"],
+    ...         "timestamp": ["t0"] * 4,
+    ...         "source": ["pano"] * 4,
+    ...         "tooth_type": ["i2"] * 4,
+    ...         "side": ["rgt", "lft"] * 2,
+    ...         "arch": ["up"] * 4,
+    ...         "fdi": [12, 22, 12, 22],
+    ...         "missing": [True, False, False, False],
+    ...     }
+    ... )
     >>> res = missing(t)
     >>> print(res.by_fdi[["fdi", "n_assessed", "n_affected", "prevalence"]].to_string(index=False))
      fdi  n_assessed  n_affected  prevalence
