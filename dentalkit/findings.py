@@ -26,8 +26,7 @@ import pandas as pd
 from dentalkit.endpoints import ENDPOINTS, Kind
 from dentalkit.errors import DentalkitWarning, InputError
 from dentalkit.stats import proportion_ci
-from dentalkit.teeth._calibration import MmPerPx, resolve_mm_per_px
-from dentalkit.teeth._validate import (
+from dentalkit.stats._tables import (
     as_list,
     attach_groups,
     check_errors_mode,
@@ -36,6 +35,7 @@ from dentalkit.teeth._validate import (
     raise_if_problems,
     require_columns,
 )
+from dentalkit.teeth._calibration import MmPerPx, resolve_mm_per_px
 
 __all__ = ["COUNTED_SOURCES", "FindingsPrevalence", "analysed_images", "prevalence"]
 

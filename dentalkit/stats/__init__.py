@@ -6,6 +6,8 @@ functions, so ``import dentalkit.stats`` stays light.
 
 from __future__ import annotations
 
+from dentalkit.stats._compare import COLUMNS, TESTS, compare
+from dentalkit.stats._describe import describe
 from dentalkit.stats._proportions import proportion_ci
 
-__all__ = ["proportion_ci"]
+__all__ = ["COLUMNS", "TESTS", "compare", "describe", "proportion_ci"]

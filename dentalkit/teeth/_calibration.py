@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from dentalkit.errors import InputError
-from dentalkit.teeth._validate import combine_problems, empty_problems, problem_rows
+from dentalkit.stats._tables import combine_problems, empty_problems, problem_rows
 
 MmPerPx = float | str | Mapping[str, float] | pd.DataFrame | None
 

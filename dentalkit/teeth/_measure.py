@@ -13,14 +13,14 @@ import shapely
 
 from dentalkit.endpoints import ENDPOINTS, Kind
 from dentalkit.errors import InputError
-from dentalkit.teeth._calibration import MmPerPx, resolve_mm_per_px
-from dentalkit.teeth._validate import (
+from dentalkit.stats._tables import (
     check_errors_mode,
     combine_problems,
     problem_rows,
     raise_if_problems,
     require_columns,
 )
+from dentalkit.teeth._calibration import MmPerPx, resolve_mm_per_px
 
 __all__ = ["MEASURES", "SOURCE_VIEW", "TOOTH_DIGIT", "ToothMeasure", "arch_position", "measure"]
 

@@ -9,7 +9,7 @@ import pandas as pd
 from scipy import stats
 
 from dentalkit.errors import InputError
-from dentalkit.teeth._validate import require_columns, select_sessions
+from dentalkit.stats._tables import require_columns, select_sessions
 
 __all__ = ["Symmetry", "symmetry"]
 

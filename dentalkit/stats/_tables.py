@@ -1,4 +1,4 @@
-"""Input checks shared by the tooth and findings analyses (private).
+"""Input checks of the tables every analysis reads (private; shared by teeth, findings, stats).
 
 Analyses never fail deep inside with a bare ``KeyError``: they check their
 input table first and report every problem at once, either as an
