@@ -1,0 +1,3 @@
+from dentalkit.cli import main
+
+main()

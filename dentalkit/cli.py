@@ -1,0 +1,73 @@
+"""Command line: ``dentalkit demo | sandbox | openapi`` (more commands join as the pipeline grows)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    help="dentalkit: tidy tables, measurements and figures from the Dental Image Analysis Service v2.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,  # never print locals: they could hold a key
+)
+
+
+@app.command()
+def sandbox(
+    host: Annotated[str, typer.Option(help="Loopback address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+    noise: Annotated[bool, typer.Option(help="Add the simulator's measurement noise.")] = True,
+    latency: Annotated[float, typer.Option(help="Seconds of simulated latency per request.")] = 0.0,
+) -> None:
+    """Serve the local sandbox of interface v2 (a simulator; it runs no AI model)."""
+    from dentalkit.sandbox import SANDBOX_API_KEY, serve
+    from dentalkit.sandbox.app import BANNER
+
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        typer.echo("the sandbox serves loopback only; use 127.0.0.1, localhost or ::1", err=True)
+        raise typer.Exit(2)
+    typer.echo(BANNER)
+    typer.echo(f"base URL: http://{host}:{port}/api/v2   sandbox key: {SANDBOX_API_KEY}")
+    serve(host=host, port=port, noise=noise, faults={"latency": latency})
+
+
+@app.command()
+def openapi(
+    out: Annotated[Path | None, typer.Option(help="Write to this file instead of stdout.")] = None,
+    base_url: Annotated[str, typer.Option(help="Server URL ending in /api/v2.")] = "{base_url}",
+) -> None:
+    """Print the OpenAPI 3.1 document generated from the endpoint registry."""
+    from dentalkit.openapi import openapi_document
+
+    text = json.dumps(openapi_document(base_url), indent=2)
+    if out is None:
+        typer.echo(text)
+    else:
+        out.write_text(text + "\n")
+        typer.echo(f"wrote {out}")
+
+
+@app.command()
+def demo(
+    patients: Annotated[int, typer.Option(help="Synthetic patients in the cohort.")] = 3,
+    out: Annotated[Path, typer.Option(help="Output folder.")] = Path("dentalkit-demo"),
+) -> None:
+    """Run the whole study on the embedded sandbox: fetch, tables, analyses, figures."""
+    from dentalkit.demo import run_demo
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    run_demo(patients=patients, out=out, echo=typer.echo)
+
+
+def main() -> None:
+    """Entry point of the ``dentalkit`` console script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

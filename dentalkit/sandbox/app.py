@@ -1,0 +1,369 @@
+"""The sandbox's HTTP application: every v2 endpoint, driven by the registry.
+
+Routes under ``/api/v2`` behave as the specification shapes them (auth, bodies, error
+shape, quirks). Sandbox-only routes live under ``/_sandbox`` and never appear in the v2
+OpenAPI document:
+
+=====================================  ==================================================
+``GET /``                               banner: this is a simulator, not the AI service
+``GET /openapi.json``                   the v2 OpenAPI document, generated from the registry
+``GET /_sandbox/truth``                 ground truth of a session (key required)
+``GET|PUT /_sandbox/config``            noise, faults, clock offset (key required)
+``GET /_sandbox/stats``                 request counters (key required)
+``POST /_sandbox/reset``                zero the counters and the rate limiter (key required)
+``GET /_sandbox/images/{kind}/…``       synthetic input images (no key, like a public host)
+``GET /_sandbox/output/{slug}.png``     annotated output images behind signed 72 h links
+=====================================  ==================================================
+
+Every response carries ``X-Sandbox: true``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from collections import Counter
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from dentalkit.endpoints import API_PREFIX, ENDPOINTS, Endpoint
+from dentalkit.openapi import openapi_document
+from dentalkit.sandbox import links, simulate
+from dentalkit.sandbox.config import SandboxConfig
+from dentalkit.sandbox.faults import FaultInjector, RateLimiter
+from dentalkit.sandbox.validate import (
+    InvalidRequestError,
+    request_identity,
+    validate_body,
+    validate_tle_query,
+)
+
+__all__ = ["BANNER", "Stats", "create_app"]
+
+log = logging.getLogger("dentalkit.sandbox")
+
+BANNER = (
+    "dentalkit sandbox: a local simulator of the Dental Image Analysis Service interface v2. "
+    "It answers from synthetic anatomy with known ground truth and runs no AI model."
+)
+
+_REASONS = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    413: "Payload Too Large",
+    415: "Unsupported Media Type",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+}
+#: The exact 401 body the spec prescribes (Authentication 6).
+UNAUTHORIZED_BODY = orjson.dumps(
+    {"error": "Unauthorized", "message": "Invalid or missing API key", "statusCode": 401}
+)
+
+
+def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    """A response in the spec's error shape ``{error, message, statusCode}``."""
+    body = orjson.dumps(
+        {"error": _REASONS.get(status, "Error"), "message": message, "statusCode": status}
+    )
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+
+class Stats:
+    """Request counters of one sandbox (v2 routes only)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.total = 0
+        self.by_path: Counter[str] = Counter()
+        self.by_status: Counter[int] = Counter()
+        self.by_request: Counter[str] = Counter()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "by_path": dict(self.by_path),
+            "by_status": {str(k): v for k, v in self.by_status.items()},
+            "by_request": dict(self.by_request),
+        }
+
+
+class _SandboxHeader:
+    """Pure ASGI middleware adding ``X-Sandbox: true`` to every response."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_header(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (b"x-sandbox", b"true")]
+            await send(message)
+
+        await self.app(scope, receive, send_with_header)
+
+
+def create_app(config: SandboxConfig | None = None) -> FastAPI:
+    """Build the sandbox ASGI application for ``config`` (see :class:`SandboxConfig`)."""
+    config = config or SandboxConfig()
+    app = FastAPI(
+        title="dentalkit sandbox",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    state = app.state
+    state.config = config
+    state.stats = Stats()
+    state.injector = FaultInjector(config.faults)
+    state.limiter = RateLimiter(config.faults.rate_limit, config.faults.rate_window)
+    keys = [k.encode() for k in config.accepted_keys()]
+
+    def authorised(request: Request) -> str | None:
+        given = request.headers.get("x-api-key")
+        if given is None:
+            return None
+        raw = given.encode()
+        ok = False
+        for k in keys:  # compare with every key: no early exit, constant time per key
+            ok |= hmac.compare_digest(raw, k)
+        return given if ok else None
+
+    async def read_json(request: Request) -> Any:
+        limit = config.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise _RejectedError(413, f"request body exceeds the sandbox limit of {limit} bytes")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _RejectedError(
+                    413, f"request body exceeds the sandbox limit of {limit} bytes"
+                )
+            chunks.append(chunk)
+        ctype = request.headers.get("content-type", "")
+        if "json" not in ctype.lower():
+            raise _RejectedError(415, "Content-Type must be application/json")
+        try:
+            return orjson.loads(b"".join(chunks))
+        except orjson.JSONDecodeError as exc:
+            raise _RejectedError(400, f"request body is not valid JSON: {exc}") from None
+
+    def make_handler(endpoint: Endpoint):
+        async def handler(request: Request) -> Response:
+            stats: Stats = state.stats
+            stats.total += 1
+            stats.by_path[endpoint.path] += 1
+            response = await _answer(endpoint, request)
+            stats.by_status[response.status_code] += 1
+            return response
+
+        handler.__name__ = endpoint.name
+        return handler
+
+    async def _answer(endpoint: Endpoint, request: Request) -> Response:
+        key = authorised(request)
+        if key is None:
+            return Response(UNAUTHORIZED_BODY, status_code=401, media_type="application/json")
+        allowed, usage = state.limiter.hit(key)
+        if not allowed:
+            return error_response(
+                429,
+                f"rate limit of {state.limiter.limit} requests per {state.limiter.window:g} s exceeded",
+                usage,
+            )
+        try:
+            if endpoint.is_image:
+                data = validate_body(endpoint, await read_json(request))
+            else:
+                data = validate_tle_query(endpoint, list(request.query_params.multi_items()))
+        except InvalidRequestError as exc:
+            return error_response(400, str(exc), usage)
+        except _RejectedError as exc:
+            return error_response(exc.status, exc.message, usage)
+        state.stats.by_request[request_identity(endpoint, data)] += 1
+
+        decision = state.injector.decide()
+        if decision.delay:
+            await asyncio.sleep(decision.delay)
+        if decision.status is not None:
+            return error_response(
+                decision.status,
+                "simulated server fault (sandbox fault injection); retry later",
+                usage,
+            )
+        if endpoint.is_image:
+            body = simulate.respond(endpoint, data, noise=config.noise)
+            if endpoint.output_image:
+                body["OutputImageUrl"] = links.sign_link(
+                    str(request.base_url),
+                    endpoint.slug,
+                    data,
+                    issued_at=config.now(),
+                    ttl=config.link_ttl,
+                    secret=config.link_secret,
+                )
+        else:
+            body = simulate.estimate_tle(data)
+        payload = orjson.dumps(body)
+        if decision.malformed:
+            payload = payload[: max(1, len(payload) // 2)]
+        return Response(payload, media_type="application/json", headers=usage)
+
+    for endpoint in ENDPOINTS.values():
+        app.add_api_route(
+            API_PREFIX + endpoint.path,
+            make_handler(endpoint),
+            methods=[endpoint.method],
+            include_in_schema=False,
+        )
+
+    # ---- sandbox-only routes ---------------------------------------------------------
+    def control(request: Request) -> Response | None:
+        if authorised(request) is None:
+            return Response(UNAUTHORIZED_BODY, status_code=401, media_type="application/json")
+        return None
+
+    @app.get("/", include_in_schema=False)
+    async def banner() -> Response:
+        return Response(
+            orjson.dumps({"sandbox": True, "message": BANNER}), media_type="application/json"
+        )
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi(request: Request) -> Response:
+        base = str(request.base_url).rstrip("/") + API_PREFIX
+        return Response(
+            orjson.dumps(openapi_document(base, sandbox=True)), media_type="application/json"
+        )
+
+    @app.get("/_sandbox/truth", include_in_schema=False)
+    async def truth(request: Request) -> Response:
+        if (denied := control(request)) is not None:
+            return denied
+        q = request.query_params
+        if not q.get("PatientID") or not q.get("TimeStamp"):
+            return error_response(
+                400, "give PatientID and TimeStamp (and optionally ImageName) as query parameters"
+            )
+        data = simulate.truth(q["PatientID"], q["TimeStamp"], q.get("ImageName"))
+        return Response(
+            orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json"
+        )
+
+    @app.get("/_sandbox/config", include_in_schema=False)
+    async def get_config(request: Request) -> Response:
+        if (denied := control(request)) is not None:
+            return denied
+        return Response(orjson.dumps(config.public()), media_type="application/json")
+
+    @app.put("/_sandbox/config", include_in_schema=False)
+    async def put_config(request: Request) -> Response:
+        if (denied := control(request)) is not None:
+            return denied
+        try:
+            changes = orjson.loads(await request.body())
+            if not isinstance(changes, dict):
+                raise ValueError("the body must be a JSON object of settings")
+            config.update(changes)
+        except (ValueError, TypeError) as exc:
+            return error_response(400, str(exc))
+        state.injector.reconfigure(config.faults)
+        state.limiter = RateLimiter(config.faults.rate_limit, config.faults.rate_window)
+        return Response(orjson.dumps(config.public()), media_type="application/json")
+
+    @app.get("/_sandbox/stats", include_in_schema=False)
+    async def get_stats(request: Request) -> Response:
+        if (denied := control(request)) is not None:
+            return denied
+        return Response(orjson.dumps(state.stats.as_dict()), media_type="application/json")
+
+    @app.post("/_sandbox/reset", include_in_schema=False)
+    async def reset(request: Request) -> Response:
+        if (denied := control(request)) is not None:
+            return denied
+        state.stats.reset()
+        state.limiter = RateLimiter(config.faults.rate_limit, config.faults.rate_window)
+        return Response(orjson.dumps({"reset": True}), media_type="application/json")
+
+    @app.get("/_sandbox/images/{path:path}", include_in_schema=False)
+    async def input_image(path: str) -> Response:
+        from dentalkit.sandbox import render
+
+        try:
+            png = await asyncio.to_thread(render.input_image, path)
+        except ValueError as exc:
+            return error_response(404, str(exc))
+        return Response(png, media_type="image/png")
+
+    @app.get("/_sandbox/output/{slug}.png", include_in_schema=False)
+    async def output_image(slug: str, request: Request) -> Response:
+        from dentalkit.sandbox import render
+
+        endpoint = next((e for e in ENDPOINTS.values() if e.slug == slug and e.output_image), None)
+        if endpoint is None:
+            return error_response(404, f"no output images for {slug!r}")
+        q = request.query_params
+        try:
+            data = links.verify_link(
+                slug,
+                q.get("req"),
+                q.get("expires"),
+                q.get("signature"),
+                now=config.now(),
+                secret=config.link_secret,
+            )
+            data = validate_body(endpoint, data)
+        except links.LinkError as exc:
+            return error_response(403, str(exc))
+        except InvalidRequestError as exc:
+            return error_response(403, f"link carries an invalid request: {exc}")
+        body = simulate.respond(endpoint, data, noise=config.noise)
+        png = await asyncio.to_thread(render.output_image, endpoint, data, body)
+        return Response(png, media_type="image/png")
+
+    # ---- errors in the spec's shape, never a stack trace ----------------------------
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code == 404:
+            return error_response(404, f"no such endpoint: {request.method} {request.url.path}")
+        if exc.status_code == 405:
+            return error_response(405, f"{request.method} is not allowed on {request.url.path}")
+        return error_response(exc.status_code, str(exc.detail))
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
+        return error_response(400, "invalid request")
+
+    @app.exception_handler(Exception)
+    async def crash(request: Request, exc: Exception) -> Response:  # pragma: no cover - a bug
+        log.exception("sandbox bug while answering %s", request.url.path)
+        return error_response(500, f"sandbox bug ({type(exc).__name__}); please report it")
+
+    app.add_middleware(_SandboxHeader)
+    return app
+
+
+class _RejectedError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        self.message = message

@@ -1,0 +1,48 @@
+"""Shared fixtures: one sandbox per test session on a free loopback port.
+
+Tests that change faults or latency start their own sandbox (``dentalkit.sandbox.running``).
+Tests marked ``remote`` need the real service and run only with ``--remote`` and
+``DENTALKIT_API_KEY`` set (as astroquery marks ``remote_data``).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--remote",
+        action="store_true",
+        default=False,
+        help="also run tests against the real service (needs DENTALKIT_API_KEY)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--remote") and os.environ.get("DENTALKIT_API_KEY"):
+        return
+    skip = pytest.mark.skip(reason="needs --remote and DENTALKIT_API_KEY (the real service)")
+    for item in items:
+        if "remote" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def sandbox():
+    """A noise-on sandbox shared by the whole session (do not change its faults)."""
+    from dentalkit.sandbox import running
+
+    with running() as sb:
+        yield sb
+
+
+@pytest.fixture(scope="session")
+def exact_sandbox():
+    """A sandbox with the simulator's noise switched off (exact ground-truth geometry)."""
+    from dentalkit.sandbox import running
+
+    with running(noise=False) as sb:
+        yield sb
