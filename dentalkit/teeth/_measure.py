@@ -121,7 +121,12 @@ class _Kernels:
 
     @cached_property
     def occlusal(self) -> np.ndarray:
-        return self.table["source"].astype("object").map(SOURCE_VIEW).eq("occlusal").to_numpy()
+        return _view(self.table) == "occlusal"
+
+
+def _view(table: pd.DataFrame) -> np.ndarray:
+    """``"facial"`` / ``"occlusal"`` per row (None for unknown sources); categoricals map per category."""
+    return table["source"].map(SOURCE_VIEW).to_numpy(dtype=object, na_value=None)
 
 
 def _bl(k: _Kernels) -> np.ndarray:
@@ -208,8 +213,8 @@ def arch_position(tooth_type: pd.Series, side: pd.Series) -> np.ndarray:
     Consecutive positions are neighbours along the dental arch (right and left
     central incisors meet at the midline). NaN for unknown types or sides.
     """
-    digit = tooth_type.astype("object").map(TOOTH_DIGIT).to_numpy(dtype=float)
-    sign = side.astype("object").map({"rgt": -1.0, "lft": 1.0}).to_numpy(dtype=float)
+    digit = tooth_type.map(TOOTH_DIGIT).to_numpy(dtype=float, na_value=np.nan)
+    sign = side.map({"rgt": -1.0, "lft": 1.0}).to_numpy(dtype=float, na_value=np.nan)
     return digit * sign
 
 
@@ -265,7 +270,7 @@ def md_directions(
     axis[usable] = 2
     has = np.isfinite(tx)
     axis[has] = 0
-    facial = table["source"].astype("object").map(SOURCE_VIEW).eq("facial").to_numpy()
+    facial = _view(table) == "facial"
     fallback = usable & ~has & facial
     tx[fallback] = 1.0
     ty[fallback] = 0.0
@@ -285,8 +290,9 @@ def _rectangle_sides(
     idx = np.flatnonzero(is_poly)
     if not len(idx):
         return md, other
-    # A rectangle's exterior ring has 5 coordinates (closed), in order.
-    xy = shapely.get_coordinates(shapely.get_exterior_ring(rect[idx])).reshape(len(idx), 5, 2)
+    # A rectangle polygon has one closed ring of 5 coordinates, in order.
+    idx = idx[shapely.get_num_coordinates(rect[idx]) == 5]
+    xy = shapely.get_coordinates(rect[idx]).reshape(len(idx), 5, 2)
     e1 = xy[:, 1] - xy[:, 0]
     e2 = xy[:, 2] - xy[:, 1]
     l1 = np.hypot(e1[:, 0], e1[:, 1])
@@ -456,7 +462,7 @@ def _usable_geometries(
     polygonal = np.isin(type_id, [int(t) for t in _POLYGONAL])
     empty = is_geom & shapely.is_empty(geoms)
     present = ~missing & ~flag_na
-    bad_source = ~teeth["source"].astype("object").isin(list(SOURCE_VIEW)).to_numpy()
+    bad_source = ~teeth["source"].isin(list(SOURCE_VIEW)).to_numpy()
 
     checks = [
         (flag_na, "missing", "missing flag is null; it must be True or False"),
