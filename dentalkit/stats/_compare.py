@@ -312,6 +312,8 @@ def _one(
         result = _independent(
             clean, value, by, levels, kind, test, alpha, confidence, n_resamples, seed, notes
         )
+    if "p_value" in result and not np.isfinite(result["p_value"]):
+        notes.append("the test statistic is undefined for these data (e.g. no variation)")
     return {**base, **result, "note": "; ".join(notes) or None}
 
 

@@ -270,3 +270,30 @@ def test_analysed_images_from_responses():
         ["b", "pano"],
         ["e", "clinical"],
     ]
+
+
+def test_analysed_images_reads_the_stored_image_name_from_the_body():
+    responses = pd.DataFrame(
+        {
+            "patient_id": ["a", "a", "a"],
+            "timestamp": ["t", "t", "t"],
+            "endpoint": ["clinical_images"] * 3,
+            "status_code": [200, 200, 200],
+            "error": [None, None, None],
+            "body": [
+                '{"Version": "1", "ImageName": "front.jpg", "Results": {}}',
+                '{"Version": "1", "ImageName": "left.jpg", "Results": {}}',
+                "not json",
+            ],
+        }
+    )
+    out = analysed_images(responses)
+    assert out["image_name"].iloc[:2].tolist() == ["front.jpg", "left.jpg"]
+    assert pd.isna(out["image_name"].iloc[2])  # unreadable body: no name, row kept
+
+
+def test_no_counts_means_nothing_to_compare(data):
+    findings, _, images = data
+    res = prevalence(findings, images=images)
+    assert res.consistency.empty
+    assert _row(res.prevalence, source="clinical", class_name="decay")["n_units_with"] == 2

@@ -82,7 +82,8 @@ def test_welch_and_classic_anova_with_eta_squared():
     allv = np.concatenate(groups)
     ssb = sum(len(g) * (g.mean() - allv.mean()) ** 2 for g in groups)
     assert c["effect_size"] == pytest.approx(ssb / ((allv - allv.mean()) ** 2).sum())
-    ci = confint_effectsize_oneway(f.statistic, (2, len(allv) - 3), alpha=0.05)
+    with np.errstate(divide="ignore"):  # statsmodels divides by a zero lower limit
+        ci = confint_effectsize_oneway(f.statistic, (2, len(allv) - 3), alpha=0.05)
     assert (c["effect_ci_low"], c["effect_ci_high"]) == pytest.approx(tuple(ci.eta2))
 
 
@@ -301,3 +302,10 @@ def test_describe_matches_pandas_and_wilson():
 
     assert (b["n"], b["n_positive"], b["proportion"]) == (4, 3, 0.75)
     assert (b["ci_low"], b["ci_high"]) == pytest.approx(proportion_confint(3, 4, method="wilson"))
+
+
+def test_undefined_statistic_is_noted():
+    t = _long(np.array([2.0, 2.0, 2.0]), np.array([2.0, 2.0, 2.0]))
+    r = compare(t, "v", "g", test="welch_t").iloc[0]
+    assert np.isnan(r["p_value"])
+    assert "undefined" in r["note"]

@@ -44,7 +44,7 @@ def _row(teeth, row_angle, source):
     return teeth_table(rows)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     teeth=st.lists(tooth, min_size=2, max_size=len(KEYS)),
     row_angle=st.floats(-40, 40),
@@ -69,7 +69,7 @@ def test_measures_invariant_to_rotation_and_translation(teeth, row_angle, rotati
     np.testing.assert_allclose(b["centroid_y"], np.sin(c) * x + np.cos(c) * y + shift[1], atol=1e-6)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(teeth=st.lists(tooth, min_size=2, max_size=5), s=st.floats(0.01, 2.0))
 def test_calibration_scales_area_by_square_and_lengths_linearly(teeth, s):
     t = _row(teeth, 0.0, "pano")

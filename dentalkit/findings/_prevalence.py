@@ -1,30 +1,21 @@
-"""Findings: prevalence of detected classes, detections per image and box sizes.
-
-Pure functions over the ``findings`` (one row per detection) and
-``finding_counts`` (one row per class of ``ImageContents``) tables of
-docs/data-contract.md. See docs/teeth-and-findings.md.
-
-Denominators are the crux: an image in which nothing was detected has
-``Results == {}`` and leaves **no row** in ``findings`` (and, for the
-panoramic endpoint, which has no ``ImageContents``, none in
-``finding_counts`` either). Prevalences are therefore computed over an
-explicit table of analysed images (``images=``), which
-:func:`analysed_images` builds from the ``responses`` table. Without it the
-images are inferred from the rows present, which leaves out every image
-without detections, and a warning says so.
-"""
+"""Prevalence of findings classes, detections per image, box sizes and count checks (private)."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from dentalkit.endpoints import ENDPOINTS, Kind
-from dentalkit.errors import DentalkitWarning, InputError
+from dentalkit.errors import InputError
+from dentalkit.findings._images import (
+    COUNTED_SOURCES,
+    infer_images,
+    known_rows,
+    unique_images,
+    unknown_image_rows,
+)
 from dentalkit.stats import proportion_ci
 from dentalkit.stats._tables import (
     as_list,
@@ -37,12 +28,8 @@ from dentalkit.stats._tables import (
 )
 from dentalkit.teeth._calibration import MmPerPx, resolve_mm_per_px
 
-__all__ = ["COUNTED_SOURCES", "FindingsPrevalence", "analysed_images", "prevalence"]
+__all__ = ["UNITS", "FindingsPrevalence", "prevalence"]
 
-_FINDINGS_ENDPOINTS = {e.name: e for e in ENDPOINTS.values() if e.kind is Kind.FINDINGS}
-#: Sources whose responses carry ``ImageContents`` counts (``clinical``), so
-#: counts and detections can be compared.
-COUNTED_SOURCES = frozenset(e.source for e in _FINDINGS_ENDPOINTS.values() if e.image_contents)
 UNITS = ("patient", "session", "image")
 _BOX = ("x0", "y0", "x1", "y1")
 
@@ -68,7 +55,7 @@ class FindingsPrevalence(NamedTuple):
         Every (image, class) of a counted source where the ``ImageContents``
         count differs from the number of detections: ``count_reported``,
         ``n_detections``, ``difference`` (reported − detected). Empty when all
-        agree.
+        agree, or when no ``finding_counts`` were given (nothing to compare).
     images : DataFrame
         The analysed images used as denominators, with ``n_detections``.
     problems : DataFrame
@@ -81,49 +68,6 @@ class FindingsPrevalence(NamedTuple):
     consistency: pd.DataFrame
     images: pd.DataFrame
     problems: pd.DataFrame
-
-
-def analysed_images(responses: pd.DataFrame) -> pd.DataFrame:
-    """The images successfully analysed by a findings endpoint, from ``responses``.
-
-    Parameters
-    ----------
-    responses : DataFrame
-        The ``responses`` table (session key, ``endpoint``, ``status_code``,
-        ``error``).
-
-    Returns
-    -------
-    DataFrame
-        One row per successful findings request: ``patient_id``,
-        ``timestamp`` (and ``session_time`` when present), ``endpoint`` and
-        ``source`` (``clinical`` / ``pano``, from the endpoint registry).
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> r = pd.DataFrame(
-    ...     {
-    ...         "patient_id": ["a", "b", "c"],
-    ...         "timestamp": ["t0"] * 3,
-    ...         "endpoint": ["panos_findings", "panos_findings", "ceph_lateral_points"],
-    ...         "status_code": [200, 500, 200],
-    ...         "error": [None, "HTTP 500", None],
-    ...     }
-    ... )
-    >>> analysed_images(r)[["patient_id", "source"]].to_dict("records")
-    [{'patient_id': 'a', 'source': 'pano'}]
-    """
-    require_columns(responses, ["patient_id", "timestamp", "endpoint", "status_code"], "responses")
-    endpoint = responses["endpoint"].astype("object")
-    ok = endpoint.isin(list(_FINDINGS_ENDPOINTS)) & (responses["status_code"] == 200)
-    if "error" in responses:
-        ok &= responses["error"].isna()
-    cols = [c for c in ("patient_id", "timestamp", "session_time") if c in responses]
-    out = responses.loc[ok.to_numpy(), cols].copy()
-    out["endpoint"] = endpoint[ok].to_numpy()
-    out["source"] = out["endpoint"].map({n: e.source for n, e in _FINDINGS_ENDPOINTS.items()})
-    return out.drop_duplicates(["patient_id", "timestamp", "endpoint"]).reset_index(drop=True)
 
 
 def prevalence(
@@ -230,28 +174,29 @@ def prevalence(
     key = ["patient_id", "timestamp", "source"] + (
         ["image_name"] if "image_name" in findings else []
     )
+    counts_given = finding_counts is not None
     if finding_counts is None:
         finding_counts = _empty_counts(key)
     require_columns(
         finding_counts, key, "finding_counts", f"finding_counts needs the image key {key}"
     )
     if images is None:
-        images = _infer_images(findings, finding_counts, key)
+        images = infer_images(findings, finding_counts, key)
     else:
         require_columns(images, key, "images", f"images needs the image key columns {key}")
-    images = _unique_images(images, key)
+    images = unique_images(images, key)
     images = attach_groups(images, groups, by, "images")
 
-    f_known = _known(findings, images, key)
-    c_known = _known(finding_counts, images, key)
+    f_known = known_rows(findings, images, key)
+    c_known = known_rows(finding_counts, images, key)
     f_class = findings["class_name"].notna().to_numpy()
     c_class = finding_counts["class_name"].notna().to_numpy()
     boxes, box_problems = _boxes(findings, f_known, mm_per_px)
     count_bad, count_problems = _bad_counts(finding_counts, c_known & c_class)
     problems = combine_problems(
         [
-            _unknown_image_rows(findings, ~f_known, "findings"),
-            _unknown_image_rows(finding_counts, ~c_known, "finding_counts"),
+            unknown_image_rows(findings, ~f_known, "findings"),
+            unknown_image_rows(finding_counts, ~c_known, "finding_counts"),
             problem_rows(
                 findings, f_known & ~f_class, "findings", "class_name", "class_name is null"
             ),
@@ -273,7 +218,7 @@ def prevalence(
 
     det = _detections_per_image(findings, key)
     table = _prevalence_table(images, det, key, by, unit, classes, confidence)
-    consistency = _consistency(det, counts, key)
+    consistency = _consistency(det if counts_given else det.iloc[:0], counts, key)
     per_image = det.groupby(key, observed=True, dropna=False)["n"].sum().rename("n_detections")
     images_out = images.merge(per_image.reset_index(), on=key, how="left")
     images_out["n_detections"] = images_out["n_detections"].fillna(0).astype("int64")
@@ -290,43 +235,6 @@ def prevalence(
 def _empty_counts(key: list[str]) -> pd.DataFrame:
     cols = {c: pd.Series(dtype="object") for c in (*key, "class_name")}
     return pd.DataFrame({**cols, "count": pd.Series(dtype="int64")})
-
-
-def _infer_images(findings: pd.DataFrame, counts: pd.DataFrame, key: list[str]) -> pd.DataFrame:
-    warnings.warn(
-        "findings.prevalence: no images= table given, so the analysed images are inferred from "
-        "the findings and finding_counts rows; images in which nothing was detected leave no "
-        "row and are missing from every denominator (prevalences are too high). Pass "
-        "images=dentalkit.findings.analysed_images(responses).",
-        DentalkitWarning,
-        stacklevel=3,
-    )
-    parts = [findings[key]] + ([counts[key]] if all(k in counts for k in key) else [])
-    return pd.concat([p.astype("object") for p in parts], ignore_index=True)
-
-
-def _unique_images(images: pd.DataFrame, key: list[str]) -> pd.DataFrame:
-    out = images.astype({k: "object" for k in key if k in images}).drop_duplicates(key)
-    return out.reset_index(drop=True)
-
-
-def _known(table: pd.DataFrame, images: pd.DataFrame, key: list[str]) -> np.ndarray:
-    """Whether each row of ``table`` belongs to one of the analysed ``images``."""
-    if table.empty:
-        return np.zeros(0, dtype=bool)
-    known = pd.MultiIndex.from_frame(images[key].astype("object"))
-    return pd.MultiIndex.from_frame(table[key].astype("object")).isin(known)
-
-
-def _unknown_image_rows(table: pd.DataFrame, mask: np.ndarray, name: str) -> pd.DataFrame:
-    return problem_rows(
-        table,
-        mask,
-        name,
-        "source",
-        "row of an image that is not among the analysed images; add the image to images= "
-        "or drop the row",
-    )
 
 
 def _boxes(
