@@ -435,7 +435,9 @@ def measure(
         if calibrated and m.dimension:
             values = values * scale**m.dimension
         out[m.name] = values
-    out["unit"] = pd.Categorical(["mm" if calibrated else "px"] * len(out), categories=["px", "mm"])
+    out["unit"] = pd.Categorical.from_codes(
+        np.full(len(out), int(calibrated), dtype=np.int8), categories=["px", "mm"]
+    )
     out["mm_per_px"] = np.where(usable, scale, np.nan) if calibrated else np.nan
     if any(m.name in ("md_width", "bl_width", "height") for m in chosen):
         code = kernels.widths[2]
@@ -450,8 +452,11 @@ def _usable_geometries(
 ) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
     """Which rows can be measured; every other non-missing row is a problem."""
     raw = teeth["geometry"].to_numpy(dtype=object)
-    is_none = pd.isna(teeth["geometry"]).to_numpy() if len(raw) else np.zeros(0, bool)
     is_geom = shapely.is_geometry(raw)
+    is_none = shapely.is_missing(raw)
+    other = ~is_geom & ~is_none  # rare: NaN / pd.NA placeholders count as no geometry too
+    if other.any():
+        is_none[other] = pd.isna(raw[other])
     not_geom = ~is_none & ~is_geom
     geoms = np.where(is_geom, raw, None)
 

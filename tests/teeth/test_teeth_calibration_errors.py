@@ -161,3 +161,12 @@ def test_null_missing_flag_is_reported():
     t["missing"] = pd.array([False, None, True], dtype="boolean")
     with pytest.raises(InputError, match="missing flag is null"):
         measure(t)
+
+
+def test_nan_placeholder_counts_as_no_geometry():
+    t = _two_sources()
+    t["geometry"] = t["geometry"].astype(object)
+    t.loc[2, "geometry"] = np.nan  # e.g. read back from a file: missing tooth without outline
+    m = measure(t)
+    assert np.isnan(m.loc[2, "area"])
+    assert m.loc[0, "area"] == pytest.approx(200.0)
