@@ -110,6 +110,7 @@ def run(n: int, vertices: int, repeat: int) -> dict[str, float]:
     res = {"n": n, "vertices": vertices, "build_s": build}
     res["measure_shape_s"] = _time(lambda: measure(table, measures=shape), repeat)
     res["bare_shape_s"] = _time(lambda: _bare_kernels(geoms), repeat)
+    res["bare_valid_s"] = _time(lambda: shapely.is_valid(geoms), repeat)
     res["loop_functions_s"] = _time(lambda: _loop_functions(geoms))
     res["loop_attributes_s"] = _time(lambda: _loop_attributes(geoms))
     res["measure_widths_s"] = _time(lambda: measure(table, measures=widths), repeat)
@@ -136,6 +137,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     for label, key in [
         ("measure(): area, perimeter, centroid", "measure_shape_s"),
         ("bare shapely area/length/centroid", "bare_shape_s"),
+        ("  of which measure() adds: shapely.is_valid", "bare_valid_s"),
         ("loop: shapely.area(g), … per polygon", "loop_functions_s"),
         ("loop: g.area, g.length, g.centroid", "loop_attributes_s"),
         ("measure(): md_width, bl_width, height", "measure_widths_s"),
