@@ -9,6 +9,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from dentalkit.errors import DentalkitWarning, InputError
 from dentalkit.findings import analysed_images, prevalence
+from tests.teeth.factory import one_row
 
 
 def _det(pid, cls, box, source="clinical", ts="2024-01-01", **extra):
@@ -71,18 +72,10 @@ def data():
     return findings, counts, images
 
 
-def _row(table, **where):
-    sel = np.ones(len(table), bool)
-    for k, v in where.items():
-        sel &= (table[k] == v).to_numpy()
-    assert sel.sum() == 1, where
-    return table.loc[sel].iloc[0]
-
-
 def test_images_without_detections_count_in_denominators(data):
     findings, counts, images = data
     res = prevalence(findings, counts, images=images)
-    decay = _row(res.prevalence, source="clinical", class_name="decay")
+    decay = one_row(res.prevalence, source="clinical", class_name="decay")
     assert (decay["n_units"], decay["n_units_with"]) == (4, 2)  # a and c of a, b, c, d
     assert decay["prevalence"] == pytest.approx(0.5)
     lo, hi = proportion_confint(2, 4, method="wilson")
@@ -90,9 +83,9 @@ def test_images_without_detections_count_in_denominators(data):
     assert decay["n_images"] == 4
     assert decay["n_detections"] == 3
     assert decay["detections_per_image"] == pytest.approx(3 / 4)
-    resto = _row(res.prevalence, source="clinical", class_name="restoration")
+    resto = one_row(res.prevalence, source="clinical", class_name="restoration")
     assert (resto["n_units"], resto["n_units_with"]) == (4, 1)
-    pano = _row(res.prevalence, source="pano", class_name="decay")
+    pano = one_row(res.prevalence, source="pano", class_name="decay")
     assert (pano["n_units"], pano["n_units_with"]) == (2, 1)
     assert pano["detections_per_image"] == pytest.approx(0.5)
     assert res.images.set_index(["patient_id", "source"]).loc[("d", "pano"), "n_detections"] == 0
@@ -102,10 +95,10 @@ def test_inferring_images_warns_and_misses_empty_images(data):
     findings, counts, _ = data
     with pytest.warns(DentalkitWarning, match="images in which nothing was detected"):
         res = prevalence(findings, counts)
-    decay = _row(res.prevalence, source="clinical", class_name="decay")
+    decay = one_row(res.prevalence, source="clinical", class_name="decay")
     # b is known from its ImageContents row; d (nothing at all) is invisible
     assert (decay["n_units"], decay["n_units_with"]) == (3, 2)
-    pano = _row(res.prevalence, source="pano", class_name="decay")
+    pano = one_row(res.prevalence, source="pano", class_name="decay")
     assert (pano["n_units"], pano["n_units_with"]) == (1, 1)
 
 
@@ -117,7 +110,7 @@ def test_box_sizes_and_calibration(data):
     np.testing.assert_allclose(b["box_height"], [20, 4, 8, 10, 40])
     np.testing.assert_allclose(b["box_area"], [200, 24, 64, 40, 1200])
     sizes = res.box_sizes
-    area = _row(sizes, source="clinical", class_name="decay", measure="area")
+    area = one_row(sizes, source="clinical", class_name="decay", measure="area")
     vals = np.array([200.0, 24.0, 40.0])
     assert area["n"] == 3
     assert area["mean"] == pytest.approx(vals.mean())
@@ -127,7 +120,7 @@ def test_box_sizes_and_calibration(data):
     assert area["unit"] == "px²"
     mm = prevalence(findings, counts, images=images, mm_per_px={"clinical": 0.5, "pano": 0.1})
     np.testing.assert_allclose(mm.boxes["box_area"], [50, 6, 16, 10, 12])
-    assert _row(mm.box_sizes, source="pano", class_name="decay", measure="width")["unit"] == "mm"
+    assert one_row(mm.box_sizes, source="pano", class_name="decay", measure="width")["unit"] == "mm"
 
 
 def test_consistency_lists_every_mismatch(data):
@@ -178,7 +171,9 @@ def test_units_patient_session_image():
         ]
     )
     by_unit = {
-        u: _row(prevalence(findings, counts, images=images, unit=u).prevalence, class_name="decay")
+        u: one_row(
+            prevalence(findings, counts, images=images, unit=u).prevalence, class_name="decay"
+        )
         for u in ("patient", "session", "image")
     }
     assert (by_unit["patient"]["n_units"], by_unit["patient"]["n_units_with"]) == (2, 1)
@@ -191,12 +186,12 @@ def test_classes_never_detected_and_groups(data):
     findings, counts, images = data
     groups = pd.DataFrame({"patient_id": list("abcd"), "arm": ["x", "x", "y", "y"]})
     res = prevalence(findings, counts, images=images, by="arm", groups=groups, classes=["calculus"])
-    calc = _row(res.prevalence, arm="x", source="clinical", class_name="calculus")
+    calc = one_row(res.prevalence, arm="x", source="clinical", class_name="calculus")
     assert (calc["n_units"], calc["n_units_with"], calc["prevalence"]) == (2, 0, 0.0)
     assert calc["ci_low"] == 0.0
     assert calc["ci_high"] == pytest.approx(proportion_confint(0, 2, method="wilson")[1])
-    x = _row(res.prevalence, arm="x", source="clinical", class_name="decay")
-    y = _row(res.prevalence, arm="y", source="clinical", class_name="decay")
+    x = one_row(res.prevalence, arm="x", source="clinical", class_name="decay")
+    y = one_row(res.prevalence, arm="y", source="clinical", class_name="decay")
     assert (x["n_units"], x["n_units_with"]) == (2, 1)
     assert (y["n_units"], y["n_units_with"]) == (2, 1)
 
@@ -228,7 +223,7 @@ def test_bad_rows_raise_or_are_collected(data):
         ("findings", 5),
         ("findings", 6),
     ]
-    decay = _row(res.prevalence, source="clinical", class_name="decay")
+    decay = one_row(res.prevalence, source="clinical", class_name="decay")
     # the malformed box still is a detection of c; the unknown image is left out
     assert (decay["n_units"], decay["n_units_with"], decay["n_detections"]) == (4, 2, 4)
     assert np.isnan(res.boxes["box_area"].iloc[-1])
@@ -296,4 +291,4 @@ def test_no_counts_means_nothing_to_compare(data):
     findings, _, images = data
     res = prevalence(findings, images=images)
     assert res.consistency.empty
-    assert _row(res.prevalence, source="clinical", class_name="decay")["n_units_with"] == 2
+    assert one_row(res.prevalence, source="clinical", class_name="decay")["n_units_with"] == 2

@@ -80,3 +80,12 @@ def regular_polygon(n: int, radius: float, cx: float = 0.0, cy: float = 0.0, pha
     """Regular n-gon with circumradius ``radius``."""
     t = phase + 2 * np.pi * np.arange(n) / n
     return shapely.Polygon(np.c_[cx + radius * np.cos(t), cy + radius * np.sin(t)])
+
+
+def one_row(table: pd.DataFrame, **where) -> pd.Series:
+    """The single row of ``table`` whose columns equal ``where`` (fails unless exactly one)."""
+    sel = np.ones(len(table), bool)
+    for k, v in where.items():
+        sel &= (table[k] == v).to_numpy()
+    assert sel.sum() == 1, where
+    return table.loc[sel].iloc[0]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 import shapely
@@ -10,7 +9,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from dentalkit.errors import InputError
 from dentalkit.teeth import missing
-from tests.teeth.factory import DIGIT, QUADRANT, teeth_table, tooth_row
+from tests.teeth.factory import DIGIT, QUADRANT, one_row, teeth_table, tooth_row
 
 ARCHES = {"up": ("rgt", "lft"), "lo": ("lft", "rgt")}
 
@@ -50,17 +49,9 @@ def cohort():
     return teeth_table(rows)
 
 
-def _row(table, **where):
-    sel = np.ones(len(table), bool)
-    for k, v in where.items():
-        sel &= (table[k] == v).to_numpy()
-    assert sel.sum() == 1, where
-    return table.loc[sel].iloc[0]
-
-
 def test_by_fdi_counts_and_wilson_interval(cohort):
     res = missing(cohort)
-    r12 = _row(res.by_fdi, fdi=12)
+    r12 = one_row(res.by_fdi, fdi=12)
     assert (r12["n_assessed"], r12["n_affected"]) == (5, 2)  # A, C missing of A-E
     assert r12["prevalence"] == pytest.approx(0.4)
     lo, hi = proportion_confint(2, 5, alpha=0.05, method="wilson")
@@ -69,17 +60,17 @@ def test_by_fdi_counts_and_wilson_interval(cohort):
     assert r12["arch"] == "up"
     assert r12["unit"] == "patient"
     # frontal photographs do not assess molars: C's molar records are excluded
-    r16 = _row(res.by_fdi, fdi=16)
+    r16 = one_row(res.by_fdi, fdi=16)
     assert (r16["n_assessed"], r16["n_affected"]) == (4, 0)
     # D: the pano shows 22, the frontal photo says missing → present, flagged discordant
-    r22 = _row(res.by_fdi, fdi=22)
+    r22 = one_row(res.by_fdi, fdi=22)
     assert (r22["n_assessed"], r22["n_affected"]) == (5, 1)
-    d22 = _row(res.status, patient_id="D", fdi=22)
+    d22 = one_row(res.status, patient_id="D", fdi=22)
     assert bool(d22["discordant"])
     assert not bool(d22["missing"])
     assert d22["n_sources"] == 2
     # E's first session is used by default: 11 present
-    assert _row(res.by_fdi, fdi=11)["n_affected"] == 0
+    assert one_row(res.by_fdi, fdi=11)["n_affected"] == 0
     ex = res.excluded.set_index(["source", "reason"])["n_rows"]
     assert ex[("frontal", "source does not show this tooth type")] == 2
 
@@ -101,13 +92,13 @@ def test_patterns_require_every_tooth_of_the_pattern_assessed(cohort):
 
 def test_by_type_and_by_arch(cohort):
     res = missing(cohort)
-    i2 = _row(res.by_type, tooth_type="i2", arch="up")
+    i2 = one_row(res.by_type, tooth_type="i2", arch="up")
     assert (i2["n_assessed"], i2["n_affected"]) == (5, 2)
     assert (i2["n_teeth_assessed"], i2["n_teeth_missing"]) == (10, 3)
-    m1 = _row(res.by_type, tooth_type="m1", arch="up")
+    m1 = one_row(res.by_type, tooth_type="m1", arch="up")
     assert (m1["n_assessed"], m1["n_affected"], m1["n_teeth_assessed"]) == (4, 0, 8)
-    up = _row(res.by_arch, arch="up")
-    lo = _row(res.by_arch, arch="lo")
+    up = one_row(res.by_arch, arch="up")
+    lo = one_row(res.by_arch, arch="lo")
     assert (up["n_assessed"], up["n_affected"]) == (4, 1)  # A (third molar 18 excluded)
     assert (lo["n_assessed"], lo["n_affected"]) == (4, 1)  # B
 
@@ -133,15 +124,15 @@ def test_oligodontia_threshold_is_six_excluding_third_molars():
     pp = res.per_patient.set_index("patient_id")
     assert pp.loc["F", "category"] == "oligodontia"
     assert pp.loc["G", "category"] == "hypodontia"
-    olig = _row(res.patterns, pattern="oligodontia")
+    olig = one_row(res.patterns, pattern="oligodontia")
     assert (olig["n_assessed"], olig["n_affected"]) == (2, 1)
 
 
 def test_sessions_first_last_all(cohort):
     last = missing(cohort, session="last")
-    assert _row(last.by_fdi, fdi=11)["n_affected"] == 1
+    assert one_row(last.by_fdi, fdi=11)["n_affected"] == 1
     every = missing(cohort, session="all")
-    r11 = _row(every.by_fdi, fdi=11)
+    r11 = one_row(every.by_fdi, fdi=11)
     assert (r11["n_assessed"], r11["n_affected"]) == (6, 1)
     assert r11["unit"] == "session"
 
@@ -149,25 +140,27 @@ def test_sessions_first_last_all(cohort):
 def test_groups_and_by_source(cohort):
     groups = pd.DataFrame({"patient_id": list("ABCDE"), "sex": list("FFMMM")})
     res = missing(cohort, by="sex", groups=groups)
-    f12 = _row(res.by_fdi, sex="F", fdi=12)
-    m12 = _row(res.by_fdi, sex="M", fdi=12)
+    f12 = one_row(res.by_fdi, sex="F", fdi=12)
+    m12 = one_row(res.by_fdi, sex="M", fdi=12)
     assert (f12["n_assessed"], f12["n_affected"]) == (2, 1)
     assert (m12["n_assessed"], m12["n_affected"]) == (3, 1)
-    pat = _row(res.patterns, sex="F", pattern="any_excl_m3")
+    pat = one_row(res.patterns, sex="F", pattern="any_excl_m3")
     assert (pat["n_assessed"], pat["n_affected"]) == (2, 2)
     per_source = missing(cohort, by="source")
-    assert tuple(_row(per_source.by_fdi, source="pano", fdi=22)[["n_assessed", "n_affected"]]) == (
+    assert tuple(
+        one_row(per_source.by_fdi, source="pano", fdi=22)[["n_assessed", "n_affected"]]
+    ) == (
         4,
         1,
     )
     assert tuple(
-        _row(per_source.by_fdi, source="frontal", fdi=22)[["n_assessed", "n_affected"]]
+        one_row(per_source.by_fdi, source="frontal", fdi=22)[["n_assessed", "n_affected"]]
     ) == (
         2,
         1,
     )
     only_pano = missing(cohort, sources=["pano"])
-    assert _row(only_pano.by_fdi, fdi=12)["n_assessed"] == 4
+    assert one_row(only_pano.by_fdi, fdi=12)["n_assessed"] == 4
 
 
 def test_coverage_can_be_replaced(cohort):
@@ -176,7 +169,7 @@ def test_coverage_can_be_replaced(cohort):
         "frontal": ["i1", "i2", "c", "p1", "p2", "m1"],
     }
     res = missing(cohort, coverage=wide)
-    r16 = _row(res.by_fdi, fdi=16)
+    r16 = one_row(res.by_fdi, fdi=16)
     assert (r16["n_assessed"], r16["n_affected"]) == (5, 1)  # C's frontal "missing" 16 now counts
     with pytest.raises(InputError, match="unknown tooth types"):
         missing(cohort, coverage={"pano": ["x9"]})
