@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -191,45 +192,24 @@ def compare(
         )
     if not 0 < confidence < 1:
         raise InputError(f"confidence={confidence!r} must be between 0 and 1")
-    kind = _kind(table[value])
+    spec = _Spec(
+        value,
+        by,
+        paired,
+        _kind(table[value]),
+        test,
+        order,
+        alpha_normality,
+        confidence,
+        n_resamples,
+        seed,
+    )
     per = as_list(per)
+    splits = table.groupby(per, sort=True, dropna=False, observed=True) if per else [((), table)]
     rows = []
-    if per:
-        for labels, sub in table.groupby(per, sort=True, dropna=False, observed=True):
-            labels = labels if isinstance(labels, tuple) else (labels,)
-            row = dict(zip(per, labels, strict=True))
-            row.update(
-                _one(
-                    sub,
-                    value,
-                    by,
-                    paired,
-                    kind,
-                    test,
-                    order,
-                    alpha_normality,
-                    confidence,
-                    n_resamples,
-                    seed,
-                )
-            )
-            rows.append(row)
-    else:
-        rows.append(
-            _one(
-                table,
-                value,
-                by,
-                paired,
-                kind,
-                test,
-                order,
-                alpha_normality,
-                confidence,
-                n_resamples,
-                seed,
-            )
-        )
+    for labels, sub in splits:
+        labels = labels if isinstance(labels, tuple) else (labels,)
+        rows.append({**dict(zip(per, labels, strict=True)), **_one(sub, spec)})
     out = pd.DataFrame(rows).reindex(columns=[*per, *COLUMNS])
     out[_FLOATS] = out[_FLOATS].astype("float64")
     out["n"] = out["n"].astype("int64")
@@ -261,57 +241,42 @@ def _levels(series: pd.Series, order: Sequence[Any] | None) -> list[Any]:
         return sorted(present, key=str)
 
 
-def _one(
-    sub: pd.DataFrame,
-    value: str,
-    by: str,
-    paired: str | None,
-    kind: str,
-    test: str,
-    order: Sequence[Any] | None,
-    alpha: float,
-    confidence: float,
-    n_resamples: int,
-    seed: int,
-) -> dict[str, Any]:
-    cols = [by, value, *([paired] if paired else [])]
+@dataclass(frozen=True)
+class _Spec:
+    """What one call of :func:`compare` asks for (shared by every comparison)."""
+
+    value: str
+    by: str
+    paired: str | None
+    kind: str
+    test: str
+    order: Sequence[Any] | None
+    alpha: float
+    confidence: float
+    n_resamples: int
+    seed: int
+
+
+def _one(sub: pd.DataFrame, spec: _Spec) -> dict[str, Any]:
+    """One comparison (one row of the result)."""
+    cols = [spec.by, spec.value, *([spec.paired] if spec.paired else [])]
     clean = sub[cols].dropna()
-    notes = []
+    notes: list[str] = []
     if len(clean) < len(sub):
         notes.append(f"{len(sub) - len(clean)} row(s) with a missing value dropped")
-    levels = _levels(clean[by], order)
+    levels = _levels(clean[spec.by], spec.order)
     base: dict[str, Any] = {
-        "value": value,
-        "by": by,
-        "paired": paired,
+        "value": spec.value,
+        "by": spec.by,
+        "paired": spec.paired,
         "groups": " | ".join(map(str, levels)),
         "correction": None,
     }
     if len(levels) < 2:
-        return {
-            **base,
-            "n": len(clean),
-            "note": "; ".join([*notes, "fewer than two groups: no test"]),
-        }
-    if paired:
-        result = _paired(
-            clean,
-            value,
-            by,
-            paired,
-            levels,
-            kind,
-            test,
-            alpha,
-            confidence,
-            n_resamples,
-            seed,
-            notes,
-        )
-    else:
-        result = _independent(
-            clean, value, by, levels, kind, test, alpha, confidence, n_resamples, seed, notes
-        )
+        notes.append("fewer than two groups: no test")
+        return {**base, "n": len(clean), "note": "; ".join(notes)}
+    run = _paired if spec.paired else _independent
+    result = run(clean, levels, spec, notes)
     if "p_value" in result and not np.isfinite(result["p_value"]):
         notes.append("the test statistic is undefined for these data (e.g. no variation)")
     return {**base, **result, "note": "; ".join(notes) or None}
@@ -352,7 +317,11 @@ def _normality(samples: list[np.ndarray], alpha: float) -> tuple[bool | None, fl
     return all(p >= alpha for p in ps), float(min(ps))
 
 
-def _independent(clean, value, by, levels, kind, test, alpha, confidence, n_resamples, seed, notes):
+def _independent(
+    clean: pd.DataFrame, levels: list[Any], spec: _Spec, notes: list[str]
+) -> dict[str, Any]:
+    value, by, kind, test = spec.value, spec.by, spec.kind, spec.test
+    alpha, confidence, n_resamples, seed = spec.alpha, spec.confidence, spec.n_resamples, spec.seed
     groups = [clean.loc[clean[by] == lv, value] for lv in levels]
     sizes = [len(g) for g in groups]
     out: dict[str, Any] = {"n": int(sum(sizes)), "n_per_group": " | ".join(map(str, sizes))}
@@ -424,8 +393,10 @@ def _crosstab(clean, value, by, levels, kind):
 
 
 def _paired(
-    clean, value, by, paired, levels, kind, test, alpha, confidence, n_resamples, seed, notes
-):
+    clean: pd.DataFrame, levels: list[Any], spec: _Spec, notes: list[str]
+) -> dict[str, Any]:
+    value, by, paired, kind, test = spec.value, spec.by, spec.paired, spec.kind, spec.test
+    alpha, confidence, n_resamples, seed = spec.alpha, spec.confidence, spec.n_resamples, spec.seed
     dup = clean.duplicated([paired, by], keep=False)
     if dup.any():
         example = clean.loc[dup, [paired, by]].head(2).astype("object").to_dict("records")
