@@ -7,9 +7,10 @@ docs/teeth-and-findings.md for the methods, choices and references.
 
 from __future__ import annotations
 
-from dentalkit.teeth._measure import MEASURES, SOURCE_VIEW, TOOTH_DIGIT, ToothMeasure, measure
+from dentalkit.teeth._measure import MEASURES, ToothMeasure, measure
 from dentalkit.teeth._missing import COVERAGE, PATTERNS, MissingTeeth, ToothSet, missing
 from dentalkit.teeth._symmetry import Symmetry, symmetry
+from dentalkit.teeth._widths import SOURCE_VIEW, TOOTH_DIGIT
 
 __all__ = [
     "COVERAGE",

@@ -12,7 +12,7 @@ import pandas as pd
 from dentalkit.errors import InputError
 from dentalkit.stats import proportion_ci
 from dentalkit.stats._tables import as_list, attach_groups, require_columns, select_sessions
-from dentalkit.teeth._measure import SOURCE_VIEW, TOOTH_DIGIT
+from dentalkit.teeth._widths import SOURCE_VIEW, TOOTH_DIGIT
 
 __all__ = ["COVERAGE", "PATTERNS", "MissingTeeth", "ToothSet", "missing"]
 
