@@ -11,7 +11,8 @@ of ``mm_per_px`` into one float per row:
   (``{"pano": 0.1, "occlusogram_upper": 0.05}``).
 - a DataFrame with a ``mm_per_px`` column and one or more key columns that
   the table also has (``patient_id``, ``timestamp``, ``source`` …) — one
-  scale per key, e.g. per session and source.
+  scale per key, e.g. per session and source; or the same as a Series whose
+  (Multi)Index is named by those key columns (as ``dentalkit.ceph`` takes it).
 
 Every scale must be finite and > 0; rows that need one (``needed``) and get
 none are reported, never left in pixels among millimetres.
@@ -66,6 +67,13 @@ def resolve_mm_per_px(
         scale = pd.to_numeric(table[mm_per_px], errors="coerce").to_numpy(dtype=float)
     elif isinstance(mm_per_px, pd.DataFrame):
         scale = _from_frame(table, mm_per_px, name)
+    elif isinstance(mm_per_px, pd.Series):
+        if any(n is None for n in mm_per_px.index.names):
+            raise InputError(
+                "a mm_per_px Series must have a named index of key columns "
+                "(e.g. a (patient_id, timestamp, source) MultiIndex)"
+            )
+        scale = _from_frame(table, mm_per_px.rename("mm_per_px").reset_index(), name)
     elif isinstance(mm_per_px, Mapping):
         if "source" not in table.columns:
             raise InputError(
@@ -78,7 +86,8 @@ def resolve_mm_per_px(
     else:
         raise InputError(
             f"mm_per_px of type {type(mm_per_px).__name__} is not understood; give a number, "
-            "a column name, a {source: scale} mapping or a table with a mm_per_px column"
+            "a column name, a {source: scale} mapping, a table with a mm_per_px column or a "
+            "Series indexed by key columns"
         )
     bad_value = np.isfinite(scale) & (scale <= 0) | np.isinf(scale)
     uncovered = needed & ~np.isfinite(scale) & ~np.isinf(scale)

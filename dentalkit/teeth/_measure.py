@@ -212,11 +212,12 @@ def measure(
         The ``teeth`` table (docs/data-contract.md): session key, ``source``,
         ``tooth``, ``tooth_type``, ``side``, ``arch``, ``fdi``, ``missing``,
         ``geometry`` (shapely Polygon, None when missing), ``repaired``.
-    mm_per_px : None, float, str, mapping or DataFrame
+    mm_per_px : None, float, str, mapping, DataFrame or Series
         Calibration. ``None`` keeps pixels. A number applies to every row; a
         column name reads it per row; ``{source: scale}`` per source; a table
         with ``mm_per_px`` and key columns (e.g. ``patient_id``, ``timestamp``,
-        ``source``) per key. Every measured row must be covered.
+        ``source``) per key, or a Series indexed by such key columns. Every
+        measured row must be covered.
     measures : sequence of str, optional
         Subset of :data:`MEASURES` names (default: all). Widths cost most
         (a minimum rotated rectangle per tooth).

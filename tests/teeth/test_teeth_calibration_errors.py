@@ -38,8 +38,14 @@ def _two_sources():
                 "mm_per_px": [0.1, 0.2],
             }
         ),
+        pd.Series(
+            [0.1, 0.2],
+            index=pd.MultiIndex.from_tuples(
+                [("2024-01-01", "pano"), ("2024-01-01", "frontal")], names=["timestamp", "source"]
+            ),
+        ),
     ],
-    ids=["mapping", "column", "per-source-table", "per-session-table"],
+    ids=["mapping", "column", "per-source-table", "per-session-table", "keyed-series"],
 )
 def test_calibration_forms(calibration):
     t = _two_sources()
@@ -82,6 +88,8 @@ def test_bad_calibration_tables():
         measure(t, pd.DataFrame({"device": ["x"], "mm_per_px": [0.1]}))
     with pytest.raises(InputError, match="mm_per_px' column"):
         measure(t, pd.DataFrame({"source": ["pano"]}))
+    with pytest.raises(InputError, match="named index"):
+        measure(t, pd.Series([0.1, 0.2]))
     t["scale"] = [0.1, -1.0, np.nan]
     with pytest.raises(InputError, match="finite and > 0"):
         measure(t, "scale")
