@@ -22,7 +22,7 @@ from dentalkit.agreement._frame import FRAMES, anatomical_frame
 from dentalkit.agreement._pairing import no_pairs_error, pair, prepare
 from dentalkit.agreement._stats import t_interval, wilson_interval
 from dentalkit.errors import InputError
-from dentalkit.landmark_map import key_to_name
+from dentalkit.landmark_map import key_to_name, load_landmark_map
 
 __all__ = ["OVERALL", "SDR_RADII_MM", "LandmarkAgreement", "landmarks"]
 
@@ -41,7 +41,8 @@ class LandmarkAgreement:
     Attributes
     ----------
     summary : DataFrame
-        One row per (view, landmark) and one ``overall`` row per view: ``n`` pairs,
+        One row per (view, landmark), in the landmark map's order, and one ``overall``
+        row per view: ``n`` pairs,
         ``mre`` (mean radial error), ``sd`` (its SD, ``ddof=1``), ``median``,
         ``max``, ``bias_x``/``bias_y`` (mean signed offset test − reference in the
         frame) with t intervals ``*_ci_low``/``*_ci_high``, ``sd_x``/``sd_y``,
@@ -311,7 +312,7 @@ def landmarks(
     out_pairs["dx"], out_pairs["dy"] = offsets[:, 0], offsets[:, 1]
     out_pairs["error"] = error
     out_pairs["frame_x"], out_pairs["frame_y"] = positions[:, 0], positions[:, 1]
-    order = _item_order(reference, sides[0].rows, by)
+    order = _item_order(out_pairs[by], by, landmark_map)
     out_pairs[by] = pd.Categorical(out_pairs[by], categories=order)
     out_pairs["view"] = pd.Categorical(out_pairs["view"], categories=["lateral", "frontal"])
     out_pairs = out_pairs.sort_values(["view", by], kind="stable").reset_index(drop=True)
@@ -322,14 +323,15 @@ def landmarks(
     return LandmarkAgreement(summary, sdr, out_pairs, prob, unit, frame, by, cols, confidence)
 
 
-def _item_order(reference: pd.DataFrame, rows: pd.DataFrame, by: str) -> list[str]:
-    col = reference[by] if by in reference.columns else None
-    if col is not None and isinstance(col.dtype, pd.CategoricalDtype):
-        first = [c for c in col.cat.categories if c is not None]
-    else:
-        first = []
-    seen = list(dict.fromkeys([*first, *rows[by].tolist()]))
-    return [*seen, OVERALL]
+def _item_order(items: pd.Series, by: str, landmark_map) -> list[str]:
+    """Landmarks in the landmark map's (anatomical) order, others after them as met."""
+    present = list(dict.fromkeys(items.tolist()))
+    known = set(present)
+    col = "name" if by == "name" else "key"
+    mapped = load_landmark_map(None, landmark_map)[col].tolist()
+    ordered = [x for x in dict.fromkeys(mapped) if x in known]
+    rest = [x for x in present if x not in set(ordered)]
+    return [*ordered, *rest, OVERALL]
 
 
 def _to_anatomical(pairs, ref_xy, offsets, scale, cols, by):

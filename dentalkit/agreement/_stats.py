@@ -370,8 +370,8 @@ def cohens_kappa(
         ``n``, ``n_agree``, ``agreement`` (share of agreeing pairs) with a Wilson
         interval (``agreement_ci_low``, ``agreement_ci_high``), ``kappa`` with its
         asymptotic standard error ``kappa_se`` (statsmodels; Fleiss, Cohen & Everitt
-        1969) and the normal interval ``kappa ± z·se``. Kappa is NaN when chance
-        agreement is 1 (both raters used a single, identical category).
+        1969) and the normal interval ``kappa ± z·se``, truncated to [−1, 1]. Kappa is
+        NaN when chance agreement is 1 (both raters used a single, identical category).
 
     References
     ----------
@@ -430,7 +430,7 @@ def cohens_kappa(
     out |= {
         "kappa": float(res.kappa),
         "kappa_se": se,
-        "kappa_ci_low": float(res.kappa) - zq * se,
-        "kappa_ci_high": float(res.kappa) + zq * se,
+        "kappa_ci_low": max(-1.0, float(res.kappa) - zq * se),
+        "kappa_ci_high": min(1.0, float(res.kappa) + zq * se),
     }
     return pd.Series(out)

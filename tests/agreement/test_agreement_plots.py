@@ -18,6 +18,7 @@ from PIL import Image
 
 from dentalkit import agreement
 from dentalkit.errors import InputError
+from dentalkit.landmark_map import load_landmark_map
 from dentalkit.plot import agreement as plot
 
 
@@ -139,13 +140,16 @@ def test_sdr_bars_heights_and_intervals(landmark_result):
     bars = [p for p in ax.patches if isinstance(p, Rectangle)]
     assert len(bars) == (19 + 1) * 4
     d = landmark_result.sdr
+    # landmarks in the shipped landmark map's order (S, N, Or, Po, A, B, …), then overall
+    order = [n for n in load_landmark_map("lateral")["name"] if n in fx.NAMES] + ["overall"]
+    assert sorted(order) == sorted([*fx.NAMES, "overall"])
     expected = [
         d.loc[(d["name"] == n) & (d["radius_mm"] == r), "sdr_pct"].item()
         for r in (2.0, 2.5, 3.0, 4.0)
-        for n in [*fx.NAMES, "overall"]
+        for n in order
     ]
     assert [b.get_height() for b in bars] == pytest.approx(expected)
-    assert [t.get_text() for t in ax.get_xticklabels()] == [*fx.NAMES, "overall"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == order
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
         "≤ 2 mm",
         "≤ 2.5 mm",

@@ -204,6 +204,15 @@ def test_kappa_hand_computed_and_se_from_statsmodels():
     assert res["kappa_ci_low"] == pytest.approx(0.4 - 1.959963984540054 * direct.std_kappa)
 
 
+def test_kappa_interval_is_truncated_to_its_range():
+    # 9 of 10 agree: κ = 0.8 with a normal interval that would pass 1
+    ref = ["I"] * 5 + ["II"] * 5
+    tst = ["I"] * 5 + ["II"] * 4 + ["I"]
+    res = agreement.cohens_kappa(ref, tst)
+    assert res["kappa"] == pytest.approx(0.8)
+    assert res["kappa"] + 1.96 * res["kappa_se"] > 1 and res["kappa_ci_high"] == 1.0
+
+
 def test_kappa_is_nan_when_chance_agreement_is_one_and_categories_are_checked():
     res = agreement.cohens_kappa(["I"] * 5, ["I"] * 5, categories=["III", "I", "II"])
     assert res["agreement"] == 1.0 and np.isnan(res["kappa"])
