@@ -105,30 +105,34 @@ def _items(
     for col in ("x", "y"):
         if col not in table.columns:
             raise InputError(f"the {side} landmarks table lacks column {col!r} (pixel coordinates)")
-    views = table["view"].astype(object) if "view" in table.columns else None
+    views = table["view"] if "view" in table.columns else None
     if views is not None:
-        bad = ~views.isin(["lateral", "frontal"])
+        bad = ~views.isin(["lateral", "frontal"]).to_numpy(dtype=bool)
         if bad.any():
-            i = int(np.flatnonzero(bad.to_numpy())[0])
+            i = int(np.flatnonzero(bad)[0])
             raise InputError(
                 f"the {side} table has view {views.iloc[i]!r} at row {i}; views are "
                 "'lateral' or 'frontal' (drop the column to take every row as lateral)"
             )
 
     def from_keys() -> pd.Series:
-        keys = table["landmark"].astype(object)
+        keys = table["landmark"]
         out = pd.Series(None, index=table.index, dtype=object)
         for v in ("lateral", "frontal"):
-            mask = (views == v) if views is not None else pd.Series(v == "lateral", table.index)
+            mask = (
+                (views == v).to_numpy(dtype=bool)
+                if views is not None
+                else np.full(len(table), v == "lateral")
+            )
             if mask.any():
-                out[mask] = keys[mask].map(key_to_name(v, landmark_map))
+                out[mask] = keys[mask].map(key_to_name(v, landmark_map)).astype(object)
         return out
 
     if by == "name":
         if "name" in table.columns:
-            names = table["name"].astype(object)
+            names = table["name"]
             if "landmark" in table.columns and names.isna().any():
-                names = names.where(names.notna(), from_keys())
+                names = names.astype(object).where(names.notna(), from_keys())
         elif "landmark" in table.columns:
             names = from_keys()
         else:
@@ -136,8 +140,8 @@ def _items(
         return names, names
     if "landmark" not in table.columns:
         raise InputError(f"by='landmark' needs a 'landmark' column in the {side} table")
-    oname = table["name"].astype(object) if "name" in table.columns else from_keys()
-    return table["landmark"].astype(object), oname
+    oname = table["name"] if "name" in table.columns else from_keys()
+    return table["landmark"], oname
 
 
 def landmarks(
@@ -252,12 +256,12 @@ def landmarks(
     sides = []
     for side, table in (("reference", reference), ("test", test)):
         items, onames = _items(table, by, landmark_map, side)
-        if (items == OVERALL).any():
+        if (items == OVERALL).to_numpy(dtype=bool, na_value=False).any():
             raise InputError(
                 f"a landmark in the {side} table is called {OVERALL!r}; that label is reserved"
             )
         prep = prepare(
-            table.assign(_oname=onames.to_numpy()),
+            table.assign(_oname=onames),
             side,
             item=by,
             item_values=items,
@@ -313,8 +317,8 @@ def landmarks(
     out_pairs["error"] = error
     out_pairs["frame_x"], out_pairs["frame_y"] = positions[:, 0], positions[:, 1]
     order = _item_order(out_pairs[by], by, landmark_map)
-    out_pairs[by] = pd.Categorical(out_pairs[by], categories=order)
-    out_pairs["view"] = pd.Categorical(out_pairs["view"], categories=["lateral", "frontal"])
+    out_pairs[by] = out_pairs[by].cat.set_categories(order)
+    out_pairs["view"] = out_pairs["view"].cat.set_categories(["lateral", "frontal"])
     out_pairs = out_pairs.sort_values(["view", by], kind="stable").reset_index(drop=True)
 
     summary, sdr = _summaries(out_pairs, by, radii, unit, confidence, order)
@@ -334,20 +338,38 @@ def _item_order(items: pd.Series, by: str, landmark_map) -> list[str]:
     return [*ordered, *rest, OVERALL]
 
 
+def _codes(col: pd.Series) -> np.ndarray:
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return col.cat.codes.to_numpy(np.int64)
+    return pd.factorize(col)[0].astype(np.int64)
+
+
 def _to_anatomical(pairs, ref_xy, offsets, scale, cols, by):
     positions = np.full_like(offsets, np.nan)
     rotated = np.full_like(offsets, np.nan)
     undetermined = []
-    views = pairs["view"].to_numpy()
-    for v in pd.unique(views):
-        idx = np.flatnonzero(views == v)
-        sub = pairs.iloc[idx]
-        s_codes, s_uniq = pd.factorize(pd.MultiIndex.from_frame(sub[cols]))
-        i_codes, i_uniq = pd.factorize(sub[by])
-        oname = sub["_oname_reference"].where(sub["_oname_reference"].notna(), sub["_oname_test"])
-        onames = oname.groupby(i_codes).first()
+    view_codes = _codes(pairs["view"])
+    view_names = (
+        list(pairs["view"].cat.categories)
+        if isinstance(pairs["view"].dtype, pd.CategoricalDtype)
+        else list(pd.unique(pairs["view"]))
+    )
+    key_codes = np.column_stack([_codes(pairs[c]) for c in cols])
+    item_codes = _codes(pairs[by])
+    for vc in np.unique(view_codes):
+        v = view_names[vc]
+        idx = np.flatnonzero(view_codes == vc)
+        _, s_first, s_codes = np.unique(
+            key_codes[idx], axis=0, return_index=True, return_inverse=True
+        )
+        _, i_first, i_codes = np.unique(item_codes[idx], return_index=True, return_inverse=True)
+        s_codes, i_codes = s_codes.reshape(-1), i_codes.reshape(-1)
+        rows = idx[i_first]  # one pair per item: its anatomical name (reference, else test)
+        ref_o = pairs["_oname_reference"].iloc[rows].astype(object).to_numpy()
+        tst_o = pairs["_oname_test"].iloc[rows].astype(object).to_numpy()
         names = [
-            onames.get(i) if isinstance(onames.get(i), str) else None for i in range(len(i_uniq))
+            r if isinstance(r, str) else (t if isinstance(t, str) else None)
+            for r, t in zip(ref_o, tst_o, strict=True)
         ]
         view = v if v in ("lateral", "frontal") else "lateral"
         pos, off, determined = anatomical_frame(
@@ -355,20 +377,26 @@ def _to_anatomical(pairs, ref_xy, offsets, scale, cols, by):
             offsets[idx],
             s_codes,
             i_codes,
-            len(s_uniq),
+            len(s_first),
             names,
             view,
             None if scale is None else scale[idx],
         )
         positions[idx], rotated[idx] = pos, off
         if not determined.all():
-            bad = pd.DataFrame(list(s_uniq[~determined]), columns=cols).assign(
-                view=v,
-                side="reference",
-                path="frame",
-                reason="handedness not determined from the reference landmarks (needs S, N "
-                "and a face landmark, or bilateral pairs on PA films): image convention "
-                "assumed for its x axis",
+            bad = (
+                pairs[cols]
+                .iloc[idx[s_first[~determined]]]
+                .astype(object)
+                .reset_index(drop=True)
+                .assign(
+                    view=v,
+                    side="reference",
+                    path="frame",
+                    reason="handedness not determined from the reference landmarks (needs S, N "
+                    "and a face landmark, or bilateral pairs on PA films): image convention "
+                    "assumed for its x axis",
+                )
             )
             undetermined.append(bad)
     return positions, rotated, pd.concat(undetermined) if undetermined else pd.DataFrame()

@@ -125,6 +125,8 @@ def measures(
     Returns
     -------
     MeasureAgreement
+        Tables carry a ``view`` column only when an input has one (arch and tooth
+        measure tables usually do not).
 
     Notes
     -----
@@ -154,6 +156,7 @@ def measures(
     if icc_form not in ICC_FORMS:
         raise InputError(f"unknown icc_form {icc_form!r}; choose one of {list(ICC_FORMS)}")
     cols = session_columns(reference, test, session_cols)
+    has_view = "view" in reference.columns or "view" in test.columns
     sides = []
     for side, table in (("reference", reference), ("test", test)):
         for col in ("measure", "value"):
@@ -174,6 +177,7 @@ def measures(
                 keep=("unit",),
                 bad_value_reason="value is NaN or non-finite (the measure could not be "
                 "computed; see the problems of dentalkit.ceph.measure)",
+                default_view="lateral" if has_view else "",
             )
         )
     paired = pair(
@@ -198,17 +202,22 @@ def measures(
     out_pairs["difference"] = tst - ref
     out_pairs["unit"] = unit
     order = list(dict.fromkeys(sides[0].rows["measure"].tolist()))
-    out_pairs["measure"] = pd.Categorical(out_pairs["measure"], categories=order)
-    out_pairs["view"] = pd.Categorical(out_pairs["view"], categories=["lateral", "frontal"])
+    out_pairs["measure"] = out_pairs["measure"].cat.set_categories(order)
+    out_pairs["view"] = out_pairs["view"].cat.remove_unused_categories()
     out_pairs = out_pairs.sort_values(["view", "measure"], kind="stable").reset_index(drop=True)
 
     summary, small = _summary(out_pairs, cols, agreement, confidence, loa_ci, icc_form)
     problems.extend(small)
+    if not has_view:  # arch or tooth measures: no view
+        summary = summary.drop(columns="view")
+        out_pairs = out_pairs.drop(columns="view")
     cls, class_pairs, cls_problems = _classification(
         out_pairs, cols, thresholds, schemes, confidence
     )
     problems.extend(cls_problems)
     prob = problems_frame(problems, "agreement_measures", "measure", cols)
+    if not has_view:
+        prob["view"] = None
     finish(prob, errors, "measures")
     settings = {
         "agreement": agreement,
@@ -262,7 +271,7 @@ def _summary(pairs, cols, agreement, confidence, loa_ci, icc_form):
     first = np.unique(code, return_index=True)[1]
     summary = pd.DataFrame(
         {
-            "view": pd.Categorical.from_codes(uniq // n_m, ["lateral", "frontal"]),
+            "view": pd.Categorical.from_codes(uniq // n_m, pairs["view"].cat.categories),
             "measure": pd.Categorical.from_codes(uniq % n_m, pairs["measure"].cat.categories),
             "unit": pairs["unit"].to_numpy(dtype=object)[first],
             "n": n.astype(np.int64),

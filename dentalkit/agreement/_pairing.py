@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dentalkit.agreement._common import key_frame
 from dentalkit.errors import InputError
 
 __all__ = ["Paired", "Prepared", "no_pairs_error", "pair", "prepare"]
@@ -47,6 +46,22 @@ def _problem(
     return out
 
 
+def _categorical(col: pd.Series) -> pd.Categorical:
+    """Repeated strings as a categorical (no per-row Python objects; merges use codes)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return col.array
+    codes, uniques = pd.factorize(col, use_na_sentinel=True)  # arrow strings: no Python loop
+    return pd.Categorical.from_codes(codes, categories=pd.Index(uniques))
+
+
+def _shared(left: pd.DataFrame, right: pd.DataFrame, cols: Sequence[str]) -> None:
+    """Give both sides' categorical key columns the same categories (in place)."""
+    for c in cols:
+        cats = left[c].cat.categories.append(right[c].cat.categories).unique()
+        left[c] = left[c].cat.set_categories(cats)
+        right[c] = right[c].cat.set_categories(cats)
+
+
 def _text(series: pd.Series) -> pd.Series:
     return series.astype(object).map(str)
 
@@ -63,8 +78,9 @@ def prepare(
     keep: Sequence[str] = (),
     finite: Callable[[pd.DataFrame], np.ndarray] | None = None,
     bad_value_reason: str = "",
+    default_view: str = "lateral",
 ) -> Prepared:
-    """Normalise one side: keys as objects, set aside unnamed, non-finite and repeated rows.
+    """Normalise one side: keys as categoricals; set aside unnamed, non-finite, repeated rows.
 
     Parameters
     ----------
@@ -80,27 +96,24 @@ def prepare(
         Extra columns carried when present (e.g. ``unit``, ``name``).
     finite : callable, optional
         Row mask of usable values (default: every value column finite).
+    default_view : str
+        View of every row when the table has no ``view`` column.
     """
     n = len(table)
-    keys = key_frame(table, session_cols)
-    rows = keys.reset_index(drop=True)
+    rows = pd.DataFrame({c: _categorical(table[c]) for c in session_cols})
     rows["view"] = (
-        table["view"].astype(object).where(table["view"].notna(), None).to_numpy()
+        _categorical(table["view"])
         if "view" in table.columns
-        else "lateral"
+        else pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), [default_view])
     )
-    rows[item] = item_values.astype(object).where(item_values.notna(), None).to_numpy()
+    rows[item] = _categorical(item_values)
     rows["row"] = np.arange(n)
-    rows["endpoint"] = (
-        table["endpoint"].astype(object).where(table["endpoint"].notna(), None).to_numpy()
-        if "endpoint" in table.columns
-        else None
-    )
+    rows["endpoint"] = _categorical(table["endpoint"]) if "endpoint" in table.columns else None
     for c in values:
         rows[c] = pd.to_numeric(table[c], errors="coerce").to_numpy(dtype=float)
     for c in keep:
         if c in table.columns:
-            rows[c] = table[c].astype(object).where(table[c].notna(), None).to_numpy()
+            rows[c] = _categorical(table[c])
     problems: list[pd.DataFrame] = []
     base_cols = [*session_cols, "view", item, "row", "endpoint"]
 
@@ -181,8 +194,9 @@ def pair(
     """Outer-join both sides; unpaired rows become problems (aggregated where whole
     sessions or whole items are missing from one side)."""
     on = [*session_cols, "view", item]
-    left = ref.rows[[*on, "row", "endpoint", *values, *[c for c in carry if c in ref.rows]]]
-    right = tst.rows[[*on, "row", "endpoint", *values, *[c for c in carry if c in tst.rows]]]
+    left = ref.rows[[*on, "row", "endpoint", *values, *[c for c in carry if c in ref.rows]]].copy()
+    right = tst.rows[[*on, "row", "endpoint", *values, *[c for c in carry if c in tst.rows]]].copy()
+    _shared(left, right, on)
     merged = left.merge(
         right, on=on, how="outer", suffixes=("_reference", "_test"), indicator=True, sort=False
     )

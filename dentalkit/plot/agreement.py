@@ -228,7 +228,7 @@ def landmark_errors(
 def _measure_rows(result: Any, measure: str, view: str | None):
     s = result.summary
     sel = s["measure"].astype(object) == measure
-    if view is not None:
+    if view is not None and "view" in s.columns:
         sel &= s["view"].astype(object) == view
     if not sel.any():
         raise InputError(
@@ -237,7 +237,10 @@ def _measure_rows(result: Any, measure: str, view: str | None):
         )
     row = s.loc[sel].iloc[0]
     p = result.pairs
-    pts = p[(p["measure"].astype(object) == measure) & (p["view"].astype(object) == row["view"])]
+    sel = p["measure"].astype(object) == measure
+    if "view" in p.columns:
+        sel &= p["view"].astype(object) == row["view"]
+    pts = p[sel]
     return row, pts
 
 

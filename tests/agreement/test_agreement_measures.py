@@ -89,6 +89,18 @@ def test_pairs_table_and_several_measures_are_vectorised_per_measure():
     assert list(sub.summary["measure"].astype(str)) == ["B"]
 
 
+def test_tables_without_a_view_column_give_results_without_one():
+    ref = _long([1, 2, 3, 4], "intercanine_width", "mm").drop(columns="view")
+    tst = ref.assign(value=[1.5, 2, 3.5, 4])
+    res = agreement.measures(ref, tst)
+    assert "view" not in res.summary.columns and "view" not in res.pairs.columns
+    assert res.summary["bias"].item() == pytest.approx(0.25)
+    from dentalkit.plot import agreement as plot
+
+    ax = plot.bland_altman(res, "intercanine_width")
+    assert len(ax.collections[0].get_offsets()) == 4
+
+
 def test_unit_mismatch_is_an_error():
     with pytest.raises(InputError, match="different units"):
         agreement.measures(_long([1, 2, 3], "S_N", "px"), _long([1, 2, 3], "S_N", "mm"))
