@@ -128,7 +128,7 @@ def bland_altman_moments(
         Level of the confidence intervals (0.95).
     loa_ci : {"1999", "1986"}
         Standard error of a limit d̄ ± z·s: ``"1999"`` uses
-        ``s·sqrt(1/n + z²/(2(n−1)))`` (Bland & Altman 1999, §2.2), ``"1986"`` the
+        ``s·sqrt(1/n + z²/(2(n−1)))`` (Bland & Altman 1999), ``"1986"`` the
         approximation ``sqrt(3s²/n)`` (Bland & Altman 1986, valid for z ≈ 2).
         Both intervals use Student's t with n − 1 degrees of freedom.
 

@@ -61,7 +61,7 @@ def test_bland_altman_reproduces_the_1986_pefr_example():
 
 
 def test_bland_altman_1999_limits_use_the_refined_standard_error():
-    # Bland & Altman 1999 §2.2: var(d̄ ± z s) ≈ (1/n + z²/(2(n−1))) s².
+    # Bland & Altman 1999: var(d̄ ± z s) ≈ (1/n + z²/(2(n−1))) s².
     d = np.asarray(PEFR_WRIGHT, float) - np.asarray(PEFR_MINI, float)
     n, s = d.size, d.std(ddof=1)
     res = agreement.bland_altman(PEFR_MINI, PEFR_WRIGHT)  # defaults: z = 1.96, "1999"
