@@ -342,3 +342,44 @@ def test_simulate_examiner_per_landmark_sd_and_validation():
     with pytest.raises(InputError, match="positive"):
         agreement.simulate_examiner(t, 1.0, 0.0, seed=0)
     assert t.equals(fx.tracing("p1"))  # input untouched
+
+
+_PLACEMENT: dict = {}
+
+
+def _placement_base():
+    if not _PLACEMENT:
+        ref = fx.cohort(6, np.random.default_rng(11))
+        tst = agreement.simulate_examiner(ref, 1.0, 0.1, seed=3)
+        _PLACEMENT.update(
+            ref=ref, tst=tst, base=agreement.landmarks(ref, tst, mm_per_px=0.1).summary
+        )
+    return _PLACEMENT["ref"], _PLACEMENT["tst"], _PLACEMENT["base"]
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    shift=st.tuples(st.floats(-500, 500), st.floats(-500, 500)),
+    angle=st.sampled_from([0.0, -0.2, 0.25]),
+    mirror=st.booleans(),
+)
+def test_errors_and_anatomical_bias_do_not_depend_on_film_placement(shift, angle, mirror):
+    """Moving, mirroring or tilting *both* tables the same way (one film, two tracings)
+    keeps every radial error; translation and mirroring keep the anatomical bias; a common
+    tilt turns the frame with the cohort's posture, so the bias keeps its length."""
+    ref, tst, base = _placement_base()
+    c, s = np.cos(angle), np.sin(angle)
+
+    def place(t):
+        xy = t[["x", "y"]].to_numpy()
+        if mirror:
+            xy = xy * [-1.0, 1.0]
+        xy = xy @ np.array([[c, -s], [s, c]]).T + shift
+        return t.assign(x=xy[:, 0], y=xy[:, 1])
+
+    moved = agreement.landmarks(place(ref), place(tst), mm_per_px=0.1).summary
+    assert moved["mre"].to_numpy() == pytest.approx(base["mre"].to_numpy(), abs=1e-9)
+    norm = np.hypot(moved["bias_x"], moved["bias_y"])
+    assert norm.to_numpy() == pytest.approx(np.hypot(base["bias_x"], base["bias_y"]), abs=1e-9)
+    if angle == 0.0:
+        assert moved["bias_x"].to_numpy() == pytest.approx(base["bias_x"].to_numpy(), abs=1e-9)
