@@ -30,16 +30,15 @@ Examples
 
 from dentalkit.agreement._examiner import simulate_examiner
 from dentalkit.agreement._frame import procrustes
-from dentalkit.agreement._landmarks import OVERALL, SDR_RADII_MM, LandmarkAgreement, landmarks
+from dentalkit.agreement._landmarks import LandmarkAgreement, landmarks
 from dentalkit.agreement._measures import MeasureAgreement, measures
+from dentalkit.agreement._radial import OVERALL, SDR_RADII_MM
+from dentalkit.agreement._reliability import ICC_FORMS, cohens_kappa, icc
 from dentalkit.agreement._stats import (
-    ICC_FORMS,
     LOA_CI_METHODS,
     bland_altman,
     bland_altman_moments,
-    cohens_kappa,
     dahlberg,
-    icc,
 )
 
 __all__ = [

@@ -26,10 +26,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from dentalkit.ceph._frame import orient
 
-__all__ = ["FRAMES", "anatomical_frame", "procrustes"]
+__all__ = ["FRAMES", "anatomical_frame", "procrustes", "to_anatomical"]
 
 FRAMES = ("anatomical", "image")
 
@@ -145,3 +146,79 @@ def anatomical_frame(
     pos_out = aligned[session, item]
     off_out = np.einsum("ni,nij->nj", off, R[session])
     return pos_out, off_out, determined
+
+
+def _codes(col: pd.Series) -> np.ndarray:
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return col.cat.codes.to_numpy(np.int64)
+    return pd.factorize(col)[0].astype(np.int64)
+
+
+def to_anatomical(
+    pairs: pd.DataFrame,
+    ref_xy: np.ndarray,
+    offsets: np.ndarray,
+    scale: np.ndarray | None,
+    cols: list[str],
+    by: str,
+) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+    """:func:`anatomical_frame` for every view of a pairs table (see the module docstring).
+
+    Returns positions and offsets in the frame, and the problem rows of sessions whose
+    handedness could not be determined.
+    """
+    positions = np.full_like(offsets, np.nan)
+    rotated = np.full_like(offsets, np.nan)
+    undetermined = []
+    view_codes = _codes(pairs["view"])
+    view_names = (
+        list(pairs["view"].cat.categories)
+        if isinstance(pairs["view"].dtype, pd.CategoricalDtype)
+        else list(pd.unique(pairs["view"]))
+    )
+    key_codes = np.column_stack([_codes(pairs[c]) for c in cols])
+    item_codes = _codes(pairs[by])
+    for vc in np.unique(view_codes):
+        v = view_names[vc]
+        idx = np.flatnonzero(view_codes == vc)
+        _, s_first, s_codes = np.unique(
+            key_codes[idx], axis=0, return_index=True, return_inverse=True
+        )
+        _, i_first, i_codes = np.unique(item_codes[idx], return_index=True, return_inverse=True)
+        s_codes, i_codes = s_codes.reshape(-1), i_codes.reshape(-1)
+        rows = idx[i_first]  # one pair per item: its anatomical name (reference, else test)
+        ref_o = pairs["_oname_reference"].iloc[rows].astype(object).to_numpy()
+        tst_o = pairs["_oname_test"].iloc[rows].astype(object).to_numpy()
+        names = [
+            r if isinstance(r, str) else (t if isinstance(t, str) else None)
+            for r, t in zip(ref_o, tst_o, strict=True)
+        ]
+        view = v if v in ("lateral", "frontal") else "lateral"
+        pos, off, determined = anatomical_frame(
+            ref_xy[idx],
+            offsets[idx],
+            s_codes,
+            i_codes,
+            len(s_first),
+            names,
+            view,
+            None if scale is None else scale[idx],
+        )
+        positions[idx], rotated[idx] = pos, off
+        if not determined.all():
+            bad = (
+                pairs[cols]
+                .iloc[idx[s_first[~determined]]]
+                .astype(object)
+                .reset_index(drop=True)
+                .assign(
+                    view=v,
+                    side="reference",
+                    path="frame",
+                    reason="handedness not determined from the reference landmarks (needs S, N "
+                    "and a face landmark, or bilateral pairs on PA films): image convention "
+                    "assumed for its x axis",
+                )
+            )
+            undetermined.append(bad)
+    return positions, rotated, pd.concat(undetermined) if undetermined else pd.DataFrame()

@@ -18,20 +18,13 @@ from dentalkit.agreement._common import (
     problems_frame,
     session_columns,
 )
-from dentalkit.agreement._frame import FRAMES, anatomical_frame
+from dentalkit.agreement._frame import FRAMES, to_anatomical
 from dentalkit.agreement._pairing import no_pairs_error, pair, prepare
-from dentalkit.agreement._stats import t_interval, wilson_interval
+from dentalkit.agreement._radial import OVERALL, SDR_RADII_MM, summaries
 from dentalkit.errors import InputError
 from dentalkit.landmark_map import key_to_name, load_landmark_map
 
-__all__ = ["OVERALL", "SDR_RADII_MM", "LandmarkAgreement", "landmarks"]
-
-#: Success detection radii of the ISBI 2015 challenge, mm (Wang et al. 2016).
-SDR_RADII_MM = (2.0, 2.5, 3.0, 4.0)
-#: Label of the all-landmarks row of the summary and SDR tables.
-OVERALL = "overall"
-#: Relative tolerance of "radial error ≤ r" (px → mm products may miss by one ulp).
-_SDR_RTOL = 1e-9
+__all__ = ["LandmarkAgreement", "landmarks"]
 
 
 @dataclass(frozen=True)
@@ -303,7 +296,7 @@ def landmarks(
     offsets = (tst_xy - ref_xy) * factor[:, None]
     positions = ref_xy * factor[:, None]
     if frame == "anatomical":
-        positions, offsets, undetermined = _to_anatomical(pairs, ref_xy, offsets, scale, cols, by)
+        positions, offsets, undetermined = to_anatomical(pairs, ref_xy, offsets, scale, cols, by)
         if len(undetermined):
             problems.append(undetermined)
     error = np.hypot(offsets[:, 0], offsets[:, 1])
@@ -321,7 +314,7 @@ def landmarks(
     out_pairs["view"] = out_pairs["view"].cat.set_categories(["lateral", "frontal"])
     out_pairs = out_pairs.sort_values(["view", by], kind="stable").reset_index(drop=True)
 
-    summary, sdr = _summaries(out_pairs, by, radii, unit, confidence, order)
+    summary, sdr = summaries(out_pairs, by, radii, unit, confidence, order)
     prob = problems_frame(problems, "agreement_landmarks", by, cols)
     finish(prob, errors, "landmarks")
     return LandmarkAgreement(summary, sdr, out_pairs, prob, unit, frame, by, cols, confidence)
@@ -336,167 +329,3 @@ def _item_order(items: pd.Series, by: str, landmark_map) -> list[str]:
     ordered = [x for x in dict.fromkeys(mapped) if x in known]
     rest = [x for x in present if x not in set(ordered)]
     return [*ordered, *rest, OVERALL]
-
-
-def _codes(col: pd.Series) -> np.ndarray:
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        return col.cat.codes.to_numpy(np.int64)
-    return pd.factorize(col)[0].astype(np.int64)
-
-
-def _to_anatomical(pairs, ref_xy, offsets, scale, cols, by):
-    positions = np.full_like(offsets, np.nan)
-    rotated = np.full_like(offsets, np.nan)
-    undetermined = []
-    view_codes = _codes(pairs["view"])
-    view_names = (
-        list(pairs["view"].cat.categories)
-        if isinstance(pairs["view"].dtype, pd.CategoricalDtype)
-        else list(pd.unique(pairs["view"]))
-    )
-    key_codes = np.column_stack([_codes(pairs[c]) for c in cols])
-    item_codes = _codes(pairs[by])
-    for vc in np.unique(view_codes):
-        v = view_names[vc]
-        idx = np.flatnonzero(view_codes == vc)
-        _, s_first, s_codes = np.unique(
-            key_codes[idx], axis=0, return_index=True, return_inverse=True
-        )
-        _, i_first, i_codes = np.unique(item_codes[idx], return_index=True, return_inverse=True)
-        s_codes, i_codes = s_codes.reshape(-1), i_codes.reshape(-1)
-        rows = idx[i_first]  # one pair per item: its anatomical name (reference, else test)
-        ref_o = pairs["_oname_reference"].iloc[rows].astype(object).to_numpy()
-        tst_o = pairs["_oname_test"].iloc[rows].astype(object).to_numpy()
-        names = [
-            r if isinstance(r, str) else (t if isinstance(t, str) else None)
-            for r, t in zip(ref_o, tst_o, strict=True)
-        ]
-        view = v if v in ("lateral", "frontal") else "lateral"
-        pos, off, determined = anatomical_frame(
-            ref_xy[idx],
-            offsets[idx],
-            s_codes,
-            i_codes,
-            len(s_first),
-            names,
-            view,
-            None if scale is None else scale[idx],
-        )
-        positions[idx], rotated[idx] = pos, off
-        if not determined.all():
-            bad = (
-                pairs[cols]
-                .iloc[idx[s_first[~determined]]]
-                .astype(object)
-                .reset_index(drop=True)
-                .assign(
-                    view=v,
-                    side="reference",
-                    path="frame",
-                    reason="handedness not determined from the reference landmarks (needs S, N "
-                    "and a face landmark, or bilateral pairs on PA films): image convention "
-                    "assumed for its x axis",
-                )
-            )
-            undetermined.append(bad)
-    return positions, rotated, pd.concat(undetermined) if undetermined else pd.DataFrame()
-
-
-def _summaries(
-    pairs: pd.DataFrame,
-    by: str,
-    radii: np.ndarray,
-    unit: str,
-    confidence: float,
-    order: list[str],
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    view_codes = pairs["view"].cat.codes.to_numpy(np.int64)
-    item_codes = pairs[by].cat.codes.to_numpy(np.int64)
-    n_items = len(order)
-    # groups: (view, item) and (view, overall)
-    g_item = view_codes * n_items + item_codes
-    g_all = view_codes * n_items + (n_items - 1)
-    group = np.concatenate([g_item, g_all])
-    err = pairs["error"].to_numpy(float)
-    dx = pairs["dx"].to_numpy(float)
-    dy = pairs["dy"].to_numpy(float)
-    E, X, Y = (np.concatenate([a, a]) for a in (err, dx, dy))
-    uniq, code = np.unique(group, return_inverse=True)
-    n = np.bincount(code).astype(float)
-
-    def mean(a):
-        return np.bincount(code, weights=a) / n
-
-    def sd(a, m):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ss = np.bincount(code, weights=(a - m[code]) ** 2)
-            return np.where(n > 1, np.sqrt(ss / (n - 1)), np.nan)
-
-    mre, mx, my = mean(E), mean(X), mean(Y)
-    sre, sx, sy = sd(E, mre), sd(X, mx), sd(Y, my)
-    med = pd.Series(E).groupby(code).median().to_numpy()
-    mx_err = pd.Series(E).groupby(code).max().to_numpy()
-    is_all = (uniq % n_items) == n_items - 1
-    xlo, xhi = t_interval(mx, sx, n, confidence)
-    ylo, yhi = t_interval(my, sy, n, confidence)
-    for a in (xlo, xhi, ylo, yhi):
-        a[is_all] = np.nan
-    views = pd.Categorical.from_codes(uniq // n_items, ["lateral", "frontal"])
-    items = pd.Categorical.from_codes(uniq % n_items, order)
-    summary = pd.DataFrame(
-        {
-            "view": views,
-            by: items,
-            "n": n.astype(np.int64),
-            "mre": mre,
-            "sd": sre,
-            "median": med,
-            "max": mx_err,
-            "bias_x": mx,
-            "bias_x_ci_low": xlo,
-            "bias_x_ci_high": xhi,
-            "bias_y": my,
-            "bias_y_ci_low": ylo,
-            "bias_y_ci_high": yhi,
-            "sd_x": sx,
-            "sd_y": sy,
-            "unit": unit,
-        }
-    )
-    if not radii.size:
-        sdr = pd.DataFrame(
-            {
-                "view": pd.Categorical([], ["lateral", "frontal"]),
-                by: pd.Categorical([], order),
-                "radius_mm": pd.Series(dtype=float),
-                "n": pd.Series(dtype=np.int64),
-                "n_within": pd.Series(dtype=np.int64),
-                "sdr_pct": pd.Series(dtype=float),
-                "ci_low_pct": pd.Series(dtype=float),
-                "ci_high_pct": pd.Series(dtype=float),
-            }
-        )
-        return summary, sdr
-    within = E[:, None] <= radii[None, :] * (1 + _SDR_RTOL)  # (rows, radii)
-    k = np.stack([np.bincount(code, weights=within[:, j]) for j in range(radii.size)], axis=1)
-    n_g = len(uniq)
-    nn = np.repeat(n, radii.size)
-    kk = k.reshape(-1)
-    lo, hi = wilson_interval(kk, nn, confidence)
-    all_rows = np.repeat(is_all, radii.size)
-    lo[all_rows], hi[all_rows] = np.nan, np.nan
-    sdr = pd.DataFrame(
-        {
-            "view": pd.Categorical.from_codes(
-                np.repeat(uniq // n_items, radii.size), ["lateral", "frontal"]
-            ),
-            by: pd.Categorical.from_codes(np.repeat(uniq % n_items, radii.size), order),
-            "radius_mm": np.tile(radii, n_g),
-            "n": nn.astype(np.int64),
-            "n_within": kk.astype(np.int64),
-            "sdr_pct": 100.0 * kk / nn,
-            "ci_low_pct": 100.0 * lo,
-            "ci_high_pct": 100.0 * hi,
-        }
-    )
-    return summary, sdr

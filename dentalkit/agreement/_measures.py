@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dentalkit.agreement._classes import classification
 from dentalkit.agreement._common import (
     Errors,
     check_errors,
@@ -17,13 +18,8 @@ from dentalkit.agreement._common import (
     session_columns,
 )
 from dentalkit.agreement._pairing import no_pairs_error, pair, prepare
-from dentalkit.agreement._stats import (
-    ICC_FORMS,
-    LoaCI,
-    bland_altman_moments,
-    cohens_kappa,
-    icc,
-)
+from dentalkit.agreement._reliability import ICC_FORMS, icc
+from dentalkit.agreement._stats import LoaCI, bland_altman_moments
 from dentalkit.errors import InputError
 
 __all__ = ["MeasureAgreement", "measures"]
@@ -211,7 +207,7 @@ def measures(
     if not has_view:  # arch or tooth measures: no view
         summary = summary.drop(columns="view")
         out_pairs = out_pairs.drop(columns="view")
-    cls, class_pairs, cls_problems = _classification(
+    cls, class_pairs, cls_problems = classification(
         out_pairs, cols, thresholds, schemes, confidence
     )
     problems.extend(cls_problems)
@@ -328,104 +324,3 @@ def _summary(pairs, cols, agreement, confidence, loa_ci, icc_form):
     summary["icc_ci95_high"] = icc_vals[:, 2]
     summary["icc_form"] = icc_form
     return summary, problems
-
-
-def _classification(pairs, cols, thresholds, schemes, confidence):
-    from dentalkit.ceph.classify import classify, load_thresholds
-
-    table = load_thresholds(thresholds)
-    available = set(pairs["measure"].astype(str))
-    if schemes is not None:
-        unknown = sorted(set(schemes) - set(table["scheme"]))
-        if unknown:
-            raise InputError(f"unknown scheme(s) {unknown}; have {sorted(set(table['scheme']))}")
-        lacking = [
-            s
-            for s in schemes
-            if table.loc[table["scheme"] == s, "measure"].iloc[0] not in available
-        ]
-        if lacking:
-            raise InputError(
-                f"scheme(s) {lacking} need measures that are not paired in both tables"
-            )
-        wanted = list(schemes)
-    else:
-        wanted = [
-            s
-            for s in dict.fromkeys(table["scheme"])
-            if table.loc[table["scheme"] == s, "measure"].iloc[0] in available
-        ]
-    rows, class_rows, problems = [], [], []
-    for scheme in wanted:  # a handful of schemes
-        g = table[table["scheme"] == scheme]
-        mid = g["measure"].iloc[0]
-        sub = pairs[pairs["measure"].astype(str) == mid]
-        if (sub["unit"].astype(object) == "px").any():
-            problems.append(
-                pd.DataFrame(
-                    {
-                        "measure": [mid],
-                        "side": "both",
-                        "path": f"classification/{scheme}",
-                        "reason": f"{mid} is in px; the {scheme} thresholds are not: "
-                        "calibrate (mm_per_px) to compare classes",
-                    }
-                )
-            )
-            continue
-        base = sub[[*cols, "measure"]].reset_index(drop=True)
-        cats = {}
-        for side in ("reference", "test"):
-            m = base.assign(value=sub[side].to_numpy(float))
-            cats[side] = classify(m, table, schemes=[scheme])[scheme]
-        ordered = list(cats["reference"].cat.categories)
-        ref_c = cats["reference"].astype(object)
-        tst_c = cats["test"].astype(object)
-        both = ref_c.notna() & tst_c.notna()
-        cp = base[cols].assign(
-            scheme=scheme,
-            reference=ref_c.to_numpy(),
-            test=tst_c.to_numpy(),
-        )
-        cp["agree"] = pd.array(
-            np.where(both, ref_c.to_numpy() == tst_c.to_numpy(), False), dtype="boolean"
-        )
-        cp.loc[~both.to_numpy(), "agree"] = pd.NA
-        class_rows.append(cp)
-        if not both.all():
-            problems.append(
-                base.loc[~both.to_numpy(), [*cols, "measure"]].assign(
-                    side="both",
-                    path=f"classification/{scheme}",
-                    reason="no category (value outside every threshold interval)",
-                )
-            )
-        k = cohens_kappa(ref_c[both], tst_c[both], categories=ordered, confidence=confidence)
-        rows.append(
-            {
-                "scheme": scheme,
-                "measure": mid,
-                "n": int(k["n"]),
-                "n_agree": int(k["n_agree"]),
-                "agreement_pct": 100.0 * k["agreement"],
-                "agreement_ci_low_pct": 100.0 * k["agreement_ci_low"],
-                "agreement_ci_high_pct": 100.0 * k["agreement_ci_high"],
-                "kappa": k["kappa"],
-                "kappa_se": k["kappa_se"],
-                "kappa_ci_low": k["kappa_ci_low"],
-                "kappa_ci_high": k["kappa_ci_high"],
-                "categories": " < ".join(map(str, ordered)),
-            }
-        )
-    columns = [
-        "scheme", "measure", "n", "n_agree", "agreement_pct", "agreement_ci_low_pct",
-        "agreement_ci_high_pct", "kappa", "kappa_se", "kappa_ci_low", "kappa_ci_high",
-        "categories",
-    ]  # fmt: skip
-    summary = pd.DataFrame(rows, columns=columns)
-    class_pairs = (
-        pd.concat(class_rows, ignore_index=True)
-        if class_rows
-        else pd.DataFrame(columns=[*cols, "scheme", "reference", "test", "agree"])
-    )
-    return summary, class_pairs, problems
