@@ -48,7 +48,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dentalkit.arch import MODELS, fit
-from dentalkit.arch._fit import POSE_PARAMS, _fit_model, _prepare
+from dentalkit.arch._engine import POSE_PARAMS, _fit_model
+from dentalkit.arch._fit import _prepare
 from dentalkit.arch._models import beta_foot
 from dentalkit.arch._tables import stack_points
 

@@ -28,7 +28,8 @@ MODELS, MEASURES
 
 from __future__ import annotations
 
-from dentalkit.arch._fit import curve, fit
+from dentalkit.arch._curve import curve
+from dentalkit.arch._fit import fit
 from dentalkit.arch._frame import Alignment, align, to_canonical, to_image
 from dentalkit.arch._mean_form import mean_form
 from dentalkit.arch._measures import MEASURES, ArchMeasure, measures

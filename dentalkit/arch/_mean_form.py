@@ -8,7 +8,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from dentalkit.arch._fit import _fit_stacked, _models_arg, evaluate
+from dentalkit.arch._curve import evaluate
+from dentalkit.arch._engine import _models_arg
+from dentalkit.arch._fit import _fit_stacked
 from dentalkit.arch._models import MODELS
 from dentalkit.arch._tables import ARCH_KEY, Errors, require_columns, stack_points
 from dentalkit.errors import InputError

@@ -12,7 +12,8 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from dentalkit.arch._fit import RESIDUALS, _fit_stacked, _models_arg
+from dentalkit.arch._engine import RESIDUALS, _models_arg
+from dentalkit.arch._fit import _fit_stacked
 from dentalkit.arch._frame import to_canonical
 from dentalkit.arch._models import BETA_EXPONENT
 from dentalkit.arch._tables import (

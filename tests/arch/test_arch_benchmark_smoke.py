@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from dentalkit.arch import MODELS
-from dentalkit.arch._fit import _Problem
+from dentalkit.arch._engine import _Problem
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "arch.py"
 

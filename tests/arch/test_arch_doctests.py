@@ -9,7 +9,13 @@ import pytest
 
 
 @pytest.mark.parametrize(
-    "module", ["dentalkit.arch._fit", "dentalkit.arch._frame", "dentalkit.arch._measures"]
+    "module",
+    [
+        "dentalkit.arch._fit",
+        "dentalkit.arch._curve",
+        "dentalkit.arch._frame",
+        "dentalkit.arch._measures",
+    ],
 )
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)

@@ -198,7 +198,7 @@ def test_nonlinear_fits_match_scipy_least_squares():
 
 
 def test_residual_jacobians_match_finite_differences():
-    from dentalkit.arch._fit import _Problem
+    from dentalkit.arch._engine import _Problem
 
     rng = np.random.default_rng(15)
     U = np.sort(rng.uniform(-1.2, 1.2, (3, 12)), axis=1)
