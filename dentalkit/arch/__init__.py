@@ -22,12 +22,15 @@ measures
     compatibility; px or mm.
 mean_form
     Mean arch form per group with a pointwise confidence band.
+compare
+    Group comparisons of fitted parameters or arch dimensions (via ``dentalkit.stats``).
 MODELS, MEASURES
     The model and measure registries (formula/definition, parameters, reference).
 """
 
 from __future__ import annotations
 
+from dentalkit.arch._compare import compare
 from dentalkit.arch._curve import curve
 from dentalkit.arch._fit import fit
 from dentalkit.arch._frame import Alignment, align, to_canonical, to_image
@@ -42,6 +45,7 @@ __all__ = [
     "ArchMeasure",
     "ArchModel",
     "align",
+    "compare",
     "curve",
     "fit",
     "mean_form",
