@@ -52,7 +52,7 @@ def fetch_child(base_url: str, api_key: str, cache: str, out: str, n_patients: i
         client=client,
         max_workers=16,
         progress=False,
-        flush_every=40,
+        flush_every=25,
         flush_interval=0.5,
     )
 

@@ -57,9 +57,9 @@ def test_fetch_process_sigkilled_five_times_then_resumed(frozen_sandbox, referen
     rng = random.Random(20260101)
     kills = 0
     for _ in range(5):
-        # a random point: after 1 … 90 new requests reached the service in this run
-        after = rng.randint(1, 90)
+        # a random point: once 1 … ⅓ of the still unsent requests have reached the service
         start = sb.stats()["total"]
+        after = 1 + int(rng.random() * max(1, (n - start) // 3))
         child = ctx.Process(target=fetch_child, args=args)
         child.start()
         wait_for(
@@ -95,8 +95,8 @@ def test_fetch_process_sigkilled_five_times_then_resumed(frozen_sandbox, referen
 
 def test_dask_worker_sigkilled_mid_run(frozen_sandbox, reference, dask_client, redis_server, tmp_path):  # fmt: skip
     sb = frozen_sandbox
-    sb.set_faults(latency=0.05, error_rate=0.0, slow_rate=0.0, malformed_rate=0.0, rate_limit=None)
-    manifest = cohort_manifest(80)
+    sb.set_faults(latency=0.03, error_rate=0.0, slow_rate=0.0, malformed_rate=0.0, rate_limit=None)
+    manifest = cohort_manifest(60)
     n = len(manifest) * len(ENDPOINTS)
     client = Client(sb.base_url, api_key=sb.api_key, cache=redis_server.url, backoff_base=0.01)
     pids = dask_client.run(os.getpid)
