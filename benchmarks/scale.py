@@ -107,6 +107,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--latency", type=float, default=0.1, help="sandbox latency (s)")
     p.add_argument("--concurrency", type=int, default=16, help="requests in flight (C)")
     p.add_argument("--workers", default="1,2,4", help="dask worker process counts")
+    p.add_argument(
+        "--dask-defaults",
+        dest="lean",
+        action="store_false",
+        help="dask's default worker settings instead of dentalkit.distributed.FETCH_DASK_CONFIG",
+    )
     p.add_argument("--smoke", action="store_true", help="tiny run for the test suite")
     args = p.parse_args(argv)
     if args.smoke:
@@ -119,11 +125,13 @@ def main(argv: list[str] | None = None) -> None:
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     )  # spawned dask workers import dentalkit from this checkout
 
+    from dask import config as dask_config
     from dask.distributed import Client as DaskClient
     from dask.distributed import LocalCluster
 
     from dentalkit.client import Client
     from dentalkit.cohort import fetch_cohort
+    from dentalkit.distributed import FETCH_DASK_CONFIG
 
     server = subprocess.Popen(
         [sys.executable, "-c", SERVER, str(args.latency)],
@@ -155,10 +163,11 @@ def main(argv: list[str] | None = None) -> None:
         run("thread pool", "T")
         second = None
         for k in counts:
-            cluster = LocalCluster(
-                n_workers=k, threads_per_worker=c // k, processes=True,
-                dashboard_address=None, host="127.0.0.1",
-            )  # fmt: skip
+            with dask_config.set(FETCH_DASK_CONFIG if args.lean else {}):
+                cluster = LocalCluster(
+                    n_workers=k, threads_per_worker=c // k, processes=True,
+                    dashboard_address=None, host="127.0.0.1",
+                )  # fmt: skip
             dask = DaskClient(cluster)
             try:
                 pool = dask.get_executor(pure=False)
@@ -188,7 +197,8 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"setup: N={args.n} requests per configuration to /{ENDPOINT}, sandbox latency "
         f"{args.latency * 1000:.0f} ms in its own process, C={c} in flight, Redis cache, "
-        f"{os.cpu_count()} CPUs{load}; ideal wall N x latency / C = {ideal:.2f} s"
+        f"{os.cpu_count()} CPUs{load}; ideal wall N x latency / C = {ideal:.2f} s; dask "
+        + ("FETCH_DASK_CONFIG" if args.lean else "defaults")
     )
     for label, wall, _ in rows[: 1 + len(counts)]:
         rate = args.n / wall

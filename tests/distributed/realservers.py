@@ -113,9 +113,14 @@ def key_free_env() -> dict[str, str]:
 
 def local_cluster(n_workers: int = 2, threads_per_worker: int = 4):
     """A ``dask.distributed.LocalCluster`` of worker *processes* (with nannies)."""
+    import dask
     from dask.distributed import LocalCluster
 
+    from dentalkit.distributed import FETCH_DASK_CONFIG
+
     os.environ.setdefault("PYTHONPATH", str(ROOT))  # spawned workers import dentalkit
+    # for the whole test process, so that a worker restarted after a kill gets it too
+    dask.config.set(FETCH_DASK_CONFIG)
     return LocalCluster(
         n_workers=n_workers,
         threads_per_worker=threads_per_worker,
