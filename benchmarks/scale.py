@@ -148,6 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="dentalkit-scale-"))
     redis_proc = None
     pairs: dict[int, list[tuple[float, float]]] = {}
+    cpu: dict[int, list[tuple[float, float]]] = {}  # client-side CPU s: (thread pool, dask)
     second, reached = None, 0
     try:
         base_url, root_url, key = server.stdout.readline().split()
@@ -178,9 +179,14 @@ def main(argv: list[str] | None = None) -> None:
                 warm = Client(base_url, api_key=key, cache=cache)
                 fetch_cohort(_manifest(1, f"W{k}-"), ENDPOINT, tmp / f"warm-{k}", client=warm, executor=pool, max_workers=c, progress=False)  # fmt: skip
                 for r in range(args.repeat):  # paired runs: the load drifts less within a pair
+                    cpu0 = time.process_time()
                     _, threads_wall = run("thread pool", f"T{k}-{r}-")
+                    cpu1, w0 = time.process_time(), dask.run(time.process_time)
                     _, dask_wall = run(f"dask {k}", f"D{k}-{r}-", executor=pool)
+                    w1 = dask.run(time.process_time)
+                    dask_cpu = time.process_time() - cpu1 + sum(w1[a] - w0.get(a, 0.0) for a in w1)
                     pairs.setdefault(k, []).append((threads_wall, dask_wall))
+                    cpu.setdefault(k, []).append((cpu1 - cpu0, dask_cpu))
                 if k == counts[-1]:  # (c) another client, same Redis cache
                     before = _sandbox_requests(root_url, key)
                     other = Client(base_url, api_key=key, cache=cache, user_agent="second-pass")
@@ -212,10 +218,14 @@ def main(argv: list[str] | None = None) -> None:
         on_dask = statistics.median(args.n / d for _, d in runs)
         ratios = [t / d for t, d in runs]
         spread = f" (runs {min(ratios):.2f}-{max(ratios):.2f})" if len(ratios) > 1 else ""
+        cpu_threads = statistics.median(t for t, _ in cpu[k]) / args.n * 1000
+        cpu_dask = statistics.median(d for _, d in cpu[k]) / args.n * 1000
         print(
             f"dask {k} worker(s) x {c // k:>2} threads: {on_dask:6.1f} req/s, thread pool "
             f"{threads:6.1f} req/s, ratio {statistics.median(ratios):.2f}{spread} "
-            f"(target >= 0.9); dask vs ideal {on_dask * ideal / args.n:.2f}"
+            f"(target >= 0.9); dask vs ideal {on_dask * ideal / args.n:.2f}; client-side CPU "
+            f"per request {cpu_dask:.1f} ms on dask (parent, scheduler, nannies, workers) vs "
+            f"{cpu_threads:.1f} ms"
         )
     if second is not None:
         hit = second.from_cache / second.stored
