@@ -46,7 +46,7 @@ def built_client_for(spec) -> bool:
 def test_cluster_fetch_equals_thread_pool_and_pays_each_request_once(
     sb, fresh_redis, dask_client, tmp_path
 ):
-    m = manifest(120, "D")
+    m = manifest(80, "D")
     n = len(m) * len(ENDPOINTS)
     local = Client(sb.base_url, api_key=sb.api_key, cache="memory")
     fetch_cohort(m, ENDPOINTS, tmp_path / "ref", client=local, max_workers=8, progress=False)
