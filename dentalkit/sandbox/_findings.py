@@ -111,7 +111,9 @@ TLE_RULE = (
 
 @lru_cache(maxsize=1)
 def _codebook() -> dict[str, dict[str, str]]:
-    with resources.files("dentalkit.data").joinpath("tle_codebook.csv").open() as fh:
+    with (
+        resources.files("dentalkit.data").joinpath("tle_codebook.csv").open(encoding="utf-8") as fh
+    ):
         return {row["param"]: row for row in csv.DictReader(fh)}
 
 

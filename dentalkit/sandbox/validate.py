@@ -96,7 +96,9 @@ def validate_body(endpoint: Endpoint, body: Any) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def _codebook() -> dict[str, dict[str, Any]]:
-    with resources.files("dentalkit.data").joinpath("tle_codebook.csv").open() as fh:
+    with (
+        resources.files("dentalkit.data").joinpath("tle_codebook.csv").open(encoding="utf-8") as fh
+    ):
         rows = list(csv.DictReader(fh))
     book = {}
     for r in rows:
