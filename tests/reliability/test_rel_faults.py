@@ -75,8 +75,11 @@ def test_two_thousand_requests_through_faults_are_byte_identical(
         sb.set_faults(error_rate=0.0, slow_rate=0.0, malformed_rate=0.0, rate_limit=None)
 
     by_status = Counter({int(k): v for k, v in stats["by_status"].items()})
-    # the faults really happened, in about the configured proportions
-    assert seen["5xx"] > 0.15 * seen["attempts"] and by_status[500] + by_status[502] + by_status[503] == seen["5xx"]  # fmt: skip
+    # the faults really happened, in about the configured proportions (a 5xx that was also
+    # slow may never be counted as answered: its client had given up and gone)
+    served_5xx = by_status[500] + by_status[502] + by_status[503]
+    assert seen["5xx"] > 0.15 * seen["attempts"]
+    assert seen["5xx"] - seen["slow"] <= served_5xx <= seen["5xx"]
     assert seen["slow"] > 0.03 * seen["attempts"] and seen["malformed"] > 0
     assert by_status[429] > 0
     assert set(by_status) <= {200, 429, 500, 502, 503}
