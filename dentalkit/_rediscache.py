@@ -37,7 +37,7 @@ COMMAND_RETRIES = 3
 def redis_connection(url: str) -> Any:
     """A ``redis.Redis`` for ``url`` with bounded timeouts and a short retry policy."""
     from redis import Redis
-    from redis.backoff import ExponentialWithJitterBackoff
+    from redis.backoff import EqualJitterBackoff  # in redis-py 5 and later
     from redis.exceptions import ConnectionError, TimeoutError
     from redis.retry import Retry
 
@@ -47,7 +47,7 @@ def redis_connection(url: str) -> Any:
         socket_timeout=COMMAND_TIMEOUT,
         health_check_interval=30,
         retry=Retry(
-            ExponentialWithJitterBackoff(base=0.02, cap=0.2),
+            EqualJitterBackoff(cap=0.2, base=0.02),
             COMMAND_RETRIES,
             supported_errors=(ConnectionError, TimeoutError),
         ),
