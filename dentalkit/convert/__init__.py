@@ -18,8 +18,7 @@ Examples
 ...         "body": [body],
 ...     }
 ... )
->>> lm = convert.landmarks(responses)  # doctest: +SKIP
->>> convert.tables(responses)["landmarks"][["landmark", "name", "x", "y"]]
+>>> convert.landmarks(responses)[["landmark", "name", "x", "y"]]
   landmark name     x     y
 0  Later_1    S  10.5  20.0
 """

@@ -281,6 +281,7 @@ class Problems:
             recs = [r for r in recs if r[0] in keep]
         if not recs:
             return schemas.empty("problems")
+        recs.sort(key=lambda r: r[4])  # by responses row; stable: order of discovery kept
         cols = list(zip(*recs, strict=True))
         df = pd.DataFrame(
             {
@@ -288,7 +289,6 @@ class Problems:
                 for name, col in zip(schemas.SCHEMAS["problems"].names, cols, strict=True)
             }
         )
-        df = df.sort_values("row", kind="stable", na_position="first", ignore_index=True)
         schemas.check(df, "problems")
         return df
 
@@ -415,18 +415,22 @@ def _bad_key(value: object, is_null: bool, ep: Endpoint, field: str) -> tuple[st
 def parse_session_times(timestamps: np.ndarray) -> pd.DatetimeIndex:
     """Parse ISO 8601 timestamps (naive = UTC) to ``datetime64[ns, UTC]``; NaT otherwise.
 
-    Only the unique strings are parsed. Values outside the ``datetime64[ns]`` range
+    Only the unique strings are parsed (``pandas.to_datetime`` with
+    ``format="ISO8601"``, vectorized). Values outside the ``datetime64[ns]`` range
     (before 1677 or after 2262) are NaT too.
     """
     codes, uniques = pd.factorize(timestamps)
     parsed = pd.to_datetime(
         pd.Index(uniques, dtype=object), format="ISO8601", utc=True, errors="coerce"
     )
-    lo = pd.Timestamp("1677-09-22", tz="UTC")
-    hi = pd.Timestamp("2262-04-11", tz="UTC")
-    parsed = parsed.where((parsed >= lo) & (parsed <= hi)).as_unit("ns")
-    out = parsed.take(codes, allow_fill=True, fill_value=pd.NaT)
-    return pd.DatetimeIndex(out, dtype="datetime64[ns, UTC]")
+    ok = (parsed >= _NS_MIN) & (parsed <= _NS_MAX)
+    ns = np.full(len(uniques) + 1, np.datetime64("NaT", "ns"))  # last slot: code -1
+    ns[:-1][ok] = parsed[ok].as_unit("ns").tz_localize(None).to_numpy()
+    return pd.DatetimeIndex(ns[codes]).tz_localize("UTC")
+
+
+_NS_MIN = pd.Timestamp("1677-09-22", tz="UTC")
+_NS_MAX = pd.Timestamp("2262-04-11", tz="UTC")
 
 
 # --------------------------------------------------------------------------- bodies
@@ -580,7 +584,14 @@ def fixed(values: Sequence[str | None], rep: np.ndarray, table: str, column: str
     vocab = schemas.categories(table, column)
     codes, uniques = pd.factorize(np.asarray(values, dtype=object))
     lookup = np.array([vocab.index(u) if u in vocab else -1 for u in uniques] + [-1], dtype=np.int8)
-    return categorical(lookup[codes][rep], vocab)
+    return vocabulary(lookup[codes][rep], table, column)
+
+
+def vocabulary(codes: np.ndarray, table: str, column: str) -> pd.Categorical:
+    """Categorical of a fixed-vocabulary column from codes into its vocabulary."""
+    return pd.Categorical.from_codes(
+        np.asarray(codes), dtype=schemas.category_dtype(table, column), validate=False
+    )
 
 
 def factorized(

@@ -27,7 +27,6 @@ from dentalkit.convert._common import (
     Requests,
     bodies,
     build_table,
-    categorical,
     compact,
     exact_keys,
     integer,
@@ -40,6 +39,7 @@ from dentalkit.convert._common import (
     require,
     short,
     top_level,
+    vocabulary,
 )
 
 TABLES = ("landmarks",)
@@ -206,7 +206,7 @@ def convert(
         rep,
         versions,
         {
-            "view": categorical(view_codes, _VIEWS),
+            "view": vocabulary(view_codes, "landmarks", "view"),
             "landmark": compact(lm_codes, cats),
             "name": compact(name_codes, list(name_cats)),
             "x": x,

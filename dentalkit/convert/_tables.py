@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -21,7 +22,7 @@ from dentalkit.convert import (
 from dentalkit.convert._common import Problems, Requests, gc_paused, prepare
 from dentalkit.convert.schemas import TABLE_KINDS, TABLE_NAMES
 from dentalkit.endpoints import Kind
-from dentalkit.errors import DentalkitWarning
+from dentalkit.errors import DentalkitWarning, InputError
 from dentalkit.landmark_map import load_landmark_map
 
 Errors = Literal["raise", "collect"]
@@ -59,6 +60,7 @@ def tables(
     responses: pd.DataFrame,
     errors: Errors = "raise",
     landmark_map: LandmarkMap = None,
+    include: Iterable[str] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Convert a responses table into every dentalkit table, plus ``problems``.
 
@@ -69,13 +71,16 @@ def tables(
         Landmark map giving each key its anatomical ``name`` (default: the shipped map,
         see :func:`dentalkit.landmark_map.load_landmark_map`); a mapping ``key → name``
         is accepted too.
+    include : iterable of str, optional
+        Build only these tables (default: all); only their responses are read.
 
     Returns
     -------
     dict of str to pandas.DataFrame
         ``landmarks``, ``teeth``, ``tooth_keypoints``, ``arch_points``, ``findings``,
-        ``finding_counts``, ``classifications``, ``tmj``, ``tle`` and ``problems``
-        (always present; empty tables have their full schema).
+        ``finding_counts``, ``classifications``, ``tmj``, ``tle`` (or those of
+        ``include``) and ``problems`` (always present; empty tables have their full
+        schema).
 
     Examples
     --------
@@ -97,9 +102,16 @@ def tables(
     >>> out["tle"]["estimate_length_months"].tolist(), len(out["problems"])
     ([21.5], 0)
     """
-    out, problems = _run(responses, errors, landmark_map, TABLE_NAMES[:-1])
+    wanted = TABLE_NAMES[:-1]
+    if include is not None:
+        include = [include] if isinstance(include, str) else list(include)
+        unknown = sorted(set(include) - set(wanted))
+        if unknown:
+            raise InputError(f"include: unknown table(s) {unknown}; tables are {', '.join(wanted)}")
+        wanted = tuple(t for t in wanted if t in include)
+    out, problems = _run(responses, errors, landmark_map, wanted)
     problems.warn(stacklevel=3)
-    out["problems"] = problems.frame()
+    out["problems"] = problems.frame(wanted)
     return out
 
 
@@ -147,11 +159,21 @@ def _convert_kinds(
 
 
 def _landmark_names(landmark_map: LandmarkMap) -> dict[str, dict[str, str]]:
+    if landmark_map is None:
+        return _default_names()
     if isinstance(landmark_map, Mapping):
         landmark_map = pd.DataFrame(
             {"key": list(landmark_map), "name": list(landmark_map.values())}
         )
-    table = load_landmark_map(path=landmark_map)
+    return _names_by_view(load_landmark_map(path=landmark_map))
+
+
+@lru_cache(maxsize=1)
+def _default_names() -> dict[str, dict[str, str]]:
+    return _names_by_view(load_landmark_map())
+
+
+def _names_by_view(table: pd.DataFrame) -> dict[str, dict[str, str]]:
     return {
         view: dict(zip(group["key"], group["name"], strict=True))
         for view, group in table.groupby("view", sort=False)

@@ -40,7 +40,6 @@ from dentalkit.convert._common import (
     bodies,
     boolean,
     build_table,
-    categorical,
     compact,
     exact_keys,
     fixed,
@@ -53,6 +52,7 @@ from dentalkit.convert._common import (
     require,
     short,
     top_level,
+    vocabulary,
 )
 
 TABLES = ("teeth",)
@@ -221,9 +221,9 @@ def convert(req: Requests, idx: np.ndarray, problems: Problems) -> pd.DataFrame:
         {
             "source": fixed(sources, tooth_rep, "teeth", "source"),
             "tooth": compact(c, cats),
-            "tooth_type": categorical(parsed.type_code[c], _toothkeys.TYPES),
-            "side": categorical(parsed.side_code[c], _toothkeys.SIDES),
-            "arch": categorical(parsed.arch_code[c], _toothkeys.ARCHES),
+            "tooth_type": vocabulary(parsed.type_code[c], "teeth", "tooth_type"),
+            "side": vocabulary(parsed.side_code[c], "teeth", "side"),
+            "arch": vocabulary(parsed.arch_code[c], "teeth", "arch"),
             "fdi": parsed.fdi_array(c),
             "missing": missing,
             "geometry": geometry,

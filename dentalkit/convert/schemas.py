@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import cache
 from types import MappingProxyType
 
 import numpy as np
@@ -56,6 +57,7 @@ __all__ = [
     "TABLE_KINDS",
     "TABLE_NAMES",
     "categories",
+    "category_dtype",
     "check",
     "conform",
     "empty",
@@ -295,11 +297,18 @@ TABLE_NAMES: tuple[str, ...] = tuple(SCHEMAS)
 _STR = pd.StringDtype(na_value=np.nan)
 
 
+@cache
 def categories(table: str, column: str) -> tuple[str, ...] | None:
     """Fixed vocabulary of a categorical column, or None when it has none."""
     meta = _schema(table).field(column).metadata or {}
     raw = meta.get(b"categories")
     return tuple(json.loads(raw)) if raw is not None else None
+
+
+@cache
+def category_dtype(table: str, column: str) -> pd.CategoricalDtype:
+    """The pandas dtype of a categorical column (its fixed vocabulary, or no categories)."""
+    return pd.CategoricalDtype(pd.Index(list(categories(table, column) or ()), dtype=_STR))
 
 
 def _is_geometry(field: pa.Field) -> bool:
@@ -309,8 +318,7 @@ def _is_geometry(field: pa.Field) -> bool:
 def _pandas_dtype(table: str, field: pa.Field):
     t = field.type
     if pa.types.is_dictionary(t):
-        cats = categories(table, field.name)
-        return pd.CategoricalDtype(pd.Index(list(cats or ()), dtype=_STR))
+        return category_dtype(table, field.name)
     if _is_geometry(field):
         return np.dtype(object)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
@@ -333,14 +341,22 @@ def _schema(table: str) -> pa.Schema:
 
 def pandas_dtypes(table: str) -> dict[str, object]:
     """Column name → pandas dtype of ``table`` (fixed-vocabulary categoricals included)."""
-    return {f.name: _pandas_dtype(table, f) for f in _schema(table)}
+    return dict(_dtypes(table))
+
+
+@cache
+def _dtypes(table: str) -> tuple[tuple[str, object], ...]:
+    return tuple((f.name, _pandas_dtype(table, f)) for f in _schema(table))
+
+
+@cache
+def _empty(table: str) -> pd.DataFrame:
+    return pd.DataFrame({name: pd.Series([], dtype=dt) for name, dt in _dtypes(table)})
 
 
 def empty(table: str) -> pd.DataFrame:
     """A zero-row DataFrame with exactly the declared columns and dtypes of ``table``."""
-    return pd.DataFrame(
-        {name: pd.Series([], dtype=dt) for name, dt in pandas_dtypes(table).items()}
-    )
+    return _empty(table).copy()
 
 
 def check(df: pd.DataFrame, table: str) -> None:
@@ -357,9 +373,8 @@ def check(df: pd.DataFrame, table: str) -> None:
             f"table {table!r} must have columns {schema.names} in this order; "
             f"got {list(df.columns)}"
         )
-    for field in schema:
-        col = df[field.name]
-        want = _pandas_dtype(table, field)
+    for field, (_, want), col in zip(schema, _dtypes(table), df.items(), strict=True):
+        col = col[1]
         got = col.dtype
         if isinstance(want, pd.CategoricalDtype):
             ok = isinstance(got, pd.CategoricalDtype) and (
@@ -374,11 +389,24 @@ def check(df: pd.DataFrame, table: str) -> None:
             raise InputError(
                 f"table {table!r}: column {field.name!r} has dtype {got}, expected {want}"
             )
-        if not field.nullable and col.isna().any():
+        if not field.nullable and _has_null(col):
             raise InputError(
                 f"table {table!r}: column {field.name!r} may not be null "
                 f"({int(col.isna().sum())} null value(s))"
             )
+
+
+def _has_null(col: pd.Series) -> bool:
+    """Whether a column holds a null, looking at its array directly (cheap on big tables)."""
+    arr = col.array
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return bool((arr.codes < 0).any())
+    if isinstance(col.dtype, np.dtype):
+        if col.dtype.kind in "biu":
+            return False
+        if col.dtype.kind == "f":
+            return bool(np.isnan(arr.to_numpy()).any())
+    return bool(col.isna().any())
 
 
 def conform(df: pd.DataFrame, table: str) -> pd.DataFrame:

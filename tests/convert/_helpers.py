@@ -11,6 +11,8 @@ import pandas as pd
 FIXTURES = Path(__file__).parent / "fixtures"
 PID = "P001"
 TS = "2024-03-01T09:30:00Z"
+#: generated responses and corruptions of the property tests (reported by conftest)
+COUNTS = {"responses": 0, "corruptions": 0}
 TLE_OPTIONS = {
     f"p{i:02d}": str(v) for i, v in enumerate([14, "F", 2, 1, 0, 4.5, 3, 0, 0, 0, 37], 1)
 }
