@@ -8,6 +8,9 @@ modules (``dentalkit.convert``, ``dentalkit.ceph``, ``dentalkit.arch``,
 
 from __future__ import annotations
 
+from dentalkit import ceph, settings, tle
+from dentalkit.client import ApiResult, Client, download_output_image
+from dentalkit.cohort import FetchReport, fetch_cohort
 from dentalkit.endpoints import ENDPOINTS, Endpoint, get_endpoint
 from dentalkit.errors import (
     ApiError,
@@ -16,17 +19,28 @@ from dentalkit.errors import (
     DentalkitError,
     ResponseFormatError,
 )
+from dentalkit.store import read_failures, read_responses
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ENDPOINTS",
     "ApiError",
+    "ApiResult",
     "AuthError",
+    "Client",
     "ConfigurationError",
     "DentalkitError",
     "Endpoint",
+    "FetchReport",
     "ResponseFormatError",
     "__version__",
+    "ceph",
+    "download_output_image",
+    "fetch_cohort",
     "get_endpoint",
+    "read_failures",
+    "read_responses",
+    "settings",
+    "tle",
 ]

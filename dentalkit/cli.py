@@ -53,6 +53,79 @@ def openapi(
 
 
 @app.command()
+def fetch(
+    manifest: Annotated[
+        Path, typer.Argument(help="CSV or Parquet manifest (patient_id, timestamp, image_url …).")
+    ],
+    out: Annotated[
+        Path, typer.Option(help="Store folder (responses/*.parquet, failures.parquet).")
+    ],
+    endpoint: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Endpoint for every row (repeatable); omit when the manifest has an endpoint column."
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(help="Service URL ending in /api/v2 (default: DENTALKIT_BASE_URL)."),
+    ] = None,
+    cache: Annotated[
+        str | None,
+        typer.Option(
+            help="HTTP cache: .sqlite path, folder, redis:// URL or 'memory' (default: settings)."
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option(help="Concurrent requests (default: settings).")
+    ] = None,
+    retry_failed: Annotated[
+        bool, typer.Option(help="Retry only the requests that failed before.")
+    ] = False,
+    errors: Annotated[
+        str, typer.Option(help="'collect' bad rows and failures, or 'raise' at the first.")
+    ] = "collect",
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Fetch a cohort into OUT: cached, concurrent, resumable (rerun the same command to resume).
+
+    The key is read from DENTALKIT_API_KEY only (never a command-line option: arguments show
+    in process lists and shell history). Exit status 0 when every request is stored, 1 when
+    some rows are bad or some requests failed (see OUT/failures.parquet), 2 on a
+    configuration or manifest error.
+    """
+    from dentalkit.client import Client
+    from dentalkit.cohort import fetch_cohort
+    from dentalkit.errors import ConfigurationError, InputError
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        client = Client(base_url, **({} if cache is None else {"cache": cache}))
+        report = fetch_cohort(
+            manifest,
+            endpoint or None,
+            out,
+            client=client,
+            max_workers=workers,
+            progress=progress,
+            errors=errors,  # type: ignore[arg-type]
+            retry_failed=retry_failed,
+        )
+    except (ConfigurationError, InputError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(report.summary())
+    if len(report.problems):
+        path = out / "manifest-problems.csv"
+        report.problems.to_csv(path, index=False)
+        typer.echo(f"{len(report.problems)} bad manifest row(s) skipped; listed in {path}")
+    if report.failed or report.skipped_failed:
+        typer.echo(f"failures are listed in {out / 'failures.parquet'}; retry with --retry-failed")
+    if len(report.problems) or report.failed or report.skipped_failed:
+        raise typer.Exit(1)
+
+
+@app.command()
 def demo(
     patients: Annotated[int, typer.Option(help="Synthetic patients in the cohort.")] = 3,
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("dentalkit-demo"),

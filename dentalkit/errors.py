@@ -122,6 +122,7 @@ class ApiError(DentalkitError):
         self.endpoint = endpoint
         self.patient_id = patient_id
         self.body = body
+        self.hint = hint
         where = f" from {endpoint}" if endpoint else ""
         who = f" for patient {patient_id!r}" if patient_id is not None else ""
         what = ": ".join(x for x in (error, message) if x) or (body[:200] if body else "no body")
@@ -130,7 +131,7 @@ class ApiError(DentalkitError):
             text += f". {hint}"
         super().__init__(text)
 
-    def __reduce__(self):  # picklable across process pools
+    def __reduce__(self):  # picklable across process pools, extra attributes included
         return (
             _rebuild_api_error,
             (
@@ -142,16 +143,19 @@ class ApiError(DentalkitError):
                     "endpoint": self.endpoint,
                     "patient_id": self.patient_id,
                     "body": self.body,
+                    "hint": self.hint,
                 },
+                dict(self.__dict__),
             ),
         )
 
 
-def _rebuild_api_error(cls: type[ApiError], status: int, kwargs: dict[str, Any]) -> ApiError:
+def _rebuild_api_error(
+    cls: type[ApiError], status: int, kwargs: dict[str, Any], state: dict[str, Any]
+) -> ApiError:
     obj = cls.__new__(cls)
     ApiError.__init__(obj, status, **kwargs)
-    if isinstance(obj, RateLimitedError):
-        obj.retry_after = None
+    obj.__dict__.update(state)
     return obj
 
 

@@ -36,7 +36,11 @@ VIEWS: dict[str, tuple[str, ...]] = {
 
 @lru_cache(maxsize=4)
 def _default(view: str) -> pd.DataFrame:
-    with resources.files("dentalkit.data").joinpath(f"landmark_map_{view}.csv").open() as fh:
+    with (
+        resources.files("dentalkit.data")
+        .joinpath(f"landmark_map_{view}.csv")
+        .open(encoding="utf-8") as fh
+    ):
         return pd.read_csv(fh, dtype=str, keep_default_na=False)
 
 

@@ -25,6 +25,10 @@ from dentalkit.endpoints import (
 
 __all__ = ["openapi_document"]
 
+# The sandbox's documented narrowing of what the spec leaves open; one definition, used
+# both by the sandbox's validation and by the sandbox variant of this document.
+from dentalkit.sandbox.validate import IMAGE_URL_PATTERN, tle_accepted_values
+
 _PAIR = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
 _REF = "#/components/schemas/"
 
@@ -153,7 +157,7 @@ def _response_schema(endpoint: Endpoint) -> dict[str, Any]:
     }
 
 
-def _request_schema(endpoint: Endpoint) -> dict[str, Any]:
+def _request_schema(endpoint: Endpoint, sandbox: bool) -> dict[str, Any]:
     props: dict[str, Any] = {
         "PatientID": {"type": "string", "description": "Unique patient identifier"},
         "TimeStamp": {
@@ -170,6 +174,10 @@ def _request_schema(endpoint: Endpoint) -> dict[str, Any]:
         if f.default is not None:
             schema["default"] = f.default
         props[f.name] = schema
+    if sandbox:
+        for name in REQUIRED_BODY_FIELDS:
+            props[name].update(minLength=1, pattern=r"\S")
+        props["ImageName"]["pattern"] = IMAGE_URL_PATTERN
     return {
         "type": "object",
         "required": list(REQUIRED_BODY_FIELDS),
@@ -185,7 +193,7 @@ def _error(description: str) -> dict[str, Any]:
     }
 
 
-def _operation(endpoint: Endpoint) -> dict[str, Any]:
+def _operation(endpoint: Endpoint, sandbox: bool = False) -> dict[str, Any]:
     op: dict[str, Any] = {
         "operationId": endpoint.name,
         "summary": endpoint.summary,
@@ -206,31 +214,36 @@ def _operation(endpoint: Endpoint) -> dict[str, Any]:
     if endpoint.is_image:
         op["requestBody"] = {
             "required": True,
-            "content": {"application/json": {"schema": _request_schema(endpoint)}},
+            "content": {"application/json": {"schema": _request_schema(endpoint, sandbox)}},
         }
         op["responses"]["413"] = _error("Body too large (not shown by the spec; sandbox choice)")
         op["responses"]["415"] = _error("Body is not JSON (sandbox choice)")
     else:
+        values = tle_accepted_values() if sandbox else {}
         op["parameters"] = [
             {
                 "name": q.name,
                 "in": "query",
                 "required": True,
                 "description": q.meaning + " (allowed values not shown by the spec)",
-                "schema": {"type": "string"},
+                "schema": {"type": "string", **({"enum": values[q.name]} if sandbox else {})},
             }
             for q in endpoint.query
         ]
     return op
 
 
-def openapi_document(base_url: str = "{base_url}") -> dict[str, Any]:
+def openapi_document(base_url: str = "{base_url}", *, sandbox: bool = False) -> dict[str, Any]:
     """Return the OpenAPI 3.1 document of interface v2 as a dict.
 
     Parameters
     ----------
     base_url : str
         Server URL ending in ``/api/v2`` (the spec's ``{base_url}``).
+    sandbox : bool
+        Narrow the formats the spec leaves open to what the sandbox accepts (an http(s)
+        ``ImageName`` URL, non-blank strings, the /tle codebook's codes). The sandbox
+        serves this variant; property-based tests use it to reach success responses.
     """
     return {
         "openapi": "3.1.0",
@@ -249,5 +262,5 @@ def openapi_document(base_url: str = "{base_url}") -> dict[str, Any]:
             "schemas": _components(),
         },
         "security": [{"ApiKey": []}],
-        "paths": {e.path: {e.method.lower(): _operation(e)} for e in ENDPOINTS.values()},
+        "paths": {e.path: {e.method.lower(): _operation(e, sandbox)} for e in ENDPOINTS.values()},
     }

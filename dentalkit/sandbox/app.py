@@ -252,7 +252,9 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     @app.get("/openapi.json", include_in_schema=False)
     async def openapi(request: Request) -> Response:
         base = str(request.base_url).rstrip("/") + API_PREFIX
-        return Response(orjson.dumps(openapi_document(base)), media_type="application/json")
+        return Response(
+            orjson.dumps(openapi_document(base, sandbox=True)), media_type="application/json"
+        )
 
     @app.get("/_sandbox/truth", include_in_schema=False)
     async def truth(request: Request) -> Response:

@@ -9,16 +9,27 @@ are rejected — so client bugs such as a misspelt ``DrawContours`` surface in t
 from __future__ import annotations
 
 import csv
-import math
+import re
 from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
 from typing import Any
-from urllib.parse import urlsplit
 
 from dentalkit.endpoints import REQUIRED_BODY_FIELDS, Endpoint
 
-__all__ = ["InvalidRequestError", "validate_body", "validate_tle_query"]
+__all__ = [
+    "IMAGE_URL_PATTERN",
+    "InvalidRequestError",
+    "tle_accepted_values",
+    "validate_body",
+    "validate_tle_query",
+]
+
+#: What the sandbox accepts as ImageName: a full http(s) URL with a host name or address.
+#: (Path and query may hold any character but controls and spaces; no ``\s`` so that the
+#: pattern means the same in Python and ECMA-262 regular expressions.)
+IMAGE_URL_PATTERN = r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?([/?][^\x00-\x20]*)?$"
+_IMAGE_URL = re.compile(IMAGE_URL_PATTERN)
 
 _MAX_SHOWN = 80
 
@@ -62,8 +73,7 @@ def validate_body(endpoint: Endpoint, body: Any) -> dict[str, Any]:
         if not value.strip():
             raise InvalidRequestError(f"field '{name}' must not be empty")
     url = body["ImageName"]
-    parts = urlsplit(url)
-    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+    if not _IMAGE_URL.fullmatch(url):
         raise InvalidRequestError(
             f"field 'ImageName' must be the full http(s) URL of the image, got {_show(url)}"
         )
@@ -86,20 +96,34 @@ def validate_body(endpoint: Endpoint, body: Any) -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def _codebook() -> dict[str, dict[str, Any]]:
-    with resources.files("dentalkit.data").joinpath("tle_codebook.csv").open() as fh:
+    with (
+        resources.files("dentalkit.data").joinpath("tle_codebook.csv").open(encoding="utf-8") as fh
+    ):
         rows = list(csv.DictReader(fh))
     book = {}
     for r in rows:
         if r["levels"]:
             codes = [lv.split(":", 1)[1] for lv in r["levels"].split("|")]
-            book[r["param"]] = {"codes": codes, "meaning": r["meaning"]}
+            book[r["param"]] = {"meaning": r["meaning"], "codes": codes, "number": False}
         else:
+            lo, hi, dec = float(r["minimum"]), float(r["maximum"]), int(r["decimals"] or 0)
+            step = 10.0**-dec
+            codes = [f"{lo + i * step:.{dec}f}" for i in range(round((hi - lo) / step) + 1)]
             book[r["param"]] = {
-                "min": float(r["minimum"]),
-                "max": float(r["maximum"]),
                 "meaning": r["meaning"],
+                "codes": codes,
+                "number": True,
+                "range": f"{lo:g} to {hi:g} written with {dec} decimal(s), e.g. {codes[len(codes) // 2]}",
             }
     return book
+
+
+def tle_accepted_values() -> dict[str, list[str]]:
+    """Every /tle query value the sandbox accepts, per parameter (our codebook's encodings).
+
+    Numbers must be written exactly as the codebook formats them (``4.5``, not ``4.50``).
+    """
+    return {k: list(v["codes"]) for k, v in _codebook().items()}
 
 
 def validate_tle_query(endpoint: Endpoint, items: list[tuple[str, str]]) -> dict[str, str]:
@@ -120,21 +144,16 @@ def validate_tle_query(endpoint: Endpoint, items: list[tuple[str, str]]) -> dict
     book = _codebook()
     for key in expected:
         rule, value = book[key], seen[key]
-        what = f"query parameter '{key}' ({rule['meaning']})"
-        if "codes" in rule:
-            if value not in rule["codes"]:
-                raise InvalidRequestError(
-                    f"{what} must be one of {', '.join(rule['codes'])}, got {_show(value)}"
-                )
+        if value in rule["codes"]:
             continue
-        try:
-            number = float(value)
-        except ValueError:
-            raise InvalidRequestError(f"{what} must be a number, got {_show(value)}") from None
-        if not math.isfinite(number) or not rule["min"] <= number <= rule["max"]:
+        what = f"query parameter '{key}' ({rule['meaning']})"
+        if rule["number"]:
             raise InvalidRequestError(
-                f"{what} must be between {rule['min']:g} and {rule['max']:g}, got {_show(value)}"
+                f"{what} must be a number from {rule['range']}, got {_show(value)}"
             )
+        raise InvalidRequestError(
+            f"{what} must be one of {', '.join(rule['codes'])}, got {_show(value)}"
+        )
     return seen
 
 

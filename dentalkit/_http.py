@@ -1,0 +1,397 @@
+"""HTTP plumbing of the client (private): URL checks, request keys, the cache session, backoff.
+
+Nothing here is public API; :mod:`dentalkit.client` and :mod:`dentalkit.cohort` use it.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import ipaddress
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import orjson
+import requests
+from requests.adapters import HTTPAdapter
+
+from dentalkit.endpoints import Endpoint
+from dentalkit.errors import ApiError, ConfigurationError, api_error_for_status, require
+
+__all__ = [
+    "Secret",
+    "api_error",
+    "backoff_delay",
+    "cache_description",
+    "canonical_request",
+    "check_service_url",
+    "is_loopback",
+    "make_session",
+    "normalize_cache",
+    "parse_retry_after",
+    "request_key",
+    "scrub",
+    "session_request_key",
+    "take_parsed",
+]
+
+log = logging.getLogger("dentalkit")
+
+#: Header that carries the key (spec, "Authentication" 1).
+KEY_HEADER = "x-api-key"
+
+#: The spec does not show the names of its usage headers ("Authentication" 7); responses'
+#: headers whose lower-case name starts with one of these are returned as ``usage``.
+USAGE_HEADER_PREFIXES = ("x-ratelimit", "ratelimit", "x-usage", "x-quota", "retry-after")
+
+_SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
+_REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+class Secret:
+    """A string that never shows itself in ``repr``, ``str`` or f-strings.
+
+    The API key travels inside one of these (also when a client's settings are pickled to a
+    worker process); only :meth:`reveal` returns the value, at the moment a header is built.
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return "***"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("Secret", self._value))
+
+    def __reduce__(self):
+        return (Secret, (self._value,))
+
+
+# ---- URLs ------------------------------------------------------------------------------
+
+
+def is_loopback(host: str | None) -> bool:
+    """True for ``localhost``, 127.0.0.0/8 and ``::1``."""
+    if not host:
+        return False
+    host = host.strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_service_url(url: str, *, what: str = "base URL") -> str:
+    """Refuse anything but ``https://`` (or ``http://`` to a loopback host); return ``url``.
+
+    Raises
+    ------
+    ConfigurationError
+        For another scheme, a missing host, or plain HTTP to a non-loopback host.
+    """
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(
+            f"the {what} {url!r} is not an http(s) URL with a host; "
+            "give e.g. https://<service-host>/api/v2"
+        )
+    if scheme == "http" and not is_loopback(parts.hostname):
+        raise ConfigurationError(
+            f"refusing plain http:// to {parts.hostname!r}: the service requires TLS (HTTPS only) "
+            "and the API key would travel unencrypted. Use https://… "
+            "(http:// is allowed only for loopback hosts such as the local sandbox)"
+        )
+    return url
+
+
+# ---- request identity ------------------------------------------------------------------
+
+
+def canonical_request(
+    body: Mapping[str, Any] | None = None, query: Mapping[str, str] | None = None
+) -> str:
+    """Canonical text of a request's content: sorted-key compact JSON, or a sorted query.
+
+    >>> canonical_request({"b": 1, "a": "x"})
+    '{"a":"x","b":1}'
+    >>> canonical_request(query={"p02": "F", "p01": "14"})
+    'p01=14&p02=F'
+    """
+    if query is not None:
+        return urlencode(sorted(query.items()))
+    # compact, sorted keys, UTF-8 unescaped: json.dumps(sort_keys=True, separators=(",", ":"),
+    # ensure_ascii=False) for the strings and booleans our bodies hold, several times faster
+    return orjson.dumps(body or {}, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def request_key(
+    method: str,
+    path: str,
+    body: Mapping[str, Any] | None = None,
+    query: Mapping[str, str] | None = None,
+) -> str:
+    """Hex SHA-256 of ``METHOD path`` + newline + :func:`canonical_request`.
+
+    The path is relative to the base URL (``/ceph-lateral-points``), so neither the host nor
+    the key takes part: the same request to the same service always has the same key.
+
+    >>> k = request_key(
+    ...     "POST", "/classifier", {"PatientID": "P1", "TimeStamp": "t", "ImageName": "u"}
+    ... )
+    >>> (
+    ...     len(k),
+    ...     k
+    ...     == request_key(
+    ...         "POST", "/classifier", {"ImageName": "u", "TimeStamp": "t", "PatientID": "P1"}
+    ...     ),
+    ... )
+    (64, True)
+    """
+    text = f"{method.upper()} {path}\n{canonical_request(body, query)}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def session_request_key(http_key: str, patient_id: str, timestamp: str) -> str:
+    """Store key of a ``/tle`` answer for one session.
+
+    ``GET /tle`` carries no patient, so two patients with the same eleven parameters send the
+    same request (one HTTP call: the second is a cache hit). The responses table keeps one row
+    per session, so for ``/tle`` the store's ``request_key`` is the hex SHA-256 of the request
+    key, ``patient_id`` and ``timestamp`` joined by newlines.
+
+    >>> k = request_key("GET", "/tle", query={"p01": "14"})
+    >>> session_request_key(k, "P1", "t") != session_request_key(k, "P2", "t")
+    True
+    """
+    return hashlib.sha256(f"{http_key}\n{patient_id}\n{timestamp}".encode()).hexdigest()
+
+
+# ---- the cache -------------------------------------------------------------------------
+
+
+def normalize_cache(cache: Any) -> str | None:
+    """Turn a ``settings.cache`` value into a picklable string spec (``None`` = memory)."""
+    if cache is None:
+        return None
+    if isinstance(cache, os.PathLike):
+        cache = os.fspath(cache)
+    if not isinstance(cache, str):
+        raise ConfigurationError(
+            f"cache must be a path, a redis:// URL, 'memory' or None, got {type(cache).__name__}"
+        )
+    if cache == "memory":
+        return None
+    if cache.startswith(_REDIS_SCHEMES):
+        return cache
+    return str(Path(cache).expanduser())
+
+
+def cache_description(spec: str | None) -> str:
+    """Readable, credential-free name of a cache spec (for reprs and logs)."""
+    if spec is None:
+        return "memory"
+    if spec.startswith(_REDIS_SCHEMES):
+        parts = urlsplit(spec)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{host}{port}{parts.path}"  # no user:password
+    return spec
+
+
+def _backend(spec: str | None) -> tuple[Any, dict[str, Any]]:
+    if spec is None:
+        return "memory", {}
+    if spec.startswith(_REDIS_SCHEMES):
+        require("redis", "distributed")
+        from redis import Redis
+        from requests_cache.backends.redis import RedisCache
+
+        return RedisCache(namespace="dentalkit", connection=Redis.from_url(spec)), {}
+    path = Path(spec)
+    if path.suffix.lower() in _SQLITE_SUFFIXES:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return "sqlite", {"cache_name": str(path), "wal": True, "busy_timeout": 30_000}
+    path.mkdir(parents=True, exist_ok=True)
+    # JSON files, but the body kept as the exact bytes received (decode_content=False), so a
+    # cache hit returns byte-for-byte the text the service sent
+    return "filesystem", {"cache_name": str(path), "serializer": "json", "decode_content": False}
+
+
+_parsed = threading.local()
+
+
+def _cacheable(response: requests.Response) -> bool:
+    """requests-cache ``filter_fn``: store only 200s whose body is a JSON object.
+
+    Responses read back from the cache passed this check when they were written. The parsed
+    body of a fresh response is kept for :func:`take_parsed`, so it is parsed only once.
+    """
+    from requests_cache import CachedResponse
+
+    if isinstance(response, CachedResponse) or response.status_code != 200:
+        return True  # status codes are filtered by allowable_codes; keep old entries on errors
+    try:
+        data = orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        data = None
+    _parsed.value = (response, data)
+    return isinstance(data, dict)
+
+
+def take_parsed(response: requests.Response) -> Any:
+    """The JSON body of ``response``, reusing the parse :func:`_cacheable` made, or ``None``."""
+    stash = getattr(_parsed, "value", None)
+    _parsed.value = None
+    if stash is not None and stash[0] is response:
+        return stash[1]
+    try:
+        return orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def make_session(
+    cache: str | None,
+    *,
+    expire_after: float | timedelta | None,
+    verify: bool | str,
+    user_agent: str,
+    base_url: str | None = None,
+    pool_size: int = 64,
+) -> requests.Session:
+    """A requests-cache ``CachedSession`` configured as dentalkit needs it.
+
+    POST and GET are cached; only status 200 with a JSON-object body is stored; the
+    ``x-api-key`` header is left out of the cache key **and** redacted from everything stored
+    (requests-cache ``ignored_parameters``); ``expire_after=None`` never expires.
+    """
+    from requests_cache import DEFAULT_IGNORED_PARAMS, NEVER_EXPIRE, CachedSession
+
+    backend, kwargs = _backend(cache)
+    session = CachedSession(
+        backend=backend,
+        allowable_methods=("GET", "POST"),
+        allowable_codes=(200,),
+        ignored_parameters=[*DEFAULT_IGNORED_PARAMS, KEY_HEADER],
+        expire_after=NEVER_EXPIRE if expire_after is None else expire_after,
+        filter_fn=_cacheable,
+        stale_if_error=False,
+        **kwargs,
+    )
+    adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    # The environment (HTTPS_PROXY/NO_PROXY, REQUESTS_CA_BUNDLE) is read once, here, for the
+    # one service this session talks to, instead of on every request (requests scans all
+    # environment variables twice per request when trust_env is on).
+    session.trust_env = False
+    if base_url is not None:
+        session.proxies = requests.utils.get_environ_proxies(base_url)
+    if verify is True:
+        verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+    session.verify = verify
+    session.headers["User-Agent"] = user_agent
+    session.headers["Accept"] = "application/json"
+    return session
+
+
+# ---- retries ---------------------------------------------------------------------------
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP date); ``None`` if absent.
+
+    >>> parse_retry_after("3")
+    3.0
+    >>> parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0)
+    10.0
+    """
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    now = time.time() if now is None else now
+    return max(when.timestamp() - now, 0.0)
+
+
+def backoff_delay(
+    attempt: int,
+    *,
+    base: float,
+    cap: float,
+    retry_after: float | None = None,
+    rng: random.Random | None = None,
+) -> float:
+    """Seconds to wait before retry number ``attempt + 1`` (``attempt`` counts from 0).
+
+    Exponential backoff with *full jitter* (a uniform draw in ``[0, min(cap, base·2^attempt)]``,
+    AWS Architecture Blog, "Exponential Backoff And Jitter", 2015). A server ``Retry-After``
+    wins when it is longer; the result never exceeds ``cap``.
+    """
+    draw = (rng or random).uniform(0.0, min(cap, base * (2.0**attempt)))
+    if retry_after is not None:
+        draw = max(draw, retry_after)
+    return min(draw, cap)
+
+
+# ---- errors ----------------------------------------------------------------------------
+
+
+def scrub(text: str, key: str) -> str:
+    """``text`` with every occurrence of ``key`` replaced by ``***`` (defence in depth)."""
+    return text.replace(key, "***") if key else text
+
+
+def api_error(ep: Endpoint, resp: requests.Response, patient_id: str | None, key: str) -> ApiError:
+    """The typed error of a non-200 answer, with the server's ``{error, message}`` fields."""
+    text = scrub(resp.content.decode("utf-8", "replace"), key)
+    error = message = None
+    try:
+        parsed = orjson.loads(resp.content)
+        if isinstance(parsed, dict):
+            error = parsed.get("error") if isinstance(parsed.get("error"), str) else None
+            message = parsed.get("message") if isinstance(parsed.get("message"), str) else None
+    except ValueError:
+        pass
+    kwargs: dict[str, Any] = {
+        "error": error,
+        "message": scrub(message, key) if message else message,
+        "endpoint": ep.path,
+        "patient_id": patient_id,
+        "body": text[:2000],
+    }
+    if resp.status_code == 429:
+        kwargs["retry_after"] = parse_retry_after(resp.headers.get("Retry-After"))
+    return api_error_for_status(resp.status_code, **kwargs)

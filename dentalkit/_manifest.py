@@ -1,0 +1,384 @@
+"""Manifest reading and up-front validation for :func:`dentalkit.fetch_cohort` (private).
+
+A manifest is a CSV file, a Parquet file or a DataFrame with one row per image:
+
+* ``patient_id``, ``timestamp`` (kept verbatim) and ``image_url`` (a full http(s) URL);
+* either an ``endpoint`` column (registry name, path or slug) or one ``endpoints=`` argument
+  (a name or a list: every row goes to each of them);
+* optional per-row option columns named as the registry's optional fields, by Python or wire
+  name (``draw_contours`` / ``DrawContours``, ``standard_name``, ``plot_labels``);
+* for ``/tle`` rows, the eleven columns ``p01`` … ``p11`` (strings; ``image_url`` unused).
+
+Every problem of every row is found before anything is sent.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dentalkit._http import canonical_request, request_key, session_request_key
+from dentalkit.endpoints import ENDPOINTS, TLE_PARAMETERS, Endpoint, get_endpoint
+from dentalkit.errors import DentalkitWarning, InputError, ManifestError
+
+__all__ = ["PROBLEM_COLUMNS", "Plan", "plan_requests", "read_manifest"]
+
+KEY_COLUMNS = ("patient_id", "timestamp", "image_url")
+PROBLEM_COLUMNS = [
+    "table",
+    "row",
+    "patient_id",
+    "timestamp",
+    "endpoint",
+    "field",
+    "path",
+    "value",
+    "reason",
+]
+_TLE_COLUMNS = [q.name for q in TLE_PARAMETERS]
+_TRUE = {"true", "1", "yes", "y", "t"}
+_FALSE = {"false", "0", "no", "n", "f"}
+# optional field -> wire name, by Python and wire spelling, over all endpoints
+_OPTION_NAMES: dict[str, str] = {}
+for _e in ENDPOINTS.values():
+    for _f in _e.optional_fields:
+        _OPTION_NAMES[_f.param] = _f.name
+        _OPTION_NAMES[_f.name] = _f.name
+
+
+def read_manifest(manifest: Any) -> pd.DataFrame:
+    """Load a manifest from a DataFrame, ``.csv`` or ``.parquet`` path (CSV read as text)."""
+    if isinstance(manifest, pd.DataFrame):
+        return manifest.reset_index(drop=True)
+    if isinstance(manifest, str | os.PathLike):
+        path = Path(manifest)
+        if not path.exists():
+            raise InputError(f"manifest {path} does not exist")
+        suffix = path.suffix.lower()
+        if suffix in (".parquet", ".pq"):
+            return pd.read_parquet(path).reset_index(drop=True)
+        if suffix in (".csv", ".txt", ".tsv"):
+            sep = "\t" if suffix == ".tsv" else ","
+            return pd.read_csv(path, dtype=str, keep_default_na=False, sep=sep)
+        raise InputError(f"manifest {path}: give a .csv or .parquet file (or a DataFrame)")
+    raise InputError(
+        f"manifest must be a DataFrame or a .csv/.parquet path, got {type(manifest).__name__}"
+    )
+
+
+def _text(col: pd.Series) -> pd.Series:
+    """Column as object strings with None for missing/blank (no float NaN leaking through)."""
+    values = col.astype("object")
+    blank = values.map(lambda v: isinstance(v, str) and not v.strip(), na_action="ignore")
+    return values.where(col.notna() & ~blank.fillna(False).astype(bool), None)
+
+
+class _Problems:
+    def __init__(self) -> None:
+        self.frames: list[pd.DataFrame] = []
+
+    def add(self, df: pd.DataFrame, mask: Any, field: str, values: Any, reason: Any) -> None:
+        """Record ``reason`` for ``field`` on the rows where ``mask`` holds."""
+        mask = np.asarray(mask, dtype=bool)
+        if not mask.any():
+            return
+        sub = df.loc[mask]
+        shown = (
+            values[mask].map(_show).to_numpy() if isinstance(values, pd.Series) else _show(values)
+        )
+        why = reason[mask].to_numpy() if isinstance(reason, pd.Series) else reason
+        self.frames.append(
+            pd.DataFrame(
+                {
+                    "table": "manifest",
+                    "row": sub["_row"].to_numpy(),
+                    "patient_id": sub["_pid"].to_numpy(),
+                    "timestamp": sub["_ts"].to_numpy(),
+                    "endpoint": sub["_ep_name"].to_numpy(),
+                    "field": field,
+                    "path": field,
+                    "value": shown,
+                    "reason": why,
+                }
+            )
+        )
+
+    def table(self) -> pd.DataFrame:
+        if not self.frames:
+            return pd.DataFrame({c: pd.Series(dtype="object") for c in PROBLEM_COLUMNS})
+        out = pd.concat(self.frames, ignore_index=True)
+        return out.sort_values(["row", "field"], kind="stable").reset_index(drop=True)
+
+
+def _show(v: Any) -> str | None:
+    if v is None:
+        return None
+    text = str(v)
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+def _bool_values(col: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """(parsed booleans or None, bad mask) for a boolean option column."""
+    raw = col.astype("object").where(col.notna(), None)
+
+    def parse(v: Any) -> Any:
+        if v is None or (isinstance(v, str) and not v.strip()):
+            return None
+        if isinstance(v, bool | np.bool_):
+            return bool(v)
+        if isinstance(v, str) and v.strip().lower() in _TRUE:
+            return True
+        if isinstance(v, str) and v.strip().lower() in _FALSE:
+            return False
+        return _BAD
+
+    parsed = raw.map(parse)
+    bad = parsed.map(lambda v: v is _BAD)
+    return parsed.where(~bad, None), bad
+
+
+_BAD = object()
+
+
+class Plan:
+    """The validated requests of a manifest: one row per request, plus the problems found."""
+
+    def __init__(self, requests: pd.DataFrame, payloads: list[Any], problems: pd.DataFrame):
+        self.requests = requests
+        self.payloads = payloads
+        self.problems = problems
+
+
+def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None = None) -> Plan:
+    """Validate ``manifest`` and build one request per (row, endpoint).
+
+    Returns a :class:`Plan` whose ``requests`` table has ``row`` (1-based manifest row; CSV
+    line = row + 1), ``patient_id``, ``timestamp``, ``endpoint``, ``image_url``, ``options``
+    (JSON text), ``request_key`` (the store's key) and ``http_key`` (the key of the HTTP
+    request; equal to ``request_key`` except for ``/tle``, whose query carries no patient, see
+    :func:`dentalkit._http.session_request_key`), and whose ``problems`` table lists every bad row with
+    ``row``, ``field``, ``value`` and ``reason`` (valid rows are still planned).
+
+    Raises
+    ------
+    ManifestError
+        For problems with the manifest as a whole (a missing column, no endpoint given).
+    """
+    df = manifest.copy()
+    cols = set(df.columns)
+    structural = []
+    has_ep_col = "endpoint" in cols
+    if has_ep_col and endpoints is not None:
+        structural.append(
+            ("endpoint", "both an endpoint column and endpoints= were given; use one")
+        )
+    if not has_ep_col and endpoints is None:
+        structural.append(("endpoint", "no endpoint column and no endpoints= argument"))
+    for c in ("patient_id", "timestamp"):
+        if c not in cols:
+            structural.append((c, "missing column"))
+    if structural:
+        raise ManifestError(
+            pd.DataFrame(
+                [
+                    {"table": "manifest", "row": None, "field": f, "value": None, "reason": r}
+                    for f, r in structural
+                ]
+            )
+        )
+    df["_row"] = np.arange(1, len(df) + 1)
+    df["_pid"] = _text(df["patient_id"])
+    df["_ts"] = _text(df["timestamp"])
+    df["_url"] = _text(df["image_url"]) if "image_url" in cols else None
+    known = {"endpoint", *KEY_COLUMNS, *_TLE_COLUMNS, *_OPTION_NAMES}
+    ignored = sorted(str(c) for c in cols - known if not str(c).startswith("_"))
+    if ignored:
+        warnings.warn(
+            f"manifest columns ignored (not a key, endpoint or option column): {ignored}; "
+            f"option columns are {sorted(set(_OPTION_NAMES))}",
+            DentalkitWarning,
+            stacklevel=3,
+        )
+
+    # one row per (manifest row, endpoint)
+    if has_ep_col:
+        raw_ep = _text(df["endpoint"])
+        names = {}
+        for v in raw_ep.dropna().unique():
+            try:
+                names[v] = get_endpoint(str(v).strip()).name
+            except KeyError:
+                names[v] = None
+        df["_ep_name"] = raw_ep.map(lambda v: names.get(v) if v is not None else None)
+        df["_ep_raw"] = raw_ep
+    else:
+        eps = [endpoints] if isinstance(endpoints, str | Endpoint) else list(endpoints or [])
+        try:
+            resolved = [get_endpoint(e).name for e in eps]
+        except KeyError as exc:
+            raise InputError(f"endpoints=: {exc.args[0]}") from None
+        if not resolved:
+            raise InputError("endpoints= is empty; name at least one endpoint")
+        df = df.loc[df.index.repeat(len(resolved))].reset_index(drop=True)
+        df["_ep_name"] = np.tile(resolved, len(df) // len(resolved))
+        df["_ep_raw"] = df["_ep_name"]
+
+    problems = _Problems()
+    problems.add(df, df["_pid"].isna(), "patient_id", df["_pid"], "missing field")
+    problems.add(df, df["_ts"].isna(), "timestamp", df["_ts"], "missing field")
+    bad_ep = df["_ep_name"].isna()
+    problems.add(
+        df,
+        bad_ep,
+        "endpoint",
+        df["_ep_raw"],
+        df["_ep_raw"].map(
+            lambda v: (
+                "missing field" if v is None else f"unknown endpoint; valid: {', '.join(ENDPOINTS)}"
+            )
+        ),
+    )
+    is_tle = (df["_ep_name"] == "tle").to_numpy()
+    is_img = (~bad_ep).to_numpy() & ~is_tle
+    url = df["_url"] if "image_url" in cols else pd.Series([None] * len(df), index=df.index)
+    url_ok = url.map(lambda v: isinstance(v, str) and v.strip() == v) & url.str.match(
+        r"(?i)^https?://[^/\s?#]+", na=False
+    )
+    problems.add(df, is_img & url.isna().to_numpy(), "image_url", url, "missing field")
+    problems.add(
+        df,
+        is_img & url.notna().to_numpy() & ~url_ok.to_numpy(),
+        "image_url",
+        url,
+        "not a full http(s) URL (the service needs the image's URL, not a file path)",
+    )
+
+    # options: per endpoint, by column
+    options: dict[str, pd.Series] = {}
+    for col in sorted(cols & set(_OPTION_NAMES)):
+        wire = _OPTION_NAMES[col]
+        ftype = next(
+            f.type for e in ENDPOINTS.values() for f in e.optional_fields if f.name == wire
+        )
+        if ftype is bool:
+            values, bad = _bool_values(df[col])
+            problems.add(df, bad, col, df[col], "wrong option type: expected true/false")
+        else:
+            values = _text(df[col])
+            bad = values.map(lambda v: v is not None and not isinstance(v, str))
+            problems.add(df, bad, col, df[col], "wrong option type: expected a string")
+            values = values.where(~bad, None)
+        having = [
+            e.name for e in ENDPOINTS.values() if any(f.name == wire for f in e.optional_fields)
+        ]
+        applies = pd.Series(
+            [n in having for n in df["_ep_name"].tolist()], index=df.index, dtype=bool
+        )
+        if has_ep_col:
+            problems.add(
+                df,
+                values.notna() & ~applies & ~bad_ep,
+                col,
+                values,
+                df["_ep_name"].map(lambda n: f"option does not apply to endpoint {n}"),
+            )
+        elif not applies.any() and values.notna().any():
+            problems.add(df, values.notna(), col, values, "option applies to none of endpoints=")
+        options[wire] = values.where(applies, None)
+
+    # /tle query columns
+    if is_tle.any():
+        for q in _TLE_COLUMNS:
+            if q not in cols:
+                problems.add(df, is_tle, q, None, "missing column (required for tle rows)")
+                continue
+            v = _text(df[q])
+            problems.add(df, is_tle & v.isna().to_numpy(), q, v, "missing field")
+            nonstr = v.map(lambda x: x is not None and not isinstance(x, str))
+            problems.add(df, is_tle & nonstr.to_numpy(), q, v, "wrong type: expected a string")
+
+    table = problems.table()
+    bad_rows = set(table["row"].dropna().astype(int)) if len(table) else set()
+    valid = ~np.isin(df["_row"].to_numpy(), np.fromiter(bad_rows, dtype=np.int64))
+    reqs, payloads = _build(df, valid, options)
+
+    # duplicates among the valid requests
+    dup = reqs["request_key"].duplicated(keep="first")
+    if dup.any():
+        first = reqs.drop_duplicates("request_key").set_index("request_key")["row"]
+        d = reqs.loc[dup]
+        dframe = pd.DataFrame(
+            {
+                "table": "manifest",
+                "row": d["row"].to_numpy(),
+                "patient_id": d["patient_id"].to_numpy(),
+                "timestamp": d["timestamp"].to_numpy(),
+                "endpoint": d["endpoint"].to_numpy(),
+                "field": "request",
+                "path": "request",
+                "value": d["endpoint"].to_numpy(),
+                "reason": [
+                    f"duplicate request (same endpoint, patient, timestamp, image and options as row {first[k]})"
+                    for k in d["request_key"]
+                ],
+            }
+        )
+        table = pd.concat([table, dframe], ignore_index=True) if len(table) else dframe
+        keep = ~dup.to_numpy()
+        reqs = reqs.loc[keep].reset_index(drop=True)
+        payloads = [p for p, k in zip(payloads, keep, strict=True) if k]
+    table = table.sort_values(["row", "field"], kind="stable").reset_index(drop=True)
+    return Plan(reqs, payloads, table)
+
+
+def _build(
+    df: pd.DataFrame, valid: np.ndarray, options: dict[str, pd.Series]
+) -> tuple[pd.DataFrame, list[Any]]:
+    sub = df.loc[valid]
+    opt_frame = pd.DataFrame({k: v.loc[valid] for k, v in options.items()}, index=sub.index)
+    tle_cols = [c for c in _TLE_COLUMNS if c in df.columns]
+    records = []
+    payloads: list[Any] = []
+    opt_records = opt_frame.to_dict("records") if len(opt_frame.columns) else [{}] * len(sub)
+    tle_records = sub[tle_cols].to_dict("records") if tle_cols else [{}] * len(sub)
+    for (row, pid, ts, url, name), opts, tle in zip(
+        sub[["_row", "_pid", "_ts", "_url", "_ep_name"]].itertuples(index=False, name=None),
+        opt_records,
+        tle_records,
+        strict=True,
+    ):
+        ep = ENDPOINTS[name]
+        if ep.is_image:
+            set_opts = {k: v for k, v in opts.items() if v is not None}
+            body = {"PatientID": pid, "TimeStamp": ts, "ImageName": url, **set_opts}
+            key = http = request_key(ep.method, ep.path, body)
+            payloads.append((name, body, None))
+            opts_text = canonical_request(set_opts)
+        else:
+            query = {q: tle[q] for q in _TLE_COLUMNS}
+            http = request_key(ep.method, ep.path, query=query)
+            key = session_request_key(http, pid, ts)
+            payloads.append((name, None, query))
+            url = None
+            opts_text = canonical_request(query)
+        records.append((int(row), pid, ts, name, url, opts_text, key, http))
+    reqs = pd.DataFrame.from_records(
+        records,
+        columns=[
+            "row",
+            "patient_id",
+            "timestamp",
+            "endpoint",
+            "image_url",
+            "options",
+            "request_key",
+            "http_key",
+        ],
+    )
+    return reqs, payloads

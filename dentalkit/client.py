@@ -1,0 +1,485 @@
+"""The cached, retrying client of the Dental Image Analysis Service (interface v2).
+
+One method per endpoint, generated from the registry (:mod:`dentalkit.endpoints`), plus
+:meth:`Client.call`. Every call goes through a requests-cache ``CachedSession``: a repeated
+request is answered from the cache without touching the network, and the ``x-api-key``
+header is neither part of the cache key nor stored.
+
+Examples
+--------
+>>> from dentalkit.client import Client
+>>> from dentalkit.sandbox import running
+>>> with running() as sb:
+...     client = Client(sb.base_url, api_key=sb.api_key, cache="memory")
+...     url = "https://images.example.org/P001/ceph.png"
+...     res = client.ceph_lateral_points("P001", "2024-03-05", url)
+...     again = client.ceph_lateral_points("P001", "2024-03-05", url)
+...     res.status_code, res.from_cache, again.from_cache, len(res.data["Results"])
+(200, False, True, 169)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import requests
+
+from dentalkit import settings
+from dentalkit._build import build_body, build_query
+from dentalkit._http import (
+    KEY_HEADER,
+    USAGE_HEADER_PREFIXES,
+    Secret,
+    api_error,
+    backoff_delay,
+    cache_description,
+    check_service_url,
+    make_session,
+    normalize_cache,
+    parse_retry_after,
+    request_key,
+    scrub,
+    take_parsed,
+)
+from dentalkit._methods import endpoint_method
+from dentalkit.endpoints import API_PREFIX, ENDPOINTS, Endpoint, get_endpoint
+from dentalkit.errors import (
+    ConfigurationError,
+    InputError,
+    ResponseFormatError,
+    TransportError,
+)
+
+__all__ = [
+    "ApiResult",
+    "Client",
+    "ClientSpec",
+    "download_output_image",
+    "get_client",
+    "request_key",
+]
+
+log = logging.getLogger("dentalkit")
+
+#: Validity of ``OutputImageUrl`` (spec, "Limits").
+OUTPUT_LINK_TTL = timedelta(hours=72)
+_DEFAULT: Any = object()
+
+
+@dataclass(frozen=True, slots=True)
+class ApiResult:
+    """One successful answer of the service, with where and when it came from.
+
+    Attributes
+    ----------
+    endpoint : str
+        Registry name (``"ceph_lateral_points"``).
+    request : dict
+        The body (image endpoints) or query (``/tle``) sent — never the key.
+    request_key : str
+        Hex SHA-256 of method, path and canonical request (see :func:`request_key`).
+    data : dict
+        The parsed JSON body.
+    text : str
+        The exact JSON text received.
+    status_code : int
+        HTTP status (200).
+    from_cache : bool
+        Whether the HTTP cache answered (no request reached the service).
+    fetched_at : datetime
+        UTC time the service answered; for a cache hit, when the cached answer was received
+        (so ``OutputImageUrl`` expires 72 h after it).
+    usage : dict
+        Usage / rate-limit response headers, lower-case names (the spec does not show them; see
+        ``dentalkit._http.USAGE_HEADER_PREFIXES``).
+    attempts : int
+        HTTP attempts this call needed (1 without retries; 1 for a cache hit).
+    """
+
+    endpoint: str
+    request: dict[str, Any]
+    request_key: str
+    data: dict[str, Any]
+    text: str
+    status_code: int
+    from_cache: bool
+    fetched_at: datetime
+    usage: dict[str, str] = field(default_factory=dict)
+    attempts: int = 1
+
+    @property
+    def output_image_url(self) -> str | None:
+        """``OutputImageUrl`` of the response, ``None`` for endpoints without one."""
+        value = self.data.get("OutputImageUrl")
+        return value if isinstance(value, str) else None
+
+    @property
+    def link_expires_at(self) -> datetime:
+        """When ``OutputImageUrl`` stops working: ``fetched_at`` + 72 h (spec, "Limits")."""
+        return self.fetched_at + OUTPUT_LINK_TTL
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSpec:
+    """Everything needed to build a :class:`Client`: picklable, so workers build their own.
+
+    The key is a :class:`~dentalkit._http.Secret` (hidden from ``repr``); pickling a spec
+    to a worker process sends it along, as it must.
+    """
+
+    base_url: str
+    api_key: Secret = field(repr=False)
+    cache: str | None
+    expire_after: float | timedelta | None
+    timeout: tuple[float, float]
+    max_retries: int
+    backoff_base: float
+    backoff_max: float
+    verify: bool | str
+    user_agent: str
+
+
+_CLIENTS: dict[ClientSpec, Client] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def get_client(spec: ClientSpec) -> Client:
+    """The process-wide :class:`Client` for ``spec`` (built once per process, then reused)."""
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(spec)
+        if client is None:
+            client = _CLIENTS[spec] = Client._from_spec(spec)
+        return client
+
+
+class Client:
+    """Cached, retrying client of interface v2.
+
+    Parameters
+    ----------
+    base_url : str, optional
+        Service URL ending in ``/api/v2``; default :data:`dentalkit.settings.base_url`, then
+        the ``DENTALKIT_BASE_URL`` environment variable. ``https://`` is required except for
+        loopback hosts (the local sandbox).
+    api_key : str, optional
+        Default: the ``DENTALKIT_API_KEY`` environment variable. Kept in memory only; never
+        shown by ``repr``, never stored in the cache, never put into an error message.
+    cache : path, URL, "memory" or None, optional
+        HTTP cache backend (see :data:`dentalkit.settings.cache`); default the settings value.
+    expire_after, timeout, max_retries, backoff_base, backoff_max, verify, user_agent
+        Override the values in :mod:`dentalkit.settings` for this client.
+
+    Notes
+    -----
+    Proxy variables (``HTTPS_PROXY``, ``NO_PROXY`` …) and ``REQUESTS_CA_BUNDLE`` are read
+    once, when the client is built, for its base URL.
+
+    Raises
+    ------
+    ConfigurationError
+        No key, no base URL, a base URL not ending in ``/api/v2``, or plain ``http://`` to a
+        non-loopback host.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        cache: Any = _DEFAULT,
+        *,
+        expire_after: Any = _DEFAULT,
+        timeout: tuple[float, float] | float | None = None,
+        max_retries: int | None = None,
+        backoff_base: float | None = None,
+        backoff_max: float | None = None,
+        verify: bool | str | None = None,
+        user_agent: str | None = None,
+    ) -> None:
+        base = base_url or settings.base_url or os.environ.get(settings.base_url_env)
+        if not base:
+            raise ConfigurationError(
+                f"no service URL: pass Client(base_url=...), set dentalkit.settings.base_url or "
+                f"the {settings.base_url_env} environment variable (it ends in {API_PREFIX}). "
+                "To work without the service, start the local sandbox: dentalkit.sandbox.running()"
+            )
+        base = check_service_url(base.rstrip("/"))
+        if not base.endswith(API_PREFIX):
+            raise ConfigurationError(
+                f"the base URL {base!r} must end in {API_PREFIX} (the interface version prefix; "
+                f"every endpoint path is relative to it)"
+            )
+        key = api_key if api_key is not None else os.environ.get(settings.api_key_env)
+        if not key:
+            raise ConfigurationError(
+                f"no API key: set the {settings.api_key_env} environment variable or pass "
+                "Client(api_key=...). The local sandbox accepts dentalkit.sandbox.SANDBOX_API_KEY"
+            )
+        t = settings.timeout if timeout is None else timeout
+        if isinstance(t, int | float):
+            t = (float(t), float(t))
+        spec = ClientSpec(
+            base_url=base,
+            api_key=Secret(key),
+            cache=normalize_cache(settings.cache if cache is _DEFAULT else cache),
+            expire_after=settings.cache_expire_after if expire_after is _DEFAULT else expire_after,
+            timeout=(float(t[0]), float(t[1])),
+            max_retries=settings.max_retries if max_retries is None else int(max_retries),
+            backoff_base=settings.backoff_base if backoff_base is None else float(backoff_base),
+            backoff_max=settings.backoff_max if backoff_max is None else float(backoff_max),
+            verify=settings.verify if verify is None else verify,
+            user_agent=settings.user_agent if user_agent is None else user_agent,
+        )
+        self._init(spec)
+
+    @classmethod
+    def _from_spec(cls, spec: ClientSpec) -> Client:
+        obj = cls.__new__(cls)
+        obj._init(spec)
+        return obj
+
+    def _init(self, spec: ClientSpec) -> None:
+        if spec.verify is False:
+            log.warning("TLS verification is off for %s", spec.base_url)
+        self._spec = spec
+        self._session = make_session(
+            spec.cache,
+            expire_after=spec.expire_after,
+            verify=spec.verify,
+            user_agent=spec.user_agent,
+            base_url=spec.base_url,
+        )
+        self._rng = random.Random()
+        self._sleep = time.sleep
+
+    # ---- introspection ----------------------------------------------------------------
+    @property
+    def spec(self) -> ClientSpec:
+        """Picklable settings of this client (see :func:`get_client`)."""
+        return self._spec
+
+    @property
+    def base_url(self) -> str:
+        return self._spec.base_url
+
+    @property
+    def session(self) -> requests.Session:
+        """The underlying requests-cache ``CachedSession`` (``session.cache`` is the backend)."""
+        return self._session
+
+    def __repr__(self) -> str:
+        return f"Client(base_url={self.base_url!r}, cache={cache_description(self._spec.cache)!r})"
+
+    def __reduce__(self):  # rebuild from the spec in the receiving process
+        return (get_client, (self._spec,))
+
+    def close(self) -> None:
+        """Close connections and the cache backend."""
+        self._session.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- calls ------------------------------------------------------------------------
+    def call(
+        self,
+        endpoint: str | Endpoint,
+        patient_id: str | None = None,
+        timestamp: str | None = None,
+        image_url: str | None = None,
+        *,
+        options: Mapping[str, Any] | None = None,
+        refresh: bool = False,
+        **params: Any,
+    ) -> ApiResult:
+        """Call any endpoint by registry name, path or slug.
+
+        Parameters
+        ----------
+        endpoint : str or Endpoint
+            ``"ceph_lateral_points"``, ``"/ceph-lateral-points"`` or ``"ceph-lateral-points"``.
+        patient_id, timestamp, image_url : str
+            The required body fields of an image endpoint (``PatientID``, ``TimeStamp``,
+            ``ImageName``).
+        options : mapping, optional
+            Optional body fields by wire or Python name (``{"draw_contours": True}``);
+            they may also be given as keyword arguments.
+        refresh : bool
+            Skip the cache read, call the service and store the fresh answer.
+        **params
+            Optional body fields, or for ``/tle`` the eleven ``p01``…``p11`` strings.
+
+        Returns
+        -------
+        ApiResult
+
+        Raises
+        ------
+        InputError
+            Invalid arguments (nothing is sent).
+        AuthError
+            401, at once (not retried).
+        BadRequestError
+            Other 4xx (not retried).
+        RateLimitedError, ServerError, TransportError, ResponseFormatError
+            429, 5xx, connection failures/timeouts or malformed 200 bodies after all retries.
+        """
+        try:
+            ep = get_endpoint(endpoint)
+        except KeyError as exc:
+            raise InputError(str(exc.args[0])) from None
+        if ep.is_image:
+            body = build_body(ep, patient_id, timestamp, image_url, {**(options or {}), **params})
+            return self._send(ep, body=body, refresh=refresh, patient_id=patient_id)
+        if patient_id is not None or image_url is not None:
+            raise InputError(f"{ep.path} takes only the query parameters p01…p11 as keywords")
+        query = build_query(ep, {**(options or {}), **params})
+        return self._send(ep, query=query, refresh=refresh)
+
+    def _send(
+        self,
+        ep: Endpoint,
+        *,
+        body: dict[str, Any] | None = None,
+        query: dict[str, str] | None = None,
+        refresh: bool = False,
+        patient_id: str | None = None,
+    ) -> ApiResult:
+        spec = self._spec
+        url = spec.base_url + ep.path
+        key = spec.api_key.reveal()
+        last: Exception | None = None
+        for attempt in range(spec.max_retries + 1):
+            retry_after: float | None = None
+            try:
+                resp = self._session.request(
+                    ep.method,
+                    url,
+                    json=body,
+                    params=query,
+                    headers={KEY_HEADER: key},
+                    timeout=spec.timeout,
+                    force_refresh=refresh,
+                )
+            except (requests.ConnectionError, requests.Timeout) as exc:
+                last = TransportError(
+                    f"{ep.method} {ep.path} for patient {patient_id!r}: "
+                    f"{type(exc).__name__}: {scrub(str(exc), key)}"
+                )
+            except requests.RequestException as exc:
+                raise TransportError(
+                    f"{ep.method} {ep.path}: {type(exc).__name__}: {scrub(str(exc), key)}"
+                ) from None
+            else:
+                status = resp.status_code
+                if status == 200:
+                    data = take_parsed(resp)
+                    if isinstance(data, dict):
+                        result = self._result(ep, body, query, resp, data, attempt + 1)
+                        log.debug(
+                            "%s %s: %d bytes %s",
+                            ep.method,
+                            ep.path,
+                            len(resp.content),
+                            "from the cache" if result.from_cache else f"in {resp.elapsed}",
+                        )
+                        return result
+                    last = ResponseFormatError(
+                        "the 200 body is not a JSON object (truncated or not JSON); "
+                        "retried and never cached",
+                        endpoint=ep.path,
+                        patient_id=patient_id,
+                        timestamp=(body or {}).get("TimeStamp"),
+                    )
+                else:
+                    err = api_error(ep, resp, patient_id, key)
+                    if status != 429 and status < 500:
+                        raise err
+                    last = err
+                    retry_after = parse_retry_after(resp.headers.get("Retry-After"))
+            if attempt < spec.max_retries:
+                delay = backoff_delay(
+                    attempt,
+                    base=spec.backoff_base,
+                    cap=spec.backoff_max,
+                    retry_after=retry_after,
+                    rng=self._rng,
+                )
+                log.info(
+                    "%s %s: %s; retry %d/%d in %.2f s",
+                    ep.method,
+                    ep.path,
+                    type(last).__name__,
+                    attempt + 1,
+                    spec.max_retries,
+                    delay,
+                )
+                self._sleep(delay)
+        assert last is not None
+        raise last
+
+    def _result(
+        self,
+        ep: Endpoint,
+        body: dict[str, Any] | None,
+        query: dict[str, str] | None,
+        resp: requests.Response,
+        data: dict[str, Any],
+        attempts: int,
+    ) -> ApiResult:
+        from_cache = bool(getattr(resp, "from_cache", False))
+        created = getattr(resp, "created_at", None)
+        fetched = created.astimezone(UTC) if isinstance(created, datetime) else datetime.now(UTC)
+        usage = {
+            k.lower(): v
+            for k, v in resp.headers.items()
+            if k.lower().startswith(USAGE_HEADER_PREFIXES)
+        }
+        return ApiResult(
+            endpoint=ep.name,
+            request=dict(body if body is not None else query or {}),
+            request_key=request_key(ep.method, ep.path, body, query),
+            data=data,
+            text=resp.content.decode("utf-8"),
+            status_code=resp.status_code,
+            from_cache=from_cache,
+            fetched_at=fetched,
+            usage=usage,
+            attempts=1 if from_cache else attempts,
+        )
+
+    def download_output_image(self, result: Any, path: str | os.PathLike[str]) -> os.PathLike[str]:
+        """Download the annotated output image of ``result`` to ``path`` (see
+        :func:`dentalkit.client.download_output_image`)."""
+        from dentalkit._download import download_output_image
+
+        return download_output_image(
+            result, path, verify=self._spec.verify, timeout=self._spec.timeout
+        )
+
+
+# ---- one method per endpoint, generated from the registry -----------------------------
+for _ep in ENDPOINTS.values():
+    setattr(Client, _ep.name, endpoint_method(_ep))
+del _ep
+
+
+def download_output_image(result: Any, path: str | os.PathLike[str], **kwargs: Any) -> Any:
+    """Download the annotated output image of a result or responses row (72 h links).
+
+    See :func:`dentalkit._download.download_output_image` for parameters and errors; an
+    expired link raises :class:`~dentalkit.errors.ExpiredLinkError` before any request.
+    """
+    from dentalkit._download import download_output_image as _download
+
+    return _download(result, path, **kwargs)

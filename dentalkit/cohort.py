@@ -1,0 +1,362 @@
+"""Fetch a whole cohort: validated manifest → concurrent cached calls → the responses store.
+
+:func:`fetch_cohort` is resumable and loses nothing:
+
+* the store (:mod:`dentalkit.store`) is read first, and every request already in it is skipped
+  without any HTTP request or cache lookup;
+* each answer is committed to the HTTP cache the moment it arrives (requests-cache writes it
+  before returning), so the cache is the write-ahead log: what a killed run received but had
+  not yet flushed to Parquet comes back as a cache hit on the next run, and no completed
+  request reaches the service twice;
+* Parquet parts are written atomically every ``flush_every`` answers or ``flush_interval``
+  seconds and at the end; a request key is never written twice.
+
+Only the calling process writes the store; workers (threads, processes or a
+``dask.distributed`` executor) only call the service and return results.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from dentalkit import settings
+from dentalkit._manifest import plan_requests, read_manifest
+from dentalkit.client import ApiResult, Client, ClientSpec, get_client
+from dentalkit.endpoints import ENDPOINTS
+from dentalkit.errors import ApiError, DentalkitError, InputError, ManifestError
+from dentalkit.store import FAILURES_SCHEMA, ResponseStore, read_responses
+
+__all__ = ["FetchReport", "fetch_cohort"]
+
+log = logging.getLogger("dentalkit")
+
+
+@dataclass
+class FetchReport:
+    """What one :func:`fetch_cohort` run did.
+
+    Attributes
+    ----------
+    out : Path
+        The store folder.
+    requested : int
+        Valid requests in the manifest.
+    already_stored : int
+        Skipped because the store already held them (no HTTP, no cache lookup).
+    skipped_failed : int
+        Skipped because an earlier run failed them (retry with ``retry_failed=True``).
+    sent : int
+        Requests this run attempted.
+    stored : int
+        New rows written to the responses store.
+    from_cache : int
+        Of ``stored``, how many the HTTP cache answered.
+    failed : int
+        Requests that failed this run.
+    seconds : float
+        Wall time of the run.
+    problems : DataFrame
+        Manifest problems (``errors="collect"``): row, field, value, reason.
+    failures : DataFrame
+        The store's failures table after this run.
+    """
+
+    out: Path
+    requested: int = 0
+    already_stored: int = 0
+    skipped_failed: int = 0
+    sent: int = 0
+    stored: int = 0
+    from_cache: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    problems: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    failures: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+
+    def responses(self) -> pd.DataFrame:
+        """The whole responses table of :attr:`out` (see :func:`dentalkit.store.read_responses`)."""
+        return read_responses(self.out)
+
+    def summary(self) -> str:
+        """One line for humans."""
+        text = (
+            f"{self.requested} requests: {self.already_stored} already stored, "
+            f"{self.stored} stored now ({self.from_cache} from the HTTP cache), "
+            f"{self.failed} failed"
+        )
+        if self.skipped_failed:
+            text += f", {self.skipped_failed} failed earlier (retry_failed=True retries them)"
+        if len(self.problems):
+            text += f"; {len(self.problems)} manifest problem(s) (see .problems)"
+        return text + f" [{self.seconds:.1f} s]"
+
+
+def _member(keys: pd.Series, known: set[str]) -> np.ndarray:
+    """Boolean mask of ``keys`` in ``known`` (a set lookup; faster than ``isin`` on str)."""
+    return np.fromiter((k in known for k in keys.tolist()), dtype=bool, count=len(keys))
+
+
+def _fetch_one(client: Client | ClientSpec, payload: tuple[str, Any, Any]) -> ApiResult | Exception:
+    """Worker: one request. Picklable (module-level), builds its client from a spec if needed."""
+    if isinstance(client, ClientSpec):
+        client = get_client(client)
+    name, body, query = payload
+    ep = ENDPOINTS[name]
+    try:
+        return client._send(
+            ep, body=body, query=query, patient_id=body.get("PatientID") if body else None
+        )
+    except DentalkitError as exc:
+        return exc
+
+
+def _row(req: dict[str, Any], res: ApiResult) -> dict[str, Any]:
+    version = res.data.get("Version")
+    return {
+        "patient_id": req["patient_id"],
+        "timestamp": req["timestamp"],
+        "endpoint": req["endpoint"],
+        "model_version": version if isinstance(version, str) else None,
+        "request_key": req["request_key"],
+        "image_url": req["image_url"],
+        "options": req["options"],
+        "status_code": res.status_code,
+        "body": res.text,
+        "fetched_at": res.fetched_at,
+        "from_cache": res.from_cache,
+        "error": None,
+    }
+
+
+def _failure(req: dict[str, Any], exc: Exception) -> dict[str, Any]:
+    return {
+        "row": req["row"],
+        "patient_id": req["patient_id"],
+        "timestamp": req["timestamp"],
+        "endpoint": req["endpoint"],
+        "request_key": req["request_key"],
+        "image_url": req["image_url"],
+        "options": req["options"],
+        "error_type": type(exc).__name__,
+        "status_code": exc.status if isinstance(exc, ApiError) else None,
+        "error": str(exc),
+        "failed_at": datetime.now(UTC),
+    }
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="req", desc="fetch", disable=not enabled, smoothing=0.1)
+
+
+def fetch_cohort(
+    manifest: Any,
+    endpoints: str | Sequence[str] | None = None,
+    out: str | os.PathLike[str] = "dentalkit-out",
+    client: Client | None = None,
+    max_workers: int | None = None,
+    executor: Executor | None = None,
+    progress: bool = True,
+    errors: Literal["collect", "raise"] = "collect",
+    retry_failed: bool = False,
+    flush_every: int | None = None,
+    flush_interval: float | None = None,
+) -> FetchReport:
+    """Fetch every request of a manifest into the responses store under ``out``.
+
+    Parameters
+    ----------
+    manifest : DataFrame or path
+        CSV / Parquet / DataFrame with ``patient_id``, ``timestamp``, ``image_url`` and an
+        ``endpoint`` column, or give ``endpoints=``. Optional option columns
+        (``draw_contours`` …) and, for ``/tle`` rows, ``p01`` … ``p11``.
+    endpoints : str or list of str, optional
+        Endpoint(s) for every row (registry name, path or slug) when there is no ``endpoint``
+        column. With several, each row is sent to each endpoint.
+    out : path
+        Store folder (``out/responses/*.parquet``, ``out/failures.parquet``).
+    client : Client, optional
+        Default ``Client()`` from :mod:`dentalkit.settings` and the environment.
+    max_workers : int, optional
+        Concurrent requests (default :data:`dentalkit.settings.max_workers`).
+    executor : concurrent.futures.Executor, optional
+        Run requests on this executor instead of a thread pool — e.g. a
+        ``ProcessPoolExecutor`` or ``dask.distributed.Client.get_executor()``. Workers rebuild
+        the client from its picklable :class:`~dentalkit.client.ClientSpec` (use a shared
+        SQLite file or Redis cache so they share answers). The caller's process alone writes
+        the store.
+    progress : bool
+        Show a tqdm bar (requests done, cache hits, failures, rate).
+    errors : {"collect", "raise"}
+        ``"collect"``: bad manifest rows go to ``report.problems`` and the valid ones are
+        fetched; failed requests go to ``failures.parquet``. ``"raise"``: a bad manifest raises
+        :class:`~dentalkit.errors.ManifestError` before anything is sent; the first failed
+        request stops the run (what was received is stored) and its error is raised.
+    retry_failed : bool
+        Send only the requests the store's failures table lists (earlier failures are
+        otherwise skipped, so a rerun does not pay again for requests that cannot succeed).
+    flush_every, flush_interval : int, float, optional
+        Write a Parquet part after this many answers or seconds (defaults in settings).
+
+    Returns
+    -------
+    FetchReport
+
+    Raises
+    ------
+    ManifestError
+        In ``errors="raise"`` mode for any bad row (all of them listed), and in either mode
+        when a required column is missing.
+    ConfigurationError
+        ``out`` holds answers of another service, or the client is not configured.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import pandas as pd
+    >>> from dentalkit.sandbox import running
+    >>> m = pd.DataFrame(
+    ...     {
+    ...         "patient_id": ["P1", "P2"],
+    ...         "timestamp": "2024-03-05",
+    ...         "image_url": ["https://img.example.org/P1.png", "https://img.example.org/P2.png"],
+    ...     }
+    ... )
+    >>> with running() as sb, tempfile.TemporaryDirectory() as out:
+    ...     client = Client(sb.base_url, api_key=sb.api_key, cache="memory")
+    ...     first = fetch_cohort(m, "classifier", out, client=client, progress=False)
+    ...     again = fetch_cohort(m, "classifier", out, client=client, progress=False)
+    ...     first.stored, again.already_stored, again.sent, len(again.responses())
+    (2, 2, 0, 2)
+    """
+    if errors not in ("collect", "raise"):
+        raise InputError(f"errors must be 'collect' or 'raise', got {errors!r}")
+    started = time.perf_counter()
+    plan = plan_requests(read_manifest(manifest), endpoints)
+    if len(plan.problems) and errors == "raise":
+        raise ManifestError(plan.problems)
+    client = client or Client()
+    store = ResponseStore(out, client.base_url)
+    report = FetchReport(out=store.out, requested=len(plan.requests), problems=plan.problems)
+
+    reqs = plan.requests
+    done = store.completed_keys()
+    previous = store.read_failures()
+    previous = previous[~_member(previous["request_key"], done)]
+    stored_mask = _member(reqs["request_key"], done)
+    failed_before = _member(reqs["request_key"], set(previous["request_key"]))
+    todo = ~stored_mask & (failed_before if retry_failed else ~failed_before)
+    report.already_stored = int(stored_mask.sum())
+    report.skipped_failed = 0 if retry_failed else int((~stored_mask & failed_before).sum())
+    if report.skipped_failed:
+        log.warning(
+            "%d request(s) failed in an earlier run and are skipped; "
+            "pass retry_failed=True to retry them (see %s)",
+            report.skipped_failed,
+            store.out / "failures.parquet",
+        )
+    indices = [int(i) for i in todo.nonzero()[0]]
+    report.sent = len(indices)
+
+    workers = max_workers or settings.max_workers
+    own_executor = executor is None
+    pool = executor or ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dentalkit")
+    worker_client: Client | ClientSpec = (
+        client if isinstance(pool, ThreadPoolExecutor) else client.spec
+    )
+    if worker_client is client.spec and client.spec.cache is None:
+        log.warning("an in-memory cache is not shared with worker processes; use SQLite or Redis")
+    every = flush_every or settings.flush_every
+    interval = flush_interval if flush_interval is not None else settings.flush_interval
+
+    records = dict(zip(indices, reqs.iloc[indices].to_dict("records"), strict=True))
+    buffer: list[dict[str, Any]] = []
+    new_failures: list[dict[str, Any]] = []
+    attempted: set[str] = set()
+    last_flush = time.monotonic()
+    first_error: Exception | None = None
+    bar = _progress(len(indices), progress)
+    # one HTTP request per distinct request: /tle rows of several sessions with the same
+    # query share one call, and each session still gets its own row
+    groups: dict[str, list[int]] = {}
+    http_keys = reqs["http_key"].tolist()
+    for i in indices:
+        groups.setdefault(http_keys[i], []).append(i)
+    pending: dict[Future, list[int]] = {}
+    window = max(2 * workers, 4)
+    queue = iter(groups.values())
+
+    def flush() -> None:
+        nonlocal last_flush
+        if buffer:
+            store.append(buffer)
+            report.stored += len(buffer)
+            buffer.clear()
+        last_flush = time.monotonic()
+
+    try:
+        while True:
+            while len(pending) < window and first_error is None:
+                group = next(queue, None)
+                if group is None:
+                    break
+                pending[pool.submit(_fetch_one, worker_client, plan.payloads[group[0]])] = group
+            if not pending:
+                break
+            finished, _ = wait(pending, timeout=interval, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                group = pending.pop(fut)
+                try:
+                    res = fut.result()
+                except Exception as exc:  # a worker crash: record it like any failure
+                    res = exc
+                for i in group:
+                    req = records[i]
+                    attempted.add(req["request_key"])
+                    if isinstance(res, ApiResult):
+                        buffer.append(_row(req, res))
+                        report.from_cache += res.from_cache
+                        if len(buffer) >= every:
+                            flush()
+                    else:
+                        new_failures.append(_failure(req, res))
+                        report.failed += 1
+                        if errors == "raise" and first_error is None:
+                            first_error = res
+                bar.update(len(group))
+            if finished:
+                bar.set_postfix(cache=report.from_cache, failed=report.failed, refresh=False)
+            if time.monotonic() - last_flush >= interval:
+                flush()
+    finally:
+        for fut in pending:
+            fut.cancel()
+        if own_executor:
+            pool.shutdown(wait=True, cancel_futures=True)
+        flush()
+        bar.close()
+        kept = previous[~_member(previous["request_key"], attempted)]
+        fresh = pd.DataFrame(new_failures, columns=FAILURES_SCHEMA.names)
+        frames = [d for d in (kept, fresh) if len(d)]
+        failures = pd.concat(frames, ignore_index=True) if frames else fresh
+        failures = failures.sort_values(["row", "endpoint"], kind="stable", ignore_index=True)
+        if len(failures) or (store.out / "failures.parquet").exists():
+            store.write_failures(failures)
+        report.failures = failures
+        report.seconds = time.perf_counter() - started
+    log.info("fetch_cohort: %s", report.summary())
+    if first_error is not None:
+        raise first_error
+    return report

@@ -1,0 +1,648 @@
+"""The sandbox's deterministic synthetic-anatomy simulator.
+
+:func:`respond` answers the 12 image endpoints of interface v2 from synthetic
+patients whose anatomy is built *forward* from drawn parameters;
+:func:`estimate_tle` answers ``GET /tle`` by a documented rule; :func:`truth`
+returns the drawn parameters (the ground truth) of a session, so analyses can
+be checked for recovery. The simulator never imports an analysis or converter
+module: a recovery test compares two independent implementations.
+
+It runs no AI model. The whole model (seeds, growth, anatomy, noise, image
+placement, findings, the TLE rule) is described in ``docs/sandbox.md``.
+
+Examples
+--------
+>>> from dentalkit.endpoints import get_endpoint
+>>> body = respond(
+...     get_endpoint("ceph-lateral-points"),
+...     {"PatientID": "P001", "TimeStamp": "2024-03-01", "ImageName": "https://x/a.png"},
+... )
+>>> body["NumberOfPredictedPoints"], len(body["Results"])
+(169, 169)
+>>> truth("P001", "2024-03-01")["ceph_lateral"]["SNA"] > 60
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from dentalkit.endpoints import Endpoint, Kind, VersionFamily, get_endpoint
+from dentalkit.errors import InputError
+from dentalkit.sandbox import _anatomy_ceph as ceph
+from dentalkit.sandbox import _anatomy_dental as dental
+from dentalkit.sandbox._findings import (
+    CATEGORIES,
+    TLE_RULE,
+    clinical_detections,
+    estimate_months,
+    tmj_sentence,
+)
+from dentalkit.sandbox._geometry import ImageTransform, place, shoelace_area
+from dentalkit.sandbox._images import IMAGE_SPECS, default_image_kind, parse_sandbox_url
+from dentalkit.sandbox._images import stored_image_name as _stored_image_name
+from dentalkit.sandbox._patient import (
+    CLINICAL_CLASSES,
+    PANO_CLASSES,
+    SIDES,
+    TOOTH_TYPES,
+    patient,
+    session,
+)
+from dentalkit.sandbox._rng import generator
+
+__all__ = [
+    "ANALYSIS_VERSION",
+    "KEYPOINTS_VERSION",
+    "NOISE_MODEL",
+    "TLE_APP",
+    "estimate_tle",
+    "respond",
+    "stored_image_name",
+    "truth",
+]
+
+#: ``Version`` of every image endpoint except the occlusogram keypoints.
+ANALYSIS_VERSION = "2.1.0-sandbox"
+#: ``Version`` of the occlusogram keypoint endpoints: newer (second part higher).
+KEYPOINTS_VERSION = "2.3.0-sandbox"
+#: The ``app`` value of ``/tle`` answers.
+TLE_APP = "dentalkit-sandbox-tle"
+
+#: Noise SDs (mm) of points that are not cephalometric landmarks.
+POINT_NOISE_SD_MM = {"centroid": 0.15, "keypoint": 0.2, "catenary": 0.12, "outline": 0.06}
+#: Box jitter SD (px) of detections.
+BOX_NOISE_SD_PX = 1.5
+
+NOISE_MODEL = {
+    "kind": "independent isotropic Gaussian noise per point, in mm, converted to pixels with "
+    "the image's mm_per_px; seeded by (PatientID, TimeStamp, ImageName, endpoint)",
+    "ceph_lateral_sd_mm": ceph.LATERAL_NOISE_SD_MM,
+    "ceph_frontal_sd_mm": ceph.FRONTAL_NOISE_SD_MM,
+    "ceph_contour_sd_mm": ceph.CONTOUR_NOISE_SD_MM,
+    "points_sd_mm": POINT_NOISE_SD_MM,
+    "box_sd_px": BOX_NOISE_SD_PX,
+    "rounding": "with noise: landmarks, centroids, keypoints and catenary points rounded to "
+    "0.01 px, outline vertices and boxes to whole pixels; without noise: full float precision",
+    "clipping": "noisy points are clipped to the image",
+}
+
+_FLOAT_DECIMALS = 2
+
+
+def stored_image_name(image_url: str) -> str:
+    """The ``ImageName`` a response carries: a stored file name, not the URL (spec quirk).
+
+    ``{first 12 hex digits of SHA-256(url)}_{name}``; ``name`` is ``{kind}.png``
+    for a sandbox image URL, else the URL's last path segment, sanitised.
+    """
+    return _stored_image_name(image_url)
+
+
+# --- session geometry in pixels (cached) ------------------------------------------
+
+
+def _kind_transform(
+    pid: str, ts: str, kind: str, points_mm: np.ndarray, *, flip_x: int, flip_y: int,
+    rotation_sd: float, margin_px: float,
+) -> ImageTransform:  # fmt: skip
+    spec = IMAGE_SPECS[kind]
+    rng = generator("transform", pid, ts, kind)
+    rot = float(np.clip(rng.normal(0.0, rotation_sd), -2.5 * rotation_sd, 2.5 * rotation_sd))
+    return place(
+        rng, points_mm, mm_per_px=spec.mm_per_px, rotation_deg=round(rot, 4), flip_x=flip_x,
+        flip_y=flip_y, width=spec.width, height=spec.height, margin_px=margin_px,
+    )  # fmt: skip
+
+
+@lru_cache(maxsize=4096)
+def _lateral(pid: str, ts: str) -> tuple[np.ndarray, ImageTransform, dict, np.ndarray]:
+    s = session(pid, ts)
+    pts, measures = ceph.lateral_mm(s.ceph)
+    facing_left = generator("facing", pid, ts).random() < 0.2
+    tr = _kind_transform(
+        pid, ts, "lateral_ceph", pts, flip_x=-1 if facing_left else 1, flip_y=-1,
+        rotation_sd=2.0, margin_px=80.0,
+    )  # fmt: skip
+    px = tr.apply(pts)
+    px.flags.writeable = False
+    return px, tr, measures, ceph.noise_sd("lateral") / tr.mm_per_px
+
+
+@lru_cache(maxsize=4096)
+def _frontal(pid: str, ts: str) -> tuple[np.ndarray, ImageTransform, dict, np.ndarray]:
+    s = session(pid, ts)
+    pts, measures = ceph.frontal_mm(s.frontal, s.ceph)
+    tr = _kind_transform(
+        pid, ts, "frontal_ceph", pts, flip_x=1, flip_y=-1, rotation_sd=1.2, margin_px=80.0
+    )
+    px = tr.apply(pts)
+    px.flags.writeable = False
+    return px, tr, measures, ceph.noise_sd("frontal") / tr.mm_per_px
+
+
+@lru_cache(maxsize=4096)
+def _arch(pid: str, ts: str, arch: str) -> tuple[dict, ImageTransform]:
+    """Arch layout and the photo transform; upper: incisors at the top, lower: at the bottom."""
+    layout = dental.arch_layout(patient(pid), arch)
+    outlines = np.vstack([t["outline"] for t in layout["teeth"].values()])
+    kind = "model_upper" if arch == "up" else "model_lower"
+    tr = _kind_transform(
+        pid, ts, kind, outlines, flip_x=1, flip_y=1 if arch == "up" else -1,
+        rotation_sd=4.0, margin_px=40.0,
+    )  # fmt: skip
+    return layout, tr
+
+
+@lru_cache(maxsize=4096)
+def _pano(pid: str, ts: str) -> tuple[dict, ImageTransform]:
+    layout = dental.pano_layout(patient(pid))
+    outlines = np.vstack([t["outline"] for t in layout.values()])
+    tr = _kind_transform(
+        pid, ts, "pano", outlines, flip_x=1, flip_y=-1, rotation_sd=0.5, margin_px=60.0
+    )
+    return layout, tr
+
+
+def _lower_shift_and_overbite(pid: str, ts: str) -> tuple[float, float]:
+    s = session(pid, ts)
+    _, fm = ceph.frontal_mm(s.frontal, s.ceph)
+    return fm["midline_deviation_LDM"] - fm["midline_deviation_UDM"], s.ceph["overbite"]
+
+
+@lru_cache(maxsize=4096)
+def _frontal_photo(pid: str, ts: str) -> tuple[dict, ImageTransform]:
+    shift, overbite = _lower_shift_and_overbite(pid, ts)
+    layout = dental.frontal_layout(patient(pid), shift, overbite)
+    outlines = np.vstack([t["outline"] for t in layout.values()])
+    tr = _kind_transform(
+        pid, ts, "intraoral_frontal", outlines, flip_x=1, flip_y=-1, rotation_sd=1.5, margin_px=60.0
+    )
+    return layout, tr
+
+
+# --- respond -------------------------------------------------------------------------
+
+
+def _request_fields(endpoint: Endpoint, request: Mapping[str, Any]) -> tuple[str, str, str]:
+    try:
+        pid, ts, url = request["PatientID"], request["TimeStamp"], request["ImageName"]
+    except KeyError as exc:
+        raise InputError(
+            f"{endpoint.path} request lacks the required field {exc.args[0]!r}; "
+            "PatientID, TimeStamp and ImageName are required strings"
+        ) from None
+    for name, value in (("PatientID", pid), ("TimeStamp", ts), ("ImageName", url)):
+        if not isinstance(value, str):
+            raise InputError(
+                f"{endpoint.path} request field {name} must be a string, got {type(value).__name__}"
+            )
+    return pid, ts, url
+
+
+def _image_kind(endpoint: Endpoint, url: str, pid: str) -> tuple[str, bool]:
+    """Kind of the submitted image (from a sandbox URL) and whether it was recognised."""
+    parsed = parse_sandbox_url(url)
+    if parsed is not None:
+        return parsed[0], True
+    return default_image_kind(endpoint), False
+
+
+def _noisy(
+    px: np.ndarray,
+    sd_px: np.ndarray | float,
+    rng: np.random.Generator | None,
+    size: tuple[int, int],
+) -> np.ndarray:
+    if rng is None:
+        return px
+    sd = sd_px[:, None] if isinstance(sd_px, np.ndarray) else sd_px
+    out = px + rng.standard_normal(px.shape) * sd
+    np.clip(out[:, 0], 0.0, size[0] - 1, out=out[:, 0])
+    np.clip(out[:, 1], 0.0, size[1] - 1, out=out[:, 1])
+    return out.round(_FLOAT_DECIMALS)
+
+
+def _landmarks(endpoint: Endpoint, pid: str, ts: str, rng: np.random.Generator | None) -> dict:
+    lateral = endpoint.view == "lateral"
+    px, tr, _, sd = (_lateral if lateral else _frontal)(pid, ts)
+    keys = ceph.LATERAL_KEYS if lateral else ceph.FRONTAL_KEYS
+    pts = _noisy(px, sd, rng, (tr.width, tr.height)).tolist()
+    return {
+        "NumberOfPredictedPoints": len(keys),
+        "Results": {
+            k: {"x_coordinate": x, "y_coordinate": y} for k, (x, y) in zip(keys, pts, strict=True)
+        },
+    }
+
+
+def _arch_keys(arch: str) -> list[str]:
+    return [f"{t}_{side}_{arch}" for side in SIDES for t in TOOTH_TYPES]
+
+
+def _keypoints(endpoint: Endpoint, pid: str, ts: str, rng: np.random.Generator | None) -> dict:
+    layout, tr = _arch(pid, ts, endpoint.arch)
+    keys = _arch_keys(endpoint.arch)
+    recs = [layout["teeth"][k] for k in keys]
+    size = (tr.width, tr.height)
+    s = tr.mm_per_px
+    # all points of the arch in one transform: centre, mesial, distal, cusp per tooth
+    pts = tr.apply(
+        np.vstack([np.vstack([r["centre"], r["mesial"], r["distal"], r["cusp"]]) for r in recs])
+    )
+    sd = np.tile(
+        [POINT_NOISE_SD_MM["centroid"] / s] + [POINT_NOISE_SD_MM["keypoint"] / s] * 3, len(recs)
+    )
+    pts = _noisy(pts, sd, rng, size).reshape(len(recs), 4, 2).tolist()
+    teeth: dict[str, dict] = {}
+    for key, rec, (c, m, d, cusp) in zip(keys, recs, pts, strict=True):
+        if rec["missing"]:
+            teeth[key] = {"missing": True, "centroid": c}
+        else:
+            teeth[key] = {"missing": False, "centroid": c, "t01": m, "t02": d, "t03": cusp}
+    names = list(layout["catenary"])
+    cat = tr.apply(np.array([layout["catenary"][n] for n in names]))
+    cat = _noisy(cat, POINT_NOISE_SD_MM["catenary"] / s, rng, size).tolist()
+    return {"Teeth": teeth, "CatenaryPoints": dict(zip(names, cat, strict=True))}
+
+
+def _outlines(
+    items: list[tuple[str, dict]], tr: ImageTransform, rng: np.random.Generator | None
+) -> dict:
+    """Segmentation ``Results`` of teeth with mm outlines (missing → the [[0, 0]] quirk)."""
+    present = [(k, r) for k, r in items if not r["missing"]]
+    results: dict[str, dict] = {}
+    if present:
+        n = len(present[0][1]["outline"])
+        px = tr.apply(np.vstack([r["outline"] for _, r in present]))
+        if rng is not None:
+            px = px + rng.standard_normal(px.shape) * (POINT_NOISE_SD_MM["outline"] / tr.mm_per_px)
+            px[:, 0] = np.clip(px[:, 0], 0, tr.width - 1)
+            px[:, 1] = np.clip(px[:, 1], 0, tr.height - 1)
+            px = px.round().astype(int)
+        polys = px.reshape(len(present), n, 2).tolist()
+        by_key = dict(zip([k for k, _ in present], polys, strict=True))
+    else:
+        by_key = {}
+    for key, rec in items:
+        if rec["missing"]:
+            results[key] = {"missing": True, "points": [[0, 0]]}
+        else:
+            results[key] = {"missing": False, "points": by_key[key]}
+    return results
+
+
+def _segmentation(endpoint: Endpoint, pid: str, ts: str, rng: np.random.Generator | None) -> dict:
+    if endpoint.source == "pano":
+        layout, tr = _pano(pid, ts)
+        keys = [
+            f"{t}_{side}_{arch}" for arch in ("up", "lo") for side in SIDES for t in TOOTH_TYPES
+        ]
+    elif endpoint.source == "frontal":
+        layout, tr = _frontal_photo(pid, ts)
+        keys = list(layout)
+    else:
+        arch_layout, tr = _arch(pid, ts, endpoint.arch)
+        layout = arch_layout["teeth"]
+        keys = _arch_keys(endpoint.arch)
+    return {"Results": _outlines([(k, layout[k]) for k in keys], tr, rng)}
+
+
+def _clinical(pid: str, ts: str, kind: str, rng: np.random.Generator | None) -> dict[str, list]:
+    spec = IMAGE_SPECS[kind]
+    boxes = clinical_detections(
+        patient(pid), kind, generator("clinical", pid, ts, kind), spec.width, spec.height
+    )
+    return _jitter(boxes, rng, spec.width, spec.height)
+
+
+def _jitter(boxes: dict[str, list], rng: np.random.Generator | None, w: int, h: int) -> dict:
+    if rng is None:
+        return {k: [list(b) for b in v] for k, v in boxes.items()}
+    out = {}
+    for name, bs in boxes.items():
+        arr = np.array(bs, dtype=float) + rng.normal(0.0, BOX_NOISE_SD_PX, (len(bs), 4))
+        arr[:, [0, 2]] = np.clip(arr[:, [0, 2]], 0, w - 1)
+        arr[:, [1, 3]] = np.clip(arr[:, [1, 3]], 0, h - 1)
+        arr = arr.round().astype(int)
+        arr[:, 2] = np.maximum(arr[:, 2], arr[:, 0] + 1)
+        arr[:, 3] = np.maximum(arr[:, 3], arr[:, 1] + 1)
+        out[name] = arr.tolist()
+    return out
+
+
+def _pano_boxes(pid: str, ts: str) -> dict[str, list[tuple[int, int, int, int]]]:
+    """Pano detections around drawn teeth; ``{}`` for a clean image (as in the spec example)."""
+    p = patient(pid)
+    rng = generator("pano-findings", pid, ts)
+    if rng.random() < p.pano_empty:
+        return {}
+    layout, tr = _pano(pid, ts)
+    present = [k for k, r in layout.items() if not r["missing"]]
+    out: dict[str, list[tuple[int, int, int, int]]] = {}
+    for name in PANO_CLASSES:
+        rate = p.pano_rates[name]
+        count = int(rng.poisson(rate)) if rate > 0 else 0
+        if count == 0:
+            continue
+        picks = rng.choice(len(present), size=min(count, len(present)), replace=False)
+        boxes = []
+        for i in sorted(picks.tolist()):
+            rec = layout[present[i]]
+            xc, yc = rec["centre"]
+            half, length = 0.5 * rec["md"], rec["length"]
+            up = 1.0 if yc > 0 else -1.0
+            edge = yc - up * 0.5 * length  # incisal / occlusal end
+            apex = yc + up * 0.5 * length
+            if name == "periapical_lesion":
+                lo_mm, hi_mm = (xc - 3.0, apex - 3.0), (xc + 3.0, apex + 3.0)
+            elif name == "impacted_tooth":
+                lo_mm, hi_mm = (xc - half, edge), (xc + half, apex)
+            else:  # crown findings
+                lo_mm, hi_mm = (xc - half, edge), (xc + half, edge + up * 0.38 * length)
+            corners = np.array([[lo_mm[0], lo_mm[1]], [hi_mm[0], lo_mm[1]],
+                                [lo_mm[0], hi_mm[1]], [hi_mm[0], hi_mm[1]]])  # fmt: skip
+            q = tr.apply(corners)
+            lo = np.clip(q.min(axis=0) - 4.0, 0, [tr.width - 2, tr.height - 2])
+            hi = np.clip(q.max(axis=0) + 4.0, lo + 1, [tr.width - 1, tr.height - 1])
+            box = np.rint(np.concatenate([lo, hi])).astype(int).tolist()
+            boxes.append(tuple(box))
+        out[name] = boxes
+    return out
+
+
+def _findings(
+    endpoint: Endpoint, pid: str, ts: str, url: str, rng: np.random.Generator | None
+) -> dict:
+    if endpoint.source == "clinical":
+        kind, known = _image_kind(endpoint, url, pid)
+        if not known or not kind.startswith("intraoral"):
+            kinds = [k for k in IMAGE_SPECS if k.startswith("intraoral")]
+            kind = kinds[int.from_bytes(generator("kind", url).bytes(2), "little") % len(kinds)]
+        boxes = _clinical(pid, ts, kind, rng)
+        contents = {name: len(boxes.get(name, ())) for name in CLINICAL_CLASSES}
+        results = {
+            name: [
+                {"ClassName": name, "TopLeft": [b[0], b[1]], "BottomRight": [b[2], b[3]]}
+                for b in bs
+            ]
+            for name, bs in boxes.items()
+        }
+        return {"ImageContents": contents, "Results": results}
+    tr = _pano(pid, ts)[1]
+    boxes = _jitter(_pano_boxes(pid, ts), rng, tr.width, tr.height)
+    return {
+        "Results": {
+            name: [
+                {"ClassName": name, "TopLeft": [b[0], b[1]], "BottomRight": [b[2], b[3]]}
+                for b in bs
+            ]
+            for name, bs in boxes.items()
+        }
+    }
+
+
+def _classifier(endpoint: Endpoint, pid: str, ts: str, url: str) -> dict:
+    parsed = parse_sandbox_url(url)
+    rng = generator("classifier", pid, ts, url)
+    if parsed is not None:
+        category = CATEGORIES[parsed[0]]
+        confidence = rng.uniform(0.86, 0.995)
+    else:
+        cats = sorted(CATEGORIES.values())
+        category = cats[int.from_bytes(generator("category", url).bytes(2), "little") % len(cats)]
+        confidence = rng.uniform(0.5, 0.9)
+    return {"Classification": {"category": category, "confidence": round(float(confidence), 3)}}
+
+
+def respond(
+    endpoint: Endpoint | str, request: Mapping[str, Any], *, noise: bool = True
+) -> dict[str, Any]:
+    """Success body of one of the 12 POST image endpoints.
+
+    Parameters
+    ----------
+    endpoint : Endpoint or str
+        The endpoint (registry record, name, path or slug).
+    request : mapping
+        The already-validated JSON body: ``PatientID``, ``TimeStamp``,
+        ``ImageName`` (strings) and the endpoint's optional fields (which do
+        not change the analysis, only the output image).
+    noise : bool, default True
+        Add the documented measurement noise (see :data:`NOISE_MODEL`).
+        ``False`` returns the exact geometry of :func:`truth`.
+
+    Returns
+    -------
+    dict
+        Every field of ``endpoint.response_fields`` in that order except
+        ``OutputImageUrl`` (the app appends the signed link). Deterministic: the
+        same (endpoint, PatientID, TimeStamp, ImageName, noise) gives an equal
+        dict.
+
+    Raises
+    ------
+    InputError
+        For ``/tle`` (use :func:`estimate_tle`) or a request without the three
+        required string fields.
+    """
+    ep = get_endpoint(endpoint)
+    if not ep.is_image:
+        raise InputError(f"{ep.path} is not an image endpoint; use estimate_tle() for /tle")
+    pid, ts, url = _request_fields(ep, request)
+    rng = generator("image", pid, ts, url, ep.name) if noise else None
+    if ep.kind is Kind.LANDMARKS:
+        body = _landmarks(ep, pid, ts, rng)
+    elif ep.kind is Kind.KEYPOINTS:
+        body = _keypoints(ep, pid, ts, rng)
+    elif ep.kind is Kind.SEGMENTATION:
+        body = _segmentation(ep, pid, ts, rng)
+    elif ep.kind is Kind.FINDINGS:
+        body = _findings(ep, pid, ts, url, rng)
+    elif ep.kind is Kind.CLASSIFIER:
+        body = _classifier(ep, pid, ts, url)
+    else:  # TMJ
+        body = {"Results": {"Finding": tmj_sentence(patient(pid).tmj)}}
+    common = {
+        "Version": KEYPOINTS_VERSION if ep.version is VersionFamily.KEYPOINTS else ANALYSIS_VERSION,
+        "PatientID": pid,
+        "TimeStamp": ts,
+        "ImageName": stored_image_name(url),
+    }
+    common.update(body)
+    return {f: common[f] for f in ep.response_fields if f != "OutputImageUrl"}
+
+
+def estimate_tle(params: Mapping[str, str]) -> dict[str, Any]:
+    """Answer of ``GET /tle``: ``{"app": TLE_APP, "estimate_length": months}``.
+
+    Parameters
+    ----------
+    params : mapping
+        The eleven query strings ``p01`` … ``p11``, encoded as in
+        ``dentalkit/data/tle_codebook.csv``.
+
+    Returns
+    -------
+    dict
+        ``estimate_length`` in months (float, one decimal) by the documented
+        rule (:data:`dentalkit.sandbox._findings.TLE_RULE`): longer with more
+        crowding or spacing, Class II/III, larger |overjet|, deep or open bite,
+        crossbite, open bite, extraction, a higher difficulty score and adult
+        age.
+
+    Raises
+    ------
+    InputError
+        Naming the parameter when one is missing or not decodable.
+    """
+    return {"app": TLE_APP, "estimate_length": estimate_months(params)}
+
+
+# --- ground truth --------------------------------------------------------------------
+
+
+def _teeth_truth(items: list[tuple[str, dict]], mm_per_px: float, dims: tuple[str, str]) -> dict:
+    out = {}
+    for key, rec in items:
+        entry: dict[str, Any] = {"missing": bool(rec["missing"]), "fdi": dental.fdi(key)}
+        entry["md_mm"] = rec["md"]
+        for name in dims:
+            entry[f"{name}_mm"] = rec[name]
+        area = shoelace_area(rec["outline"])
+        entry["area_mm2"] = area
+        entry["area_px2"] = area / mm_per_px**2
+        out[key] = entry
+    return out
+
+
+def truth(patient_id: str, timestamp: str, image_name: str | None = None) -> dict[str, Any]:
+    """JSON-serialisable ground truth of one session: everything the simulator drew.
+
+    Parameters
+    ----------
+    patient_id, timestamp : str
+        The session key (as in the requests).
+    image_name : str, optional
+        An image URL; adds an ``image`` section (recognised kind, stored name,
+        classifier category).
+
+    Returns
+    -------
+    dict
+        Sections ``patient``, ``session``, ``ceph_lateral``, ``ceph_frontal``,
+        ``arch``, ``teeth``, ``findings``, ``tmj``, ``tle_rule``, ``noise``
+        (and ``image``); units in the key names or in ``docs/sandbox.md``.
+        Measures use the ids of ``docs/conventions.md``.
+    """
+    p = patient(patient_id)
+    s = session(patient_id, timestamp)
+    _, ltr, lmeas, _ = _lateral(patient_id, timestamp)
+    _, ftr, fmeas, _ = _frontal(patient_id, timestamp)
+    anb = lmeas["ANB"]
+    lateral = dict(lmeas)
+    lateral.update({
+        "skeletal_class_by_ANB": "II" if anb > 4.0 else ("III" if anb < 0.0 else "I"),
+        "mm_per_px": ltr.mm_per_px,
+        "facing": "left" if ltr.flip_x < 0 else "right",
+        "tilt_deg": ltr.rotation_deg,
+        "transform": ltr.to_dict(),
+        "noise_sd_mm": dict(zip(ceph.LATERAL_NAMES, ceph.noise_sd("lateral").tolist(), strict=True)),
+        "units": "angles in degrees, distances in mm",
+    })  # fmt: skip
+    frontal = dict(fmeas)
+    frontal.update({
+        "mm_per_px": ftr.mm_per_px,
+        "tilt_deg": ftr.rotation_deg,
+        "transform": ftr.to_dict(),
+        "noise_sd_mm": dict(zip(ceph.FRONTAL_NAMES, ceph.noise_sd("frontal").tolist(), strict=True)),
+        "sign_convention": "midline deviations: signed distance (mm) from the Cg–ANS line, "
+        "positive towards the patient's left; widths: Euclidean distance between the pair",
+    })  # fmt: skip
+    arch: dict[str, Any] = {}
+    teeth: dict[str, Any] = {}
+    for a in ("up", "lo"):
+        layout, tr = _arch(patient_id, timestamp, a)
+        arch[a] = {
+            **dental.arch_summary(layout),
+            "catenary_a_px": layout["a"] / tr.mm_per_px,
+            "equation": "y = a·(cosh(x/a) − 1) in the arch frame: mm, incisal point at the "
+            "origin, x towards the patient's left, y posterior (depth)",
+            "mm_per_px": tr.mm_per_px,
+            "transform": tr.to_dict(),
+            "catenary_points_mm": {k: v.tolist() for k, v in layout["catenary"].items()},
+        }
+        src = "occlusogram_upper" if a == "up" else "occlusogram_lower"
+        teeth[src] = {
+            "mm_per_px": tr.mm_per_px,
+            "teeth": _teeth_truth(
+                [(k, layout["teeth"][k]) for k in _arch_keys(a)], tr.mm_per_px, ("bl",)
+            ),
+        }
+    pano_layout, ptr = _pano(patient_id, timestamp)
+    teeth["pano"] = {
+        "mm_per_px": ptr.mm_per_px,
+        "transform": ptr.to_dict(),
+        "teeth": _teeth_truth(list(pano_layout.items()), ptr.mm_per_px, ("length",)),
+    }
+    photo, phtr = _frontal_photo(patient_id, timestamp)
+    teeth["frontal"] = {
+        "mm_per_px": phtr.mm_per_px,
+        "transform": phtr.to_dict(),
+        "teeth": _teeth_truth(list(photo.items()), phtr.mm_per_px, ("width", "height")),
+    }
+    clinical = {}
+    for kind in IMAGE_SPECS:
+        if kind.startswith("intraoral"):
+            boxes = _clinical(patient_id, timestamp, kind, None)
+            clinical[kind] = {name: len(boxes.get(name, ())) for name in CLINICAL_CLASSES}
+    pano_boxes = _pano_boxes(patient_id, timestamp)
+    out: dict[str, Any] = {
+        "simulator": "dentalkit sandbox simulator: synthetic anatomy, no AI model",
+        "versions": {"analysis": ANALYSIS_VERSION, "keypoints": KEYPOINTS_VERSION},
+        "patient": p.summary(),
+        "session": s.summary(),
+        "ceph_lateral": lateral,
+        "ceph_frontal": frontal,
+        "arch": arch,
+        "teeth": teeth,
+        "findings": {
+            "clinical_counts": clinical,
+            "clinical_rates_per_photo": dict(p.clinical_rates),
+            "pano_counts": {name: len(b) for name, b in pano_boxes.items()},
+            "pano_empty": not pano_boxes,
+        },
+        "tmj": {
+            "conditions": {k: list(v) for k, v in p.tmj.items()},
+            "finding": tmj_sentence(p.tmj),
+        },
+        "tle_rule": TLE_RULE,
+        "noise": NOISE_MODEL,
+    }
+    if image_name is not None:
+        parsed = parse_sandbox_url(image_name)
+        out["image"] = {
+            "image_name": image_name,
+            "stored_name": stored_image_name(image_name),
+            "sandbox_kind": parsed[0] if parsed else None,
+            "category": CATEGORIES[parsed[0]] if parsed else None,
+        }
+    return _jsonable(out)
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, float | int | str | bool) or obj is None:
+        return obj
+    return str(obj)

@@ -1,0 +1,195 @@
+"""Input checks of the tables every analysis reads (private; shared by teeth, findings, stats).
+
+Analyses never fail deep inside with a bare ``KeyError``: they check their
+input table first and report every problem at once, either as an
+:class:`~dentalkit.errors.InputError` (``errors="raise"``) or as a
+``problems`` table (``errors="collect"``) whose columns follow the data
+contract (``table, endpoint, patient_id, timestamp, row, path, reason``).
+``row`` is the 0-based position of the offending row in the input table and
+``path`` names the column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from dentalkit.errors import InputError
+
+PROBLEM_COLUMNS = ("table", "endpoint", "patient_id", "timestamp", "row", "path", "reason")
+SESSION_KEY = ("patient_id", "timestamp")
+ERRORS_MODES = ("raise", "collect")
+
+
+def check_errors_mode(errors: str) -> None:
+    """Refuse anything but ``"raise"`` or ``"collect"``."""
+    if errors not in ERRORS_MODES:
+        raise InputError(f"errors={errors!r} is not allowed; use 'raise' or 'collect'")
+
+
+def require_columns(table: pd.DataFrame, columns: Iterable[str], name: str, hint: str = "") -> None:
+    """Raise :class:`InputError` naming every column of ``columns`` that ``table`` lacks."""
+    if not isinstance(table, pd.DataFrame):
+        raise InputError(f"{name} must be a pandas DataFrame, got {type(table).__name__}")
+    absent = [c for c in columns if c not in table.columns]
+    if absent:
+        raise InputError(
+            f"{name} lacks column(s) {absent}; it has {list(table.columns)}. "
+            + (hint or "See docs/data-contract.md for the table's columns.")
+        )
+
+
+def as_list(columns: str | Sequence[str] | None) -> list[str]:
+    """``None`` → ``[]``, ``"a"`` → ``["a"]``, a sequence → a list."""
+    if columns is None:
+        return []
+    if isinstance(columns, str):
+        return [columns]
+    return list(columns)
+
+
+def problem_rows(
+    table: pd.DataFrame, mask: np.ndarray, name: str, path: str, reason: str | Sequence[str]
+) -> pd.DataFrame:
+    """One problem row per ``True`` in ``mask`` (vectorized; ``reason`` may vary per row)."""
+    rows = np.flatnonzero(np.asarray(mask, dtype=bool))
+    if not len(rows):
+        return empty_problems()
+    if isinstance(reason, str):
+        reasons: list[str] | str = reason
+    else:
+        reasons = list(reason)
+    out = pd.DataFrame(
+        {
+            "table": name,
+            "endpoint": _column_values(table, "endpoint", rows),
+            "patient_id": _column_values(table, "patient_id", rows),
+            "timestamp": _column_values(table, "timestamp", rows),
+            "row": rows.astype("int64"),
+            "path": path,
+            "reason": reasons,
+        },
+        columns=list(PROBLEM_COLUMNS),
+    )
+    return out
+
+
+_EMPTY = pd.DataFrame(
+    {c: pd.Series(dtype="int64" if c == "row" else "object") for c in PROBLEM_COLUMNS}
+)
+
+
+def _column_values(table: pd.DataFrame, column: str, rows: np.ndarray) -> pd.Series:
+    if column not in table.columns:
+        return pd.Series([None] * len(rows), dtype="object")
+    values = table[column].iloc[rows]
+    return pd.Series(values.astype("object").to_numpy(), dtype="object")
+
+
+def empty_problems() -> pd.DataFrame:
+    """A problems table with no rows and the contract's columns."""
+    return _EMPTY.copy()
+
+
+def combine_problems(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate problem tables (an empty list gives an empty table)."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return empty_problems()
+    out = pd.concat(parts, ignore_index=True)
+    return out.sort_values(["row", "path"], kind="stable", ignore_index=True)
+
+
+def raise_if_problems(problems: pd.DataFrame, what: str, errors: str) -> None:
+    """In ``errors="raise"`` mode raise one :class:`InputError` listing the problems.
+
+    The exception carries the whole table as ``.problems``.
+    """
+    if errors != "raise" or problems.empty:
+        return
+    lines = []
+    for rec in problems.head(10).to_dict("records"):
+        who = ", ".join(
+            f"{k}={rec[k]!r}" for k in ("patient_id", "timestamp") if rec.get(k) is not None
+        )
+        lines.append(f"  row {rec['row']} ({who}) column {rec['path']!r}: {rec['reason']}")
+    more = f"\n  … and {len(problems) - 10} more" if len(problems) > 10 else ""
+    err = InputError(
+        f"{what}: {len(problems)} problem(s) in the input:\n"
+        + "\n".join(lines)
+        + more
+        + "\nFix these rows, or pass errors='collect' to get the other results and a problems table"
+    )
+    err.problems = problems  # type: ignore[attr-defined]
+    raise err
+
+
+def session_order(table: pd.DataFrame) -> pd.Series:
+    """Rank of each row's session within its patient (0 = first).
+
+    Sessions are ordered by ``session_time`` (NaT last) and then by the
+    verbatim ``timestamp`` string, so the order is deterministic even when
+    the timestamp format is not recognised.
+    """
+    cols = ["patient_id", "timestamp"] + (["session_time"] if "session_time" in table else [])
+    sessions = table[cols].drop_duplicates()
+    sort_by = (
+        ["patient_id"] + (["session_time"] if "session_time" in sessions else []) + ["timestamp"]
+    )
+    sessions = sessions.astype({"patient_id": "object", "timestamp": "object"}).sort_values(
+        sort_by, na_position="last", kind="stable"
+    )
+    sessions["_rank"] = sessions.groupby("patient_id", sort=False).cumcount()
+    keyed = table[["patient_id", "timestamp"]].astype("object")
+    merged = keyed.merge(
+        sessions[["patient_id", "timestamp", "_rank"]].drop_duplicates(["patient_id", "timestamp"]),
+        on=["patient_id", "timestamp"],
+        how="left",
+    )
+    return pd.Series(merged["_rank"].to_numpy(), index=table.index, name="session_rank")
+
+
+def select_sessions(table: pd.DataFrame, session: str) -> pd.DataFrame:
+    """Keep each patient's ``"first"`` or ``"last"`` session, or ``"all"`` sessions."""
+    if session == "all":
+        return table
+    if session not in ("first", "last"):
+        raise InputError(f"session={session!r} is not allowed; use 'first', 'last' or 'all'")
+    rank = session_order(table)
+    if session == "first":
+        keep = rank == 0
+    else:
+        keep = rank == rank.groupby(table["patient_id"].astype("object")).transform("max")
+    return table.loc[keep.to_numpy()]
+
+
+def attach_groups(
+    table: pd.DataFrame, groups: pd.DataFrame | None, by: list[str], name: str
+) -> pd.DataFrame:
+    """Merge patient-level group columns onto ``table`` and check ``by`` exists.
+
+    ``groups`` is a table keyed by ``patient_id`` (one row per patient) with
+    the group columns; ``by`` columns may also already be in ``table``.
+    """
+    if groups is not None:
+        require_columns(groups, ["patient_id"], "groups", "groups must have a patient_id column.")
+        dup = groups["patient_id"].duplicated(keep=False)
+        if dup.any():
+            ids = sorted(map(str, groups.loc[dup, "patient_id"].unique()))[:5]
+            raise InputError(
+                f"groups has several rows for patient_id {ids}; give one row per patient"
+            )
+        extra = [c for c in groups.columns if c != "patient_id" and c not in table.columns]
+        right = groups[["patient_id", *extra]].astype({"patient_id": "object"})
+        left = table.astype({"patient_id": "object"}) if len(extra) else table
+        if extra:
+            table = left.merge(right, on="patient_id", how="left", validate="many_to_one")
+    absent = [c for c in by if c not in table.columns]
+    if absent:
+        raise InputError(
+            f"group column(s) {absent} are neither in {name} nor in groups; "
+            "pass groups=<table with patient_id and those columns>"
+        )
+    return table

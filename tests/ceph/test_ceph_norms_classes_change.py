@@ -1,0 +1,175 @@
+"""Norms and z-scores, classification thresholds, longitudinal change."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dentalkit.ceph import change, classify, load_norms, load_thresholds, zscores
+from dentalkit.errors import DentalkitWarning, InputError
+
+
+def long(rows):
+    return pd.DataFrame(rows, columns=["patient_id", "timestamp", "measure", "value", "unit"])
+
+
+def test_apdi_z_uses_kim_vietas_mean_and_sd():
+    m = long([("p", "t", "APDI", 81.4 + 2 * 3.79, "deg")])
+    z = zscores(m)
+    assert z["norm_mean"].item() == 81.4
+    assert z["norm_sd"].item() == 3.79
+    assert z["z"].item() == pytest.approx(2.0)
+    assert z["norm_group"].item() == "Kim"
+
+
+def test_unverified_norms_are_excluded_by_default_and_warned_when_used():
+    m = long([("p", "t", "ODI", 80.57, "deg"), ("p", "t", "SNA", 84.0, "deg")])
+    z = zscores(m)
+    assert math.isnan(z.loc[0, "z"])  # ODI norm is not verified
+    assert z.loc[1, "norm_mean"] == 82  # Steiner mean, verified …
+    assert math.isnan(z.loc[1, "z"])  # … but Steiner gives no SD: no z-score
+    with pytest.warns(DentalkitWarning, match="not confirmed"):
+        z2 = zscores(m, include_unverified=True)
+    assert z2.loc[0, "z"] == pytest.approx((80.57 - 74.5) / 6.07)
+
+
+def test_shipped_norm_rows_are_sourced_and_verified_ones_say_where():
+    n = load_norms()
+    assert (n["source"].str.len() > 0).all()
+    assert (n.loc[n["verified"], "checked_in"].str.len() > 0).all()
+    assert n["verified"].any()
+    assert (~n["verified"]).any()
+
+
+def test_user_norms_by_sex_and_age_most_specific_row_wins():
+    norms = pd.DataFrame(
+        {
+            "measure": ["Wits", "Wits", "Wits", "SNB"],
+            "group": ["g", "g", "g", "g"],
+            "sex": ["", "F", "M", ""],
+            "age_min": [np.nan, 10, 10, 8],
+            "age_max": [np.nan, 15, 15, 12],
+            "mean": [0.0, 0.5, -1.0, 78.0],
+            "sd": [2.0, 1.0, 1.5, 3.0],
+            "unit": ["mm", "mm", "mm", "deg"],
+        }
+    )
+    m = long(
+        [
+            ("a", "t", "Wits", 1.5, "mm"),
+            ("b", "t", "Wits", 1.5, "mm"),
+            ("c", "t", "Wits", 1.5, "mm"),
+            ("d", "t", "SNB", 81.0, "deg"),
+            ("e", "t", "Wits", 1.5, "px"),
+        ]
+    )
+    m["sex"] = ["F", "M", "F", "F", "F"]
+    m["age"] = [12.0, 12.0, 30.0, 13.0, 12.0]
+    z = zscores(m, norms, by=["sex", "age"])
+    assert z["z"].iloc[0] == pytest.approx((1.5 - 0.5) / 1.0)  # F, 10-15
+    assert z["z"].iloc[1] == pytest.approx((1.5 + 1.0) / 1.5)  # M, 10-15
+    assert z["z"].iloc[2] == pytest.approx(1.5 / 2.0)  # age 30: falls back to any-sex/any-age
+    assert math.isnan(z["z"].iloc[3])  # SNB norm is for ages 8-12, subject is 13
+    assert math.isnan(z["z"].iloc[4])  # a px value is never scored against a mm norm
+    with pytest.raises(InputError, match="not a column of the measures"):
+        zscores(m, norms, by="ethnicity")
+
+
+def test_group_selection():
+    m = long([("p", "t", "SNA", 81.0, "deg")])
+    assert zscores(m, group="Downs")["norm_mean"].item() == 81
+    with pytest.raises(InputError, match="not in the norm table"):
+        zscores(m, group="Nobody")
+
+
+def _classes(values):
+    rows = [("p", "t", k, v, "u") for k, v in values.items()]
+    m = long(rows)
+    m["view"] = "lateral"
+    return classify(m)
+
+
+def test_classify_bands_and_agreement():
+    c = _classes({"ANB": 5.0, "Wits": 3.0, "SN_MP": 30.0, "FMA": 35.0})
+    assert c["skeletal_class"].item() == "Class II"
+    assert c["skeletal_class_wits"].item() == "Class II"
+    assert bool(c["skeletal_class_agree"].item()) is True
+    assert c["vertical_sn_mp"].item() == "normodivergent"
+    assert c["vertical_fma"].item() == "hyperdivergent"
+    c = _classes({"ANB": -1.0, "Wits": 0.0, "SN_MP": 20.0, "FMA": float("nan")})
+    assert c["skeletal_class"].item() == "Class III"
+    assert c["skeletal_class_wits"].item() == "Class I"
+    assert bool(c["skeletal_class_agree"].item()) is False
+    assert c["vertical_sn_mp"].item() == "hypodivergent"
+    assert pd.isna(c["vertical_fma"].item())
+    assert c["skeletal_class"].cat.ordered
+
+
+def test_classify_boundaries_are_lower_inclusive():
+    assert _classes({"ANB": 0.0})["skeletal_class"].item() == "Class I"
+    assert _classes({"ANB": 4.0})["skeletal_class"].item() == "Class II"
+
+
+def test_thresholds_are_sourced_and_validated():
+    th = load_thresholds()
+    assert (th["source"].str.len() > 0).all()
+    bad = th.copy()
+    bad.loc[bad.index[0], "upper"] = 10.0  # overlaps the next band
+    with pytest.raises(InputError, match="overlapping"):
+        load_thresholds(bad)
+
+
+def test_change_differences_and_annual_rates():
+    m = pd.DataFrame(
+        {
+            "patient_id": ["p"] * 3 + ["q"] * 2,
+            "timestamp": ["2022-01-01", "2020-01-01", "2021-01-01", "x2", "x1"],
+            "session_time": pd.to_datetime(
+                ["2022-01-01", "2020-01-01", "2021-01-01", None, None], utc=True
+            ),
+            "view": "lateral",
+            "measure": "SNB",
+            "value": [80.0, 77.0, 78.0, 5.0, 4.0],
+            "unit": "deg",
+        }
+    )
+    c = change(m)
+    p = c[c["patient_id"] == "p"]
+    assert p["from_timestamp"].tolist() == ["2020-01-01", "2021-01-01"]
+    assert p["change"].tolist() == [1.0, 2.0]
+    assert p["years"].tolist() == pytest.approx([366 / 365.25, 365 / 365.25])
+    assert p["rate_per_year"].tolist() == pytest.approx([365.25 / 366, 2 * 365.25 / 365])
+    q = c[c["patient_id"] == "q"]
+    assert q["from_timestamp"].tolist() == ["x1"]  # unparsed times: timestamp order
+    assert q["change"].item() == 1.0
+    assert math.isnan(q["rate_per_year"].item())
+
+
+def test_change_needs_the_session_key():
+    with pytest.raises(InputError, match="timestamp"):
+        change(pd.DataFrame({"patient_id": ["p"], "measure": ["SNA"], "value": [1.0]}))
+
+
+def test_zscores_does_not_mutate_input():
+    m = long([("p", "t", "APDI", 80.0, "deg")])
+    before = m.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        zscores(m)
+    pd.testing.assert_frame_equal(m, before)
+
+
+def test_summarize_counts_and_moments():
+    from dentalkit.ceph import summarize
+
+    m = long([("p", "t", "SNA", 80.0, "deg"), ("q", "t", "SNA", 84.0, "deg"),
+              ("r", "t", "SNA", float("nan"), "deg")])  # fmt: skip
+    s = summarize(m)
+    assert s["n"].item() == 2
+    assert s["n_missing"].item() == 1
+    assert s["mean"].item() == 82.0
+    assert s["sd"].item() == pytest.approx(math.sqrt(8.0))

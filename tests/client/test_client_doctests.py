@@ -1,0 +1,17 @@
+"""The docstring examples of the client, cohort and store modules run and are right."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["dentalkit._http", "dentalkit.store", "dentalkit.client", "dentalkit.cohort"],
+)
+def test_docstring_examples(module, simulator):
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
