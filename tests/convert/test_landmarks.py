@@ -22,7 +22,7 @@ CATEGORICAL = ["patient_id", "timestamp", "endpoint", "model_version", "view", "
 
 def shipped_names(view: str) -> dict[str, str]:
     """The default landmark map read straight from the CSV (not through dentalkit)."""
-    text = resources.files("dentalkit.data").joinpath(f"landmark_map_{view}.csv").read_text()
+    text = resources.files("dentalkit.data").joinpath(f"landmark_map_{view}.csv").read_text("utf-8")
     return {r["key"]: r["name"] for r in csv.DictReader(text.splitlines())}
 
 

@@ -46,7 +46,7 @@ VERSIONS = ["2024.1.3", "2024.2.0", "v7"]
 
 
 def _names(view: str) -> dict[str, str]:
-    text = resources.files("dentalkit.data").joinpath(f"landmark_map_{view}.csv").read_text()
+    text = resources.files("dentalkit.data").joinpath(f"landmark_map_{view}.csv").read_text("utf-8")
     return {r["key"]: r["name"] for r in csv.DictReader(text.splitlines())}
 
 
