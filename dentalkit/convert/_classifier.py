@@ -21,7 +21,6 @@ from dentalkit.convert._common import (
     exact_keys,
     number,
     obj,
-    owners,
     require,
     text,
     top_level,
@@ -70,7 +69,7 @@ def convert(req: Requests, idx: np.ndarray, problems: Problems) -> pd.DataFrame:
         "classifications",
         req,
         resp,
-        owners([1] * len(resp)),
+        np.ones(len(resp), dtype=np.intp),
         versions,
         {
             "image_name": pd.array(names, dtype=_STR),

@@ -467,6 +467,7 @@ def bodies(
             problems.fatal(req, i, tables, exc)
             continue
         yield i, body
+        del body  # free the tree before the next parse, so its memory is reused warm
 
 
 def reparse(req: Requests, i: int) -> dict:
@@ -579,12 +580,22 @@ def compact(codes: np.ndarray, cats: Sequence[str]) -> pd.Categorical:
     return categorical(remap[codes], [c for c, u in zip(cats, used, strict=True) if u])
 
 
-def fixed(values: Sequence[str | None], rep: np.ndarray, table: str, column: str) -> pd.Categorical:
-    """Categorical of a fixed-vocabulary column from per-response ``values`` repeated to rows."""
+def small(codes: np.ndarray, n_categories: int) -> np.ndarray:
+    """``codes`` in the smallest signed integer dtype that holds them (and -1)."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if n_categories < np.iinfo(dtype).max:
+            return codes.astype(dtype, copy=False)
+    return codes.astype(np.int64, copy=False)
+
+
+def fixed(
+    values: Sequence[str | None], counts: np.ndarray, table: str, column: str
+) -> pd.Categorical:
+    """Categorical of a fixed-vocabulary column: per-response ``values``, ``counts`` rows each."""
     vocab = schemas.categories(table, column)
     codes, uniques = pd.factorize(np.asarray(values, dtype=object))
     lookup = np.array([vocab.index(u) if u in vocab else -1 for u in uniques] + [-1], dtype=np.int8)
-    return vocabulary(lookup[codes][rep], table, column)
+    return vocabulary(np.repeat(lookup[codes], np.asarray(counts, dtype=np.intp)), table, column)
 
 
 def vocabulary(codes: np.ndarray, table: str, column: str) -> pd.Categorical:
@@ -594,16 +605,13 @@ def vocabulary(codes: np.ndarray, table: str, column: str) -> pd.Categorical:
     )
 
 
-def factorized(
-    values: np.ndarray, rep: np.ndarray, has_rows: np.ndarray | None = None
-) -> pd.Categorical:
-    """Categorical of per-response string ``values`` repeated to rows (``rep`` = response
-    of each row); categories are the values of responses that have rows, in order."""
-    if has_rows is None:
-        has_rows = np.bincount(rep, minlength=len(values)) > 0
+def factorized(values: np.ndarray, counts: np.ndarray) -> pd.Categorical:
+    """Categorical of per-response string ``values``, ``counts`` rows each; categories are
+    the values of the responses that have rows, in order of first appearance."""
+    has_rows = counts > 0
     codes = np.full(len(values), -1, dtype=np.intp)
     codes[has_rows], uniques = pd.factorize(values[has_rows])
-    return categorical(codes[rep], list(uniques))
+    return categorical(np.repeat(small(codes, len(uniques)), counts), list(uniques))
 
 
 def owners(counts: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -616,33 +624,31 @@ def build_table(
     name: str,
     req: Requests,
     resp: Sequence[int] | np.ndarray,
-    rep: np.ndarray,
+    counts: Sequence[int] | np.ndarray,
     versions: Sequence[str | None],
     columns: dict[str, object],
 ) -> pd.DataFrame:
-    """Assemble table ``name``: the session key of response ``resp[rep[k]]`` for row ``k``,
+    """Assemble table ``name``: the session key of each response repeated over its rows,
     then ``columns``; checked against the declared schema.
 
     Parameters
     ----------
     resp : array of int
-        Request indices (into ``req``) of the responses that produced rows.
-    rep : array of int
-        For each row, the position in ``resp`` of its response (see :func:`owners`).
+        Request indices (into ``req``) of the responses, in row order.
+    counts : array of int
+        Rows of each response (0 allowed).
     versions : sequence
         ``Version`` of each response in ``resp`` (None where absent).
     """
     resp = np.asarray(resp, dtype=np.intp)
-    rep = np.asarray(rep, dtype=np.intp)
+    counts = np.asarray(counts, dtype=np.intp)
     names = [req.ep[i].name for i in resp.tolist()]
-    has_rows = np.bincount(rep, minlength=len(resp)) > 0
-    st = req.session_time[resp]
     data = {
-        "patient_id": factorized(req.patient_id[resp], rep, has_rows),
-        "timestamp": factorized(req.timestamp[resp], rep, has_rows),
-        "session_time": st.take(rep).array if len(st) else st.array,
-        "endpoint": fixed(names, rep, name, "endpoint"),
-        "model_version": factorized(np.asarray(versions, dtype=object), rep, has_rows),
+        "patient_id": factorized(req.patient_id[resp], counts),
+        "timestamp": factorized(req.timestamp[resp], counts),
+        "session_time": req.session_time[resp].repeat(counts).array,
+        "endpoint": fixed(names, counts, name, "endpoint"),
+        "model_version": factorized(np.asarray(versions, dtype=object), counts),
     }
     data.update(columns)
     df = pd.DataFrame(data, copy=False)

@@ -31,7 +31,6 @@ from dentalkit.convert._common import (
     jp,
     key_text,
     obj,
-    owners,
     pair,
     require,
     short,
@@ -142,16 +141,15 @@ def convert(req: Requests, idx: np.ndarray, problems: Problems) -> dict[str, pd.
             cnt_v.append(version)
             cnt_src.append(ep.source)
 
-    rep = owners(det_n)
     cls_codes, cls_cats = pd.factorize(np.asarray(det_cols[0], dtype=object))
     findings = build_table(
         "findings",
         req,
         det_resp,
-        rep,
+        det_n,
         det_v,
         {
-            "source": fixed(det_src, rep, "findings", "source"),
+            "source": fixed(det_src, np.asarray(det_n), "findings", "source"),
             "class_name": categorical(cls_codes, list(cls_cats)),
             **{
                 name: np.asarray(col, dtype=np.float64)
@@ -159,16 +157,15 @@ def convert(req: Requests, idx: np.ndarray, problems: Problems) -> dict[str, pd.
             },
         },
     )
-    rep = owners(cnt_n)
     cls_codes, cls_cats = pd.factorize(np.asarray(cnt_cols[0], dtype=object))
     finding_counts = build_table(
         "finding_counts",
         req,
         cnt_resp,
-        rep,
+        cnt_n,
         cnt_v,
         {
-            "source": fixed(cnt_src, rep, "finding_counts", "source"),
+            "source": fixed(cnt_src, np.asarray(cnt_n), "finding_counts", "source"),
             "class_name": categorical(cls_codes, list(cls_cats)),
             "count": np.asarray(cnt_cols[1], dtype=np.int32),
         },

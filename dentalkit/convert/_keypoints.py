@@ -31,7 +31,6 @@ from dentalkit.convert._common import (
     jp,
     key_text,
     obj,
-    owners,
     pair,
     require,
     short,
@@ -169,13 +168,11 @@ class _Columns:
         self.arches.append(arch)
 
     def _common(self, table: str) -> tuple[np.ndarray, dict]:
-        rep = owners(self.counts)
-        return rep, {
-            "arch": fixed(self.arches, rep, table, "arch"),
-        }
+        counts = np.asarray(self.counts, dtype=np.intp)
+        return counts, {"arch": fixed(self.arches, counts, table, "arch")}
 
     def keypoints_table(self, req: Requests) -> pd.DataFrame:
-        rep, cols = self._common("tooth_keypoints")
+        counts, cols = self._common("tooth_keypoints")
         tooth_codes, tooth_cats = pd.factorize(np.asarray(self.a, dtype=object))
         point_codes, point_cats = pd.factorize(np.asarray(self.c, dtype=object))
         parsed = _toothkeys.parse(list(tooth_cats))
@@ -187,10 +184,10 @@ class _Columns:
             "x": np.asarray(self.x, dtype=np.float64),
             "y": np.asarray(self.y, dtype=np.float64),
         }
-        return build_table("tooth_keypoints", req, self.resp, rep, self.versions, cols)
+        return build_table("tooth_keypoints", req, self.resp, counts, self.versions, cols)
 
     def arch_table(self, req: Requests) -> pd.DataFrame:
-        rep, cols = self._common("arch_points")
+        counts, cols = self._common("arch_points")
         point_codes, point_cats = pd.factorize(np.asarray(self.a, dtype=object))
         cols |= {
             "point": categorical(point_codes, list(point_cats)),
@@ -198,4 +195,4 @@ class _Columns:
             "x": np.asarray(self.x, dtype=np.float64),
             "y": np.asarray(self.y, dtype=np.float64),
         }
-        return build_table("arch_points", req, self.resp, rep, self.versions, cols)
+        return build_table("arch_points", req, self.resp, counts, self.versions, cols)

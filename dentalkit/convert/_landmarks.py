@@ -27,6 +27,7 @@ from dentalkit.convert._common import (
     Requests,
     bodies,
     build_table,
+    categorical,
     compact,
     exact_keys,
     integer,
@@ -34,10 +35,10 @@ from dentalkit.convert._common import (
     key_text,
     number,
     obj,
-    owners,
     reparse,
     require,
     short,
+    small,
     top_level,
     vocabulary,
 )
@@ -118,10 +119,13 @@ def convert(
     resp: list[int] = []
     counts: list[int] = []
     versions: list[str | None] = []
-    views: list[str] = []
+    views: list[int] = []
     code_parts: list[np.ndarray] = []
+    name_parts: list[np.ndarray] = []
+    name_cats: dict[str, int] = {}
     notes: list[tuple[int, str, str]] = []  # (position in resp, path, reason)
-    odd_cache: dict[tuple[int, str], list[str]] = {}
+    per_template: dict[tuple[int, str], tuple[np.ndarray, list[str]]] = {}
+    lost = False  # a response was dropped: some categories may be unused
 
     for i, body in bodies(req, idx, problems, TABLES):
         ep = req.ep[i]
@@ -138,13 +142,21 @@ def convert(
                 ys.extend(y2)
         except BodyError as err:
             problems.fatal(req, i, TABLES, err)
+            lost = True
             continue
+        known = per_template.get((id(codes), ep.view))
+        if known is None:  # once per distinct key sequence and view
+            known = _template(klist, ep.view, names.get(ep.view, {}), name_cats)
+            per_template[(id(codes), ep.view)] = known
+        name_codes, odd = known
+        del body, results  # free the tree before the next parse, so its memory is reused warm
         pos = len(resp)
         resp.append(i)
         counts.append(n)
         versions.append(version)
-        views.append(ep.view)
+        views.append(_VIEWS.index(ep.view))
         code_parts.append(codes)
+        name_parts.append(name_codes)
         if npp != n:
             notes.append(
                 (
@@ -153,73 +165,76 @@ def convert(
                     f"NumberOfPredictedPoints is {npp} but {n} landmarks are present",
                 )
             )
-        odd = odd_cache.get((id(codes), ep.view))
-        if odd is None:
-            form, shown = _KEY_FORMS[ep.view]
-            odd = [k for k in klist if not form.fullmatch(k)]
-            odd_cache[(id(codes), ep.view)] = odd
         if odd:
-            shown = _KEY_FORMS[ep.view][1]
             notes.append(
                 (
                     pos,
                     "$.Results",
                     f"landmark key(s) {', '.join(map(short, odd[:5]))}"
-                    f"{' …' if len(odd) > 5 else ''} are not of the form {shown} of a "
-                    f"{ep.view} response; name left null",
+                    f"{' …' if len(odd) > 5 else ''} are not of the form "
+                    f"{_KEY_FORMS[ep.view][1]} of a {ep.view} response; name left null",
                 )
             )
 
     x = np.frombuffer(xs, dtype=np.float64) if xs else np.zeros(0)
     y = np.frombuffer(ys, dtype=np.float64) if ys else np.zeros(0)
-    rep = owners(counts)
-    keep = _recheck(req, problems, resp, rep, x, y)
+    n_rows = np.asarray(counts, dtype=np.intp)
+    keep = _recheck(req, problems, resp, n_rows, x, y)
     for pos, path, reason in notes:
         if keep[pos]:
             problems.note(req, resp[pos], "landmarks", path, reason)
 
     lm_codes = np.concatenate(code_parts) if code_parts else np.zeros(0, dtype=np.int32)
-    view_of_resp = np.fromiter((_VIEWS.index(v) for v in views), dtype=np.int8, count=len(views))
+    nm_codes = np.concatenate(name_parts) if name_parts else np.zeros(0, dtype=np.int32)
+    view_of_resp = np.asarray(views, dtype=np.int8)
     if not keep.all():
-        rows = keep[rep]
-        x, y, lm_codes = x[rows], y[rows], lm_codes[rows]
+        lost = True
+        rows = np.repeat(keep, n_rows)
+        x, y, lm_codes, nm_codes = x[rows], y[rows], lm_codes[rows], nm_codes[rows]
         resp = [r for r, k in zip(resp, keep, strict=True) if k]
         versions = [v for v, k in zip(versions, keep, strict=True) if k]
         view_of_resp = view_of_resp[keep]
-        rep = owners(np.asarray(counts)[keep])
-    view_codes = view_of_resp[rep]
-
+        n_rows = n_rows[keep]
     cats = keys.categories
-    name_cats: dict[str, int] = {}
-    name_table = np.full((len(cats), len(_VIEWS)), -1, dtype=np.int32)
-    for v, view in enumerate(_VIEWS):
-        mapping = names.get(view, {})
-        for c, key in enumerate(cats):
-            nm = mapping.get(key)
-            if isinstance(nm, str) and nm:
-                name_table[c, v] = name_cats.setdefault(nm, len(name_cats))
-    name_codes = name_table[lm_codes, view_codes] if len(lm_codes) else lm_codes
+    names_list = list(name_cats)
+    if lost:
+        landmark, name = compact(lm_codes, cats), compact(nm_codes, names_list)
+    else:
+        landmark = categorical(small(lm_codes, len(cats)), cats)
+        name = categorical(small(nm_codes, len(names_list)), names_list)
     return build_table(
         "landmarks",
         req,
         resp,
-        rep,
+        n_rows,
         versions,
         {
-            "view": vocabulary(view_codes, "landmarks", "view"),
-            "landmark": compact(lm_codes, cats),
-            "name": compact(name_codes, list(name_cats)),
+            "view": vocabulary(np.repeat(view_of_resp, n_rows), "landmarks", "view"),
+            "landmark": landmark,
+            "name": name,
             "x": x,
             "y": y,
         },
     )
 
 
+def _template(
+    klist: list[str], view: str, mapping: Mapping[str, str], name_cats: dict[str, int]
+) -> tuple[np.ndarray, list[str]]:
+    """Name codes of a key sequence for a view, and its keys of an unexpected form."""
+    codes = np.empty(len(klist), dtype=np.int32)
+    for j, key in enumerate(klist):
+        nm = mapping.get(key)
+        codes[j] = name_cats.setdefault(nm, len(name_cats)) if isinstance(nm, str) and nm else -1
+    form = _KEY_FORMS[view][0]
+    return codes, [k for k in klist if not form.fullmatch(k)]
+
+
 def _recheck(
     req: Requests,
     problems: Problems,
     resp: list[int],
-    rep: np.ndarray,
+    counts: np.ndarray,
     x: np.ndarray,
     y: np.ndarray,
 ) -> np.ndarray:
@@ -234,7 +249,8 @@ def _recheck(
     suspect |= (x == 0.0) | (x == 1.0) | (y == 0.0) | (y == 1.0)
     if not suspect.any():
         return keep
-    for pos in np.unique(rep[suspect]):
+    ends = np.cumsum(counts)
+    for pos in np.unique(np.searchsorted(ends, np.flatnonzero(suspect), side="right")):
         i = resp[pos]
         try:
             exact(reparse(req, i))

@@ -159,6 +159,7 @@ def convert(req: Requests, idx: np.ndarray, problems: Problems) -> pd.DataFrame:
             problems.fatal(req, i, TABLES, err)
             continue
         m, c = got
+        del body, results  # free the tree before the next parse, so its memory is reused warm
         pos = len(resp)
         resp.append(i)
         nteeth.append(len(klist))
@@ -199,7 +200,8 @@ def convert(req: Requests, idx: np.ndarray, problems: Problems) -> pd.DataFrame:
         resp = [r for r, k in zip(resp, keep, strict=True) if k]
         versions = [v for v, k in zip(versions, keep, strict=True) if k]
         sources = [s for s, k in zip(sources, keep, strict=True) if k]
-        tooth_rep = owners(np.asarray(nteeth)[keep])
+        nteeth = np.asarray(nteeth)[keep]
+        tooth_rep = owners(nteeth)
         point_tooth = owners(counts)
 
     cats = keys.categories
@@ -216,10 +218,10 @@ def convert(req: Requests, idx: np.ndarray, problems: Problems) -> pd.DataFrame:
         "teeth",
         req,
         resp,
-        tooth_rep,
+        nteeth,
         versions,
         {
-            "source": fixed(sources, tooth_rep, "teeth", "source"),
+            "source": fixed(sources, np.asarray(nteeth), "teeth", "source"),
             "tooth": compact(c, cats),
             "tooth_type": vocabulary(parsed.type_code[c], "teeth", "tooth_type"),
             "side": vocabulary(parsed.side_code[c], "teeth", "side"),

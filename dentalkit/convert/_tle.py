@@ -24,7 +24,6 @@ from dentalkit.convert._common import (
     build_table,
     categorical,
     number,
-    owners,
     require,
     short,
     text,
@@ -100,4 +99,4 @@ def convert(req: Requests, idx: np.ndarray, problems: Problems) -> pd.DataFrame:
     codes, uniques = pd.factorize(np.asarray(apps, dtype=object))
     cols["app"] = categorical(codes, list(uniques))
     cols["estimate_length_months"] = np.asarray(months, dtype=np.float64)
-    return build_table("tle", req, resp, owners([1] * len(resp)), versions, cols)
+    return build_table("tle", req, resp, np.ones(len(resp), dtype=np.intp), versions, cols)

@@ -33,7 +33,6 @@ from dentalkit.convert._common import (
     categorical,
     exact_keys,
     obj,
-    owners,
     require,
     text,
     top_level,
@@ -92,7 +91,7 @@ def convert(req: Requests, idx: np.ndarray, problems: Problems) -> pd.DataFrame:
         "tmj",
         req,
         resp,
-        owners([1] * len(resp)),
+        np.ones(len(resp), dtype=np.intp),
         versions,
         {
             "image_name": pd.array(names, dtype=_STR),
