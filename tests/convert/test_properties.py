@@ -348,7 +348,7 @@ def check_session_time(df: pd.DataFrame) -> None:
 @settings(SETTINGS, max_examples=25)
 @given(data=st.data())
 def test_valid_batches_convert_exactly(kind, data):
-    size = data.draw(st.sampled_from([1, 3, 25, 80, 120]), label="size")
+    size = data.draw(st.sampled_from([1, 3, 30, 100, 150]), label="size")
     batch = data.draw(st.lists(response(kind), min_size=size, max_size=size), label="batch")
     rows = [r for r, _, _ in batch]
     df = responses_frame(rows, [e for _, e, _ in batch])
