@@ -9,22 +9,9 @@ import shapely
 
 from dentalkit import convert
 from dentalkit.errors import ResponseFormatError
-from tests.convert._helpers import PID, frame, load, row
+from tests.convert._helpers import FDI_32, PID, frame, load, row
 
 pytestmark = pytest.mark.filterwarnings("error::dentalkit.errors.DentalkitWarning")
-
-# ISO 3950, written out by hand: quadrant 1 upper right, 2 upper left, 3 lower left,
-# 4 lower right; i1=1, i2=2, c=3, p1=4, p2=5, m1=6, m2=7, m3=8.
-FDI_32 = {
-    "i1_rgt_up": 11, "i2_rgt_up": 12, "c_rgt_up": 13, "p1_rgt_up": 14,
-    "p2_rgt_up": 15, "m1_rgt_up": 16, "m2_rgt_up": 17, "m3_rgt_up": 18,
-    "i1_lft_up": 21, "i2_lft_up": 22, "c_lft_up": 23, "p1_lft_up": 24,
-    "p2_lft_up": 25, "m1_lft_up": 26, "m2_lft_up": 27, "m3_lft_up": 28,
-    "i1_lft_lo": 31, "i2_lft_lo": 32, "c_lft_lo": 33, "p1_lft_lo": 34,
-    "p2_lft_lo": 35, "m1_lft_lo": 36, "m2_lft_lo": 37, "m3_lft_lo": 38,
-    "i1_rgt_lo": 41, "i2_rgt_lo": 42, "c_rgt_lo": 43, "p1_rgt_lo": 44,
-    "p2_rgt_lo": 45, "m1_rgt_lo": 46, "m2_rgt_lo": 47, "m3_rgt_lo": 48,
-}  # fmt: skip
 
 
 def seg(results: dict, endpoint: str = "pano_segmentation", **kw) -> pd.DataFrame:
