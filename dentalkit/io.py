@@ -185,7 +185,8 @@ def read_geoparquet(path: str | os.PathLike) -> pd.DataFrame:
 def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | os.PathLike) -> dict[str, Path]:
     """Write dentalkit tables to ``out_dir/<name>.parquet`` (teeth as GeoParquet 1.1).
 
-    Each table is checked against its schema first; each file is written atomically.
+    Each table is checked against its schema first (nothing is written if one fails);
+    each file is written atomically. The index is not written: keys are columns.
 
     Returns
     -------

@@ -28,7 +28,7 @@ from dentalkit.landmark_map import load_landmark_map
 Errors = Literal["raise", "collect"]
 LandmarkMap = str | Path | pd.DataFrame | Mapping[str, str] | None
 
-_COMMON_DOC = """
+_PARAMS_DOC = """
     Parameters
     ----------
     responses : pandas.DataFrame
@@ -45,14 +45,27 @@ _COMMON_DOC = """
         timestamp, responses row and JSON path; a bad responses row (unknown endpoint,
         null patient_id) raises :class:`~dentalkit.errors.InputError`. ``"collect"``:
         each becomes a row of the ``problems`` table and that response is dropped; the
-        others convert.
+        others convert."""
 
+_NOTES_DOC = """
+    Notes
+    -----
     Data the service sent that is well-formed but contradicts the spec or itself
     (``NumberOfPredictedPoints`` ≠ landmarks present, ``ImageContents`` ≠ detections,
     an unknown tooth prefix, an echo that differs from the request) is kept and listed
     in ``problems`` in both modes; an echo mismatch also warns
     (:class:`~dentalkit.errors.EchoMismatchWarning`). The session key always comes from
     the request, never from the echo.
+
+    What counts as malformed: a required field missing or of the wrong type; a record
+    (landmark, tooth, detection, classification) with fields other than the spec's;
+    a coordinate that is not a pair of finite numbers; a number beyond ±10^6
+    (``MAX_ABS``: no dental image is a million pixels wide, so such a value is
+    corruption); a key or table string longer than 4,096 characters (``MAX_TEXT``).
+    Top-level fields the spec does not show are ignored (a new field does not break a
+    cohort); a ``Version`` on an endpoint the spec shows without one is kept as
+    ``model_version``. The echo fields and ``OutputImageUrl`` are optional but must be
+    strings.
 """
 
 
@@ -66,7 +79,7 @@ def tables(
 
     Each body is parsed once (orjson) and flattened in one pass; tables are typed as
     declared in :mod:`dentalkit.convert.schemas`.
-    {common}
+    {params}
     landmark_map : path, DataFrame or mapping, optional
         Landmark map giving each key its anatomical ``name`` (default: the shipped map,
         see :func:`dentalkit.landmark_map.load_landmark_map`); a mapping ``key → name``
@@ -81,7 +94,7 @@ def tables(
         ``finding_counts``, ``classifications``, ``tmj``, ``tle`` (or those of
         ``include``) and ``problems`` (always present; empty tables have their full
         schema).
-
+    {notes}
     Examples
     --------
     >>> import pandas as pd
@@ -115,7 +128,7 @@ def tables(
     return out
 
 
-tables.__doc__ = tables.__doc__.replace("{common}", _COMMON_DOC)
+tables.__doc__ = tables.__doc__.replace("{params}", _PARAMS_DOC).replace("{notes}", _NOTES_DOC)
 
 
 def _run(
@@ -220,9 +233,16 @@ def teeth(responses: pd.DataFrame, errors: Errors = "raise") -> pd.DataFrame:
     Columns: the session key, ``source``, ``tooth`` (``m1_rgt_up``), ``tooth_type``,
     ``side``, ``arch``, ``fdi`` (ISO 3950: quadrant 1 upper right, 2 upper left, 3 lower
     left, 4 lower right; i1=1 … m3=8), ``missing``, ``geometry`` (shapely Polygon in
-    pixel units, None when missing or unusable) and ``repaired`` (an invalid outline
-    made valid with ``shapely.make_valid``). See :mod:`dentalkit.convert._teeth` for the
-    repair rule.
+    pixel units, None when missing or unusable) and ``repaired``.
+
+    Outlines: a missing tooth (the spec's ``[[0, 0]]``) has geometry None. An invalid
+    outline (self-intersection, spike) is given to ``shapely.make_valid``; when the
+    result has exactly one polygonal part that polygon is kept and ``repaired`` is True
+    (zero-area debris such as a collapsed spike is dropped). An outline that splits
+    into several polygons (figure of eight), has no area (collinear points) or has
+    fewer than 3 distinct points gets geometry None and a problem row: no single tooth
+    area is defensible, and keeping the largest part would silently change it. Unknown
+    tooth prefixes are kept with ``tooth_type`` and ``fdi`` null and reported.
     {common}
     """
     return _one("teeth", responses, errors)
@@ -323,4 +343,4 @@ for _f in (
     tmj,
     tle,
 ):
-    _f.__doc__ = _f.__doc__.replace("{common}", _COMMON_DOC) + _ONE_DOC
+    _f.__doc__ = _f.__doc__.replace("{common}", _PARAMS_DOC) + _ONE_DOC + _NOTES_DOC
