@@ -28,16 +28,13 @@ class KeyIndex:
         self._seqs: dict[tuple, np.ndarray] = {}
         self._last: list | None = None
         self._last_codes = np.zeros(0, dtype=np.int32)
-        self.new: list[str] = []  # keys seen for the first time by the last codes() call
 
     def codes(self, keys: list) -> np.ndarray:
         """Codes of ``keys`` (validated as map keys on first sight)."""
         if keys == self._last:
-            self.new = []
             return self._last_codes
         t = tuple(keys)
         c = self._seqs.get(t)
-        self.new = []
         if c is None:
             index = self.index
             for k in keys:
@@ -46,7 +43,6 @@ class KeyIndex:
             for k in keys:
                 if k not in index:
                     index[k] = len(index)
-                    self.new.append(k)
             c = np.fromiter((index[k] for k in keys), dtype=np.int32, count=len(keys))
             self._seqs[t] = c
         self._last = keys

@@ -218,7 +218,7 @@ def bodies(
 
 
 def reparse(req: Requests, i: int) -> dict:
-    """Parse the body of request ``i`` again (it parsed once, so it parses now)."""
+    """Parse the body of request ``i`` again, to re-check a suspect response exactly."""
     raw = req.body[i]
     return raw if isinstance(raw, dict) else orjson.loads(raw)
 
