@@ -166,3 +166,6 @@ def test_the_analyses_read_the_tables(store, tables):
     )
     assert len(result.problems) == 0
     assert len(result.prevalence) > 0
+    arch = pytest.importorskip("dentalkit.arch")
+    fitted = arch.fit(tables["arch_points"], "parabola", tooth_keypoints=tables["tooth_keypoints"])
+    assert len(fitted) > 0
