@@ -1,0 +1,103 @@
+"""The problems collector: what was wrong where, and what happened to the rows."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from dentalkit.convert import schemas
+from dentalkit.convert._values import BodyError
+from dentalkit.errors import EchoMismatchWarning, InputError, ResponseFormatError
+
+if TYPE_CHECKING:
+    from dentalkit.convert._requests import Requests
+
+_STR = pd.StringDtype(na_value=np.nan)
+
+
+class Problems:
+    """Collects problems; in raise mode, raises on the first fatal one.
+
+    Fatal problems (a malformed body) drop the whole response; notes (data the service
+    sent that contradicts itself, an unknown tooth prefix …) keep the rows.
+    """
+
+    def __init__(self, errors: str) -> None:
+        if errors not in ("raise", "collect"):
+            raise InputError(f"errors must be 'raise' or 'collect', got {errors!r}")
+        self.collect = errors == "collect"
+        self.records: list[tuple | None] = []
+        self._echo: dict[int, str] = {}  # row → first echo mismatch message
+        self._notes: dict[int, list[int]] = {}  # row → positions of its notes in records
+
+    def _who(self, req: Requests, i: int) -> tuple:
+        return req.ep[i].name, req.patient_id[i], req.timestamp[i], int(req.row[i])
+
+    def fatal(self, req: Requests, i: int, tables: Sequence[str], err: BodyError) -> None:
+        """A malformed body: raise, or record it against ``tables`` and drop the response."""
+        ep, pid, ts, row = self._who(req, i)
+        if not self.collect:
+            raise ResponseFormatError(
+                err.reason, endpoint=ep, patient_id=pid, timestamp=ts, path=err.path, row=row
+            )
+        for k in self._notes.pop(row, ()):  # notes of a dropped response no longer apply
+            self.records[k] = None
+        self._echo.pop(row, None)
+        for t in tables:
+            self.records.append((t, ep, pid, ts, row, err.path, f"{err.reason} (response dropped)"))
+
+    def note(self, req: Requests, i: int, table: str, path: str, reason: str) -> None:
+        """Data that contradicts the spec or itself; the rows are kept."""
+        ep, pid, ts, row = self._who(req, i)
+        self._notes.setdefault(row, []).append(len(self.records))
+        self.records.append((table, ep, pid, ts, row, path, f"{reason} (rows kept)"))
+
+    def echo(self, req: Requests, i: int, tables: Sequence[str], path: str, reason: str) -> None:
+        """An echo that differs from the request: noted, and warned about once per call."""
+        for t in tables:
+            self.note(req, i, t, path, reason)
+        self._echo.setdefault(int(req.row[i]), f"row {int(req.row[i])}: {reason}")
+
+    def bad_row(self, row: int, endpoint, pid, ts, field: str, reason: str) -> None:
+        """A responses-table row that cannot be converted (not the body's fault)."""
+        if not self.collect:
+            raise InputError(f"responses row {row}: {field}: {reason}")
+        ep = endpoint if isinstance(endpoint, str) else None
+        pid = pid if isinstance(pid, str) else None
+        ts = ts if isinstance(ts, str) else None
+        self.records.append(("responses", ep, pid, ts, row, field, f"{reason} (row skipped)"))
+
+    def frame(self, tables: Sequence[str] | None = None) -> pd.DataFrame:
+        """The problems table (schema ``problems``), in the order of the responses rows."""
+        recs = [r for r in self.records if r is not None]
+        if tables is not None:
+            keep = {*tables, "responses"}
+            recs = [r for r in recs if r[0] in keep]
+        if not recs:
+            return schemas.empty("problems")
+        recs.sort(key=lambda r: r[4])  # by responses row; stable: order of discovery kept
+        cols = list(zip(*recs, strict=True))
+        df = pd.DataFrame(
+            {
+                name: pd.array(list(col), dtype="Int64" if name == "row" else _STR)
+                for name, col in zip(schemas.SCHEMAS["problems"].names, cols, strict=True)
+            }
+        )
+        schemas.check(df, "problems")
+        return df
+
+    def warn(self, stacklevel: int = 3) -> None:
+        """Emit one :class:`EchoMismatchWarning` summarising the echo mismatches."""
+        if self._echo:
+            n = len(self._echo)
+            first = self._echo[min(self._echo)]
+            warnings.warn(
+                f"{n} response(s) echo a PatientID/TimeStamp that differs from the request; "
+                f"the tables keep the request values (see the problems table). First: {first}",
+                EchoMismatchWarning,
+                stacklevel=stacklevel,
+            )

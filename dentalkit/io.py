@@ -1,0 +1,245 @@
+"""Table I/O: every table as Parquet, ``teeth`` as GeoParquet 1.1 — with pyarrow only.
+
+GeoParquet (https://geoparquet.org, version 1.1.0) is Parquet with a ``geo`` metadata
+entry describing the geometry columns. dentalkit writes it directly with pyarrow, so
+the core install needs neither geopandas nor GDAL:
+
+- ``geometry``: WKB (ISO flavour, 2D, little endian), null when the tooth is missing
+  or its outline unusable;
+- ``bbox``: the covering column, a struct ``{xmin, ymin, xmax, ymax}`` (float64) per
+  row, declared under ``columns.geometry.covering.bbox`` so readers can skip row
+  groups by bounding box;
+- ``crs: null``: coordinates are image pixels, not a geographic reference system. An
+  explicit null means "undefined"; an absent key would mean OGC:CRS84 (longitude and
+  latitude), which would be wrong;
+- ``geometry_types``: the types present (``["Polygon"]``), ``bbox``: the total bounds.
+
+Writes are atomic: each file is written to a temporary name in the same folder, synced
+and moved into place with ``os.replace``, so a reader (or a crash) never sees half a
+file.
+
+Examples
+--------
+>>> import shapely, pandas as pd
+>>> from dentalkit import io
+>>> df = pd.DataFrame({"tooth": ["m1_rgt_up"], "geometry": [shapely.box(0, 0, 2, 1)]})
+>>> import tempfile, pathlib
+>>> with tempfile.TemporaryDirectory() as d:
+...     path = pathlib.Path(d) / "t.parquet"
+...     _ = io.write_geoparquet(df, path)
+...     back = io.read_geoparquet(path)
+>>> back["geometry"][0].area
+2.0
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from contextlib import suppress
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import shapely
+
+from dentalkit.convert import schemas
+from dentalkit.errors import InputError
+
+__all__ = [
+    "GEOPARQUET_VERSION",
+    "read_geoparquet",
+    "read_tables",
+    "write_geoparquet",
+    "write_tables",
+]
+
+#: GeoParquet specification version written.
+GEOPARQUET_VERSION = "1.1.0"
+_BBOX = pa.struct(
+    [pa.field(k, pa.float64(), nullable=False) for k in ("xmin", "ymin", "xmax", "ymax")]
+)
+_TYPE_NAMES = {
+    0: "Point",
+    1: "LineString",
+    3: "Polygon",
+    4: "MultiPoint",
+    5: "MultiLineString",
+    6: "MultiPolygon",
+    7: "GeometryCollection",
+}
+
+
+def _atomic_write(table: pa.Table, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            pq.write_table(table, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def _geo_table(df: pd.DataFrame, geometry: str) -> pa.Table:
+    if geometry not in df.columns:
+        raise InputError(f"no geometry column {geometry!r}; columns are {list(df.columns)}")
+    if "bbox" in df.columns:
+        raise InputError("a column named 'bbox' is reserved for the GeoParquet covering column")
+    geoms = df[geometry].to_numpy(dtype=object)
+    is_null = pd.isna(df[geometry]).to_numpy(bool)
+    geoms = np.where(is_null, None, geoms)
+    not_geom = ~is_null & ~shapely.is_geometry(geoms)
+    if not_geom.any():
+        bad = int(np.flatnonzero(not_geom)[0])
+        raise InputError(
+            f"column {geometry!r} holds a {type(geoms[bad]).__name__} at row {bad}; "
+            "expected shapely geometries or None"
+        )
+    wkb = shapely.to_wkb(geoms, output_dimension=2, byte_order=1, flavor="iso")
+    bounds = shapely.bounds(geoms)
+    ids = shapely.get_type_id(geoms[~is_null])
+    types = sorted({_TYPE_NAMES[int(t)] for t in np.unique(ids)})
+
+    rest = pa.Table.from_pandas(df.drop(columns=[geometry]), preserve_index=False)
+    pos = list(df.columns).index(geometry)
+    table = rest.add_column(
+        pos, pa.field(geometry, pa.binary(), nullable=True), pa.array(wkb, type=pa.binary())
+    )
+    bbox = pa.StructArray.from_arrays(
+        [pa.array(bounds[:, k], type=pa.float64()) for k in range(4)],
+        fields=list(_BBOX),
+        mask=pa.array(is_null),
+    )
+    table = table.append_column(pa.field("bbox", _BBOX, nullable=True), bbox)
+    column = {
+        "encoding": "WKB",
+        "geometry_types": types,
+        "crs": None,
+        "covering": {
+            "bbox": {k: ["bbox", k] for k in ("xmin", "ymin", "xmax", "ymax")},
+        },
+    }
+    if (~is_null).any():
+        column["bbox"] = [float(v) for v in shapely.total_bounds(geoms)]
+    geo = {"version": GEOPARQUET_VERSION, "primary_column": geometry, "columns": {geometry: column}}
+    meta = dict(table.schema.metadata or {})
+    meta[b"geo"] = json.dumps(geo).encode()
+    return table.replace_schema_metadata(meta)
+
+
+def write_geoparquet(df: pd.DataFrame, path: str | os.PathLike, geometry: str = "geometry") -> Path:
+    """Write a table with shapely geometries as GeoParquet 1.1 (WKB + bbox covering).
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        E.g. the ``teeth`` table (checked against its schema when it has its columns).
+        The index is not written.
+    path : path-like
+        Destination file, written atomically.
+    geometry : str
+        Name of the geometry column (shapely geometries or None).
+
+    Returns
+    -------
+    pathlib.Path
+        The written file.
+    """
+    if list(df.columns) == schemas.SCHEMAS["teeth"].names:
+        schemas.check(df, "teeth")
+    return _atomic_write(_geo_table(df, geometry), Path(path))
+
+
+def read_geoparquet(path: str | os.PathLike) -> pd.DataFrame:
+    """Read a GeoParquet file into pandas with shapely geometries (no geopandas needed).
+
+    The covering ``bbox`` column is dropped (it is derived from the geometry). A file
+    with the columns of the ``teeth`` table comes back with exactly its dtypes.
+    """
+    table = pq.read_table(path)
+    raw = (table.schema.metadata or {}).get(b"geo")
+    if raw is None:
+        raise InputError(f"{path} has no 'geo' metadata: it is not a GeoParquet file")
+    geo = json.loads(raw)
+    primary = geo["primary_column"]
+    covering = geo["columns"][primary].get("covering", {}).get("bbox", {})
+    drop = sorted({spec[0] for spec in covering.values()} & set(table.column_names))
+    df = table.drop_columns(drop).to_pandas()
+    df[primary] = shapely.from_wkb(df[primary].to_numpy(dtype=object))
+    if list(df.columns) == schemas.SCHEMAS["teeth"].names:
+        df = schemas.conform(df, "teeth")
+    return df
+
+
+def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | os.PathLike) -> dict[str, Path]:
+    """Write dentalkit tables to ``out_dir/<name>.parquet`` (teeth as GeoParquet 1.1).
+
+    Each table is checked against its schema first (nothing is written if one fails);
+    each file is written atomically. The index is not written: keys are columns.
+
+    Returns
+    -------
+    dict of str to pathlib.Path
+        The written file of each table.
+    """
+    out = Path(out_dir)
+    for name, df in tables.items():
+        if name not in schemas.SCHEMAS:
+            raise InputError(
+                f"unknown table {name!r}; write_tables writes dentalkit tables: "
+                f"{', '.join(schemas.SCHEMAS)}"
+            )
+        schemas.check(df, name)
+    written = {}
+    for name, df in tables.items():
+        path = out / f"{name}.parquet"
+        if name == "teeth":
+            written[name] = write_geoparquet(df, path)
+        else:
+            written[name] = _atomic_write(pa.Table.from_pandas(df, preserve_index=False), path)
+    return written
+
+
+def read_tables(
+    out_dir: str | os.PathLike, names: Iterable[str] | None = None
+) -> dict[str, pd.DataFrame]:
+    """Read tables written by :func:`write_tables`, with exactly their declared dtypes.
+
+    Parameters
+    ----------
+    out_dir : path-like
+        The folder.
+    names : iterable of str, optional
+        Tables to read (each must exist); default: every dentalkit table present.
+    """
+    folder = Path(out_dir)
+    if not folder.is_dir():
+        raise InputError(f"{folder} is not a folder of dentalkit tables")
+    wanted = (
+        list(names)
+        if names is not None
+        else [n for n in schemas.SCHEMAS if (folder / f"{n}.parquet").exists()]
+    )
+    result = {}
+    for name in wanted:
+        path = folder / f"{name}.parquet"
+        if name not in schemas.SCHEMAS:
+            raise InputError(f"unknown table {name!r}; tables are {', '.join(schemas.SCHEMAS)}")
+        if not path.exists():
+            raise InputError(f"{path} does not exist; write it with dentalkit.io.write_tables")
+        if name == "teeth":
+            result[name] = read_geoparquet(path)
+        else:
+            result[name] = schemas.conform(pq.read_table(path).to_pandas(), name)
+    return result
