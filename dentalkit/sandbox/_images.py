@@ -21,6 +21,7 @@ __all__ = [
     "SANDBOX_IMAGE_PREFIX",
     "ImageSpec",
     "default_image_kind",
+    "image_identity",
     "parse_sandbox_url",
     "stored_image_name",
 ]
@@ -123,6 +124,19 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 @lru_cache(maxsize=4096)
+def image_identity(url: str) -> str:
+    """What identifies an image for seeding and stored names.
+
+    A sandbox image URL is identified by its path from ``/_sandbox/images/`` on, so the
+    answers do not depend on which host and port the sandbox happened to run on (a demo
+    or notebook rerun on a new port gets the same numbers); any other URL by itself.
+    """
+    i = url.find(SANDBOX_IMAGE_PREFIX)
+    if i >= 0 and parse_sandbox_url(url) is not None:
+        return url[i:]
+    return url
+
+
 def stored_image_name(image_url: str) -> str:
     """The ``ImageName`` a response carries: a stored file name derived from the URL.
 
@@ -137,7 +151,7 @@ def stored_image_name(image_url: str) -> str:
     >>> stored_image_name("https://x.org/a/b/ceph%201.jpg")
     'efe70f6869c2_ceph_1.jpg'
     """
-    digest = hashlib.sha256(image_url.encode("utf-8")).hexdigest()[:12]
+    digest = hashlib.sha256(image_identity(image_url).encode("utf-8")).hexdigest()[:12]
     try:
         path = urlsplit(image_url).path
     except ValueError:

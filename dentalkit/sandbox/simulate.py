@@ -43,7 +43,12 @@ from dentalkit.sandbox._findings import (
     tmj_sentence,
 )
 from dentalkit.sandbox._geometry import ImageTransform, place_points, shoelace_area
-from dentalkit.sandbox._images import IMAGE_SPECS, default_image_kind, parse_sandbox_url
+from dentalkit.sandbox._images import (
+    IMAGE_SPECS,
+    default_image_kind,
+    image_identity,
+    parse_sandbox_url,
+)
 from dentalkit.sandbox._images import stored_image_name as _stored_image_name
 from dentalkit.sandbox._patient import (
     CLINICAL_CLASSES,
@@ -80,7 +85,8 @@ BOX_NOISE_SD_PX = 1.5
 
 NOISE_MODEL = {
     "kind": "independent isotropic Gaussian noise per point, in mm, converted to pixels with "
-    "the image's mm_per_px; seeded by (PatientID, TimeStamp, ImageName, endpoint)",
+    "the image's mm_per_px; seeded by (PatientID, TimeStamp, ImageName, endpoint), a sandbox "
+    "image URL counting by its path only (host and port do not matter)",
     "ceph_lateral_sd_mm": ceph.LATERAL_NOISE_SD_MM,
     "ceph_frontal_sd_mm": ceph.FRONTAL_NOISE_SD_MM,
     "ceph_contour_sd_mm": ceph.CONTOUR_NOISE_SD_MM,
@@ -428,7 +434,10 @@ def _findings(
         kind, known = _image_kind(endpoint, url, pid)
         if not known or not kind.startswith("intraoral"):
             kinds = [k for k in IMAGE_SPECS if k.startswith("intraoral")]
-            kind = kinds[int.from_bytes(generator("kind", url).bytes(2), "little") % len(kinds)]
+            kind = kinds[
+                int.from_bytes(generator("kind", image_identity(url)).bytes(2), "little")
+                % len(kinds)
+            ]
         boxes = _clinical(pid, ts, kind, rng)
         contents = {name: len(boxes.get(name, ())) for name in CLINICAL_CLASSES}
         results = {
@@ -454,13 +463,16 @@ def _findings(
 
 def _classifier(endpoint: Endpoint, pid: str, ts: str, url: str) -> dict:
     parsed = parse_sandbox_url(url)
-    rng = generator("classifier", pid, ts, url)
+    rng = generator("classifier", pid, ts, image_identity(url))
     if parsed is not None:
         category = CATEGORIES[parsed[0]]
         confidence = rng.uniform(0.86, 0.995)
     else:
         cats = sorted(CATEGORIES.values())
-        category = cats[int.from_bytes(generator("category", url).bytes(2), "little") % len(cats)]
+        category = cats[
+            int.from_bytes(generator("category", image_identity(url)).bytes(2), "little")
+            % len(cats)
+        ]
         confidence = rng.uniform(0.5, 0.9)
     return {"Classification": {"category": category, "confidence": round(float(confidence), 3)}}
 
@@ -500,7 +512,7 @@ def respond(
     if not ep.is_image:
         raise InputError(f"{ep.path} is not an image endpoint; use estimate_tle() for /tle")
     pid, ts, url = _request_fields(ep, request)
-    rng = generator("image", pid, ts, url, ep.name) if noise else None
+    rng = generator("image", pid, ts, image_identity(url), ep.name) if noise else None
     if ep.kind is Kind.LANDMARKS:
         body = _landmarks(ep, pid, ts, rng)
     elif ep.kind is Kind.KEYPOINTS:

@@ -122,3 +122,23 @@ def test_missing_request_field_names_it():
 
 def test_kinds_cover_every_response_shape():
     assert {ep.kind for ep in ENDPOINTS} == set(Kind) - {Kind.TLE}
+
+
+def test_sandbox_image_urls_give_the_same_answer_on_any_host_and_port():
+    """A rerun of a demo or notebook on a new sandbox port must reproduce its numbers."""
+    from dentalkit.endpoints import ENDPOINTS
+    from dentalkit.sandbox import simulate
+
+    path = "/_sandbox/images/lateral_ceph/P-77/2024-05-01.png"
+
+    def answer(ep_name, url):
+        req = {"PatientID": "P-77", "TimeStamp": "2024-05-01", "ImageName": url}
+        return simulate.respond(ENDPOINTS[ep_name], req)
+
+    for name in ("ceph_lateral_points", "classifier", "clinical_images"):
+        assert answer(name, "http://127.0.0.1:40001" + path) == answer(
+            name, "http://localhost:52999" + path
+        )
+    # Any other URL still counts as a different image (different noise draw).
+    lateral = answer("ceph_lateral_points", "http://127.0.0.1:40001" + path)
+    assert answer("ceph_lateral_points", "https://x.org/a.png")["Results"] != lateral["Results"]
