@@ -52,9 +52,12 @@ from dentalkit.errors import InputError
 
 __all__ = [
     "GEOPARQUET_VERSION",
+    "patient_bucket",
     "read_geoparquet",
+    "read_partitioned",
     "read_tables",
     "write_geoparquet",
+    "write_partitioned",
     "write_tables",
 ]
 
@@ -243,3 +246,13 @@ def read_tables(
         else:
             result[name] = schemas.conform(pq.read_table(path).to_pandas(), name)
     return result
+
+
+# Partitioned Parquet for cohorts that outgrow one file (dask.dataframe / DuckDB read it
+# partition by partition); implemented in dentalkit.distributed, re-exported here because
+# it is table I/O.
+from dentalkit.distributed import (  # noqa: E402
+    patient_bucket,
+    read_partitioned,
+    write_partitioned,
+)
