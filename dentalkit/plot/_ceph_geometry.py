@@ -53,7 +53,7 @@ def resolve_names(
 ) -> np.ndarray:
     """Anatomical name of every row: ``name`` where given, else the map's name of ``landmark``."""
     name = (
-        rows["name"].astype(object).to_numpy()
+        np.array(rows["name"].to_numpy(dtype=object), dtype=object)
         if "name" in rows.columns
         else np.full(len(rows), None, dtype=object)
     )

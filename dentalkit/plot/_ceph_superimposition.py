@@ -18,7 +18,7 @@ from dentalkit.plot._ceph_geometry import (
     sn_frame,
     view_rows,
 )
-from dentalkit.plot._common import catmull_rom, new_axes
+from dentalkit.plot._common import catmull_rom, new_axes, place_legend
 from dentalkit.plot.style import CATEGORICAL
 
 __all__ = ["DEFAULT_ARROWS", "sn_register", "superimposition"]
@@ -158,6 +158,7 @@ def superimposition(
     closed: Collection[str] | None = None,
     arrows: Sequence[str] | None = DEFAULT_ARROWS,
     landmark_map: str | Path | pd.DataFrame | None = None,
+    legend: str | None = "above",
     ax: Any = None,
 ) -> Any:
     """Two or more sessions of one patient superimposed on S–N at S.
@@ -181,6 +182,7 @@ def superimposition(
         Landmarks whose displacement from the first to the last session is drawn as
         an arrow (default :data:`DEFAULT_ARROWS`; ``None`` for none).
     landmark_map : path or DataFrame, optional
+    legend : {"above", "right", "inside"} or None
     ax : matplotlib Axes, optional
 
     Returns
@@ -265,14 +267,9 @@ def superimposition(
         )
         for ts in sessions
     ]
-    ax.legend(
-        handles=handles,
-        title=str(patient_id),
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
-        borderaxespad=0.0,
+    place_legend(
+        ax, legend, ncols=min(len(handles), 4), handles=handles, title=f"{patient_id}, {note}"
     )
-    ax.set_title(note, loc="left", fontsize="small", fontweight="normal")
     return ax
 
 

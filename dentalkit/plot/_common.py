@@ -20,6 +20,8 @@ __all__ = [
     "finish_pixel_axes",
     "load_image",
     "new_axes",
+    "number",
+    "place_legend",
     "require_columns",
     "scale_bar",
     "select_session",
@@ -68,6 +70,49 @@ def value_norm(values: np.ndarray, vmin: float | None, vmax: float | None, cente
     return Normalize(vmin=lo, vmax=hi)
 
 
+def number(value: float, spec: str = ".1f") -> str:
+    """Format a number with a typographic minus sign (U+2212), as matplotlib's ticks do."""
+    return format(value, spec).replace("-", "\u2212")
+
+
+def place_legend(ax: Any, where: str | None = "above", ncols: int | None = None, **kw: Any):
+    """Put the legend above the axes (default), to the right, inside, or nowhere (None).
+
+    "above" keeps figures narrow enough for a single journal column; constrained
+    layout makes room for it.
+    """
+    handles, labels = ax.get_legend_handles_labels()
+    if "handles" in kw:
+        handles = kw.pop("handles")
+        labels = [h.get_label() for h in handles]
+    if where is None or not handles:
+        return None
+    if where == "above":
+        n = ncols or (1 if max(len(str(t)) for t in labels) > 18 else min(len(handles), 2))
+        return ax.legend(
+            handles,
+            labels,
+            loc="lower left",
+            bbox_to_anchor=(0.0, 1.01),
+            borderaxespad=0.0,
+            ncols=n,
+            **kw,
+        )
+    if where == "right":
+        return ax.legend(
+            handles,
+            labels,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            borderaxespad=0.0,
+            ncols=ncols or 1,
+            **kw,
+        )
+    if where == "inside":
+        return ax.legend(handles, labels, loc="best", ncols=ncols or 1, **kw)
+    raise InputError(f"legend must be 'above', 'right', 'inside' or None, got {where!r}")
+
+
 # --- images ---------------------------------------------------------------------------
 
 
@@ -80,9 +125,7 @@ def load_image(image: Any) -> np.ndarray:
     if isinstance(image, np.ndarray):
         arr = image
     elif isinstance(image, bytes | bytearray):
-        import matplotlib.image as mpimg
-
-        arr = mpimg.imread(io.BytesIO(image))
+        arr = _read(io.BytesIO(image))
     elif isinstance(image, str | Path):
         text = str(image)
         if text.startswith(("http://", "https://")):
@@ -93,9 +136,7 @@ def load_image(image: Any) -> np.ndarray:
         p = Path(text)
         if not p.is_file():
             raise InputError(f"image file {text!r} does not exist")
-        import matplotlib.image as mpimg
-
-        arr = mpimg.imread(p)
+        arr = _read(p)
     elif hasattr(image, "__array_interface__") or hasattr(image, "__array__"):
         arr = np.asarray(image)  # PIL.Image and array-likes
     else:
@@ -111,6 +152,20 @@ def load_image(image: Any) -> np.ndarray:
     return arr
 
 
+def _read(source: Any) -> np.ndarray:
+    """Decode an image file: Pillow keeps 8-bit data as uint8; else matplotlib (PNG only)."""
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - Pillow comes with the sandbox extra
+        import matplotlib.image as mpimg
+
+        return mpimg.imread(source)
+    with Image.open(source) as img:
+        if img.mode not in ("L", "RGB", "RGBA", "I;16", "I"):
+            img = img.convert("RGBA" if "A" in img.getbands() else "RGB")
+        return np.asarray(img)
+
+
 def show_image(ax: Any, image: Any) -> np.ndarray:
     """Draw ``image`` in pixel coordinates (pixel centres at integers, y down); return it."""
     arr = load_image(image)
@@ -120,6 +175,8 @@ def show_image(ax: Any, image: Any) -> np.ndarray:
         kw["cmap"] = "gray"
         if np.issubdtype(arr.dtype, np.integer):
             kw.update(vmin=0, vmax=np.iinfo(arr.dtype).max)
+        elif np.nanmin(arr) >= 0 and np.nanmax(arr) <= 1:
+            kw.update(vmin=0.0, vmax=1.0)  # decoded 8-bit data: keep the exposure
     ax.imshow(arr, extent=(-0.5, w - 0.5, h - 0.5, -0.5), origin="upper", zorder=0, **kw)
     ax.set_xlim(-0.5, w - 0.5)
     ax.set_ylim(h - 0.5, -0.5)

@@ -18,6 +18,7 @@ from dentalkit.errors import InputError
 from dentalkit.plot._common import (
     finish_pixel_axes,
     new_axes,
+    place_legend,
     require_columns,
     select_session,
     show_image,
@@ -56,6 +57,7 @@ def forms(
     image: Any = None,
     number_points: bool = False,
     show_axes: bool = True,
+    legend: str | None = "above",
     ax: Any = None,
 ) -> Any:
     """Catenary points of one arch with the fitted curve of each model, in image pixels.
@@ -82,6 +84,7 @@ def forms(
     number_points : bool
         Write each point's ``index`` next to it.
     show_axes : bool
+    legend : {"above", "right", "inside"} or None
     ax : matplotlib Axes, optional
 
     Returns
@@ -145,12 +148,8 @@ def forms(
     finish_pixel_axes(
         ax, np.concatenate(xs), np.concatenate(ys), has_image=has_image, show_axes=show_axes
     )
-    ax.legend(
-        loc="upper left",
-        bbox_to_anchor=(1.01, 1.0),
-        borderaxespad=0.0,
-        title=f"{_ARCH_NAME.get(str(key.get('arch')), key.get('arch'))} arch",
-    )
+    arch_name = _ARCH_NAME.get(str(key.get("arch")), key.get("arch"))
+    place_legend(ax, legend, ncols=3, title=f"{arch_name} arch")
     return ax
 
 
@@ -183,6 +182,7 @@ def mean_forms(
     by: str | None = None,
     arch: str | None = None,
     band: bool = True,
+    legend: str | None = "above",
     ax: Any = None,
 ) -> Any:
     """Group mean arch forms with pointwise confidence bands, in the canonical frame.
@@ -200,6 +200,7 @@ def mean_forms(
     band : bool
         Shade the pointwise confidence band ``y_lower`` … ``y_upper`` (at fixed x, as
         ``mean_form`` computes it).
+    legend : {"above", "right", "inside"} or None
     ax : matplotlib Axes, optional
 
     Returns
@@ -264,5 +265,5 @@ def mean_forms(
     ax.set_ylabel(f"y, posterior ({unit})")
     level = table["level"].iloc[0] if "level" in table.columns else None
     title = f"{models[0]} mean" + (f", {level:.0%} CI" if band and level is not None else "")
-    ax.legend(title=title, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    place_legend(ax, legend, title=title)
     return ax

@@ -38,6 +38,8 @@ from dentalkit.plot._common import (
     catmull_rom,
     finish_pixel_axes,
     new_axes,
+    number,
+    place_legend,
     scale_bar,
     select_session,
     show_image,
@@ -75,6 +77,7 @@ def tracing(
     landmark_map: str | Path | pd.DataFrame | None = None,
     crop: bool = True,
     show_axes: bool = True,
+    legend: str | None = "above",
     ax: Any = None,
 ) -> Any:
     """Cephalometric tracing of one session: landmarks, contours and measurement lines.
@@ -113,6 +116,8 @@ def tracing(
         Limit the view to the landmarks (with a margin) rather than the whole image.
     show_axes : bool
         Pixel axes with labels (default) or no axes (a clean tracing).
+    legend : {"above", "right", "inside"} or None
+        Where the legend of measures goes.
     ax : matplotlib Axes, optional
 
     Returns
@@ -201,8 +206,7 @@ def tracing(
     finish_pixel_axes(ax, xy[:, 0], xy[:, 1], has_image=has_image and not crop, show_axes=show_axes)
     if mm_per_px is not None:
         scale_bar(ax, float(mm_per_px))
-    if measures and ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    place_legend(ax, legend)
     return ax
 
 
@@ -226,7 +230,7 @@ def _draw_measures(
         used += [u for u in m_used if u not in used]
         colour = CATEGORICAL[i % len(CATEGORICAL)]
         val, unit = values.get(m, (np.nan, ""))
-        text = f"{short_label(catalog, m)} {val:.1f}{UNIT_TEXT.get(unit, ' ' + unit)}"
+        text = f"{short_label(catalog, m)} {number(val)}{UNIT_TEXT.get(unit, ' ' + unit)}"
         first = True
         for pr in prims:
             xy = pr.xy

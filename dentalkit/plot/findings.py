@@ -21,6 +21,7 @@ from dentalkit.errors import InputError
 from dentalkit.plot._common import (
     finish_pixel_axes,
     new_axes,
+    place_legend,
     require_columns,
     select_session,
     show_image,
@@ -42,6 +43,7 @@ def boxes(
     labels: bool = True,
     crop: bool = False,
     show_axes: bool = True,
+    legend: str | None = "above",
     ax: Any = None,
 ) -> Any:
     """Detection boxes of one image, coloured by class.
@@ -67,6 +69,7 @@ def boxes(
     crop : bool
         With an image, show only the boxes' region.
     show_axes : bool
+    legend : {"above", "right", "inside"} or None
     ax : matplotlib Axes, optional
 
     Returns
@@ -137,14 +140,7 @@ def boxes(
         for c in order
         if c in counts
     ]
-    if handles:
-        ax.legend(
-            handles=handles,
-            loc="upper left",
-            bbox_to_anchor=(1.01, 1.0),
-            borderaxespad=0.0,
-            title="class (boxes)",
-        )
+    place_legend(ax, legend, ncols=3, handles=handles, title="class (boxes)")
     return ax
 
 

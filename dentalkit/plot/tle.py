@@ -19,7 +19,7 @@ import pandas as pd
 
 from dentalkit import tle as _tle
 from dentalkit.errors import InputError
-from dentalkit.plot._common import new_axes, require_columns
+from dentalkit.plot._common import new_axes, number, require_columns
 from dentalkit.plot.style import CATEGORICAL, OKABE_ITO, figure
 from dentalkit.tle.stats import PREDICTED, _pair
 
@@ -295,7 +295,7 @@ def bland_altman(
                 gid=f"{name}_ci",
             )
         ax.annotate(
-            f"{texts[name]} {est:+.1f}",
+            f"{texts[name]}: {number(est, '+.1f')}",
             (1.0, est),
             xycoords=("axes fraction", "data"),
             xytext=(2, 0),
@@ -360,7 +360,7 @@ def calibration_plot(
             b0 + b1 * grid,
             color=OKABE_ITO["vermillion"],
             lw=1.0,
-            label=f"calibration: {b0:+.1f} + {b1:.2f} × predicted",
+            label=f"calibration: {number(b0, '.1f')} + {number(b1, '.2f')} × predicted",
             gid="calibration",
         )
     ax.set_xlim(*grid)
