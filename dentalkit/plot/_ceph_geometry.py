@@ -300,5 +300,5 @@ def sn_frame(
     x = cos * rel[:, 0] + sin * rel[:, 1]
     y = -sin * rel[:, 0] + cos * rel[:, 1]
     face_y = -sin * crel[:, 0] + cos * crel[:, 1]
-    y = np.where(face_y > 0, -y, y)
+    y = np.where(face_y > 0, -y, y) + 0.0  # no negative zeros
     return np.column_stack([x, y]), length

@@ -116,13 +116,14 @@ def wiggle(
     for gi, (g, part) in enumerate(groups):
         stat = part.groupby("measure", observed=True)["z"].agg(["mean", "std", "count"])
         stat = stat.reindex(measures)
-        t = sps.t.ppf((1 + level) / 2, np.maximum(stat["count"] - 1, 1))
-        half = np.where(stat["count"] > 1, t * stat["std"] / np.sqrt(stat["count"]), np.nan)
+        t = sps.t.ppf((1 + level) / 2, np.maximum(stat["count"].to_numpy(dtype=float) - 1, 1))
+        count = stat["count"].to_numpy(dtype=float)
+        half = np.where(count > 1, t * stat["std"].to_numpy(dtype=float) / np.sqrt(count), np.nan)
         y = np.arange(len(measures)) + offsets[gi]
         colour = CATEGORICAL[gi % len(CATEGORICAL)]
         label = "mean" if g is None else str(g)
         ax.errorbar(
-            stat["mean"],
+            stat["mean"].to_numpy(dtype=float),
             y,
             xerr=half,
             color=colour,

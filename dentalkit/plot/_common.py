@@ -32,13 +32,26 @@ __all__ = [
 SESSION_KEY = ("patient_id", "timestamp")
 
 
+def text_scale() -> float:
+    """How much larger the current font is than the house style's 7 pt (at least 1)."""
+    import matplotlib as mpl
+
+    return max(1.0, float(mpl.rcParams["font.size"]) / 7.0)
+
+
 def new_axes(ax: Any = None, size_mm: tuple[float, float] = (85.0, 70.0)) -> Any:
-    """``ax`` itself, or the Axes of a new constrained-layout Figure of ``size_mm``."""
+    """``ax`` itself, or the Axes of a new constrained-layout Figure.
+
+    The figure is ``size_mm`` (a journal column) under :func:`dentalkit.plot.style`;
+    with larger fonts (matplotlib's default 10 pt) it is enlarged in proportion, so
+    text takes the same share of the figure and nothing is crowded out.
+    """
     if ax is not None:
         if not hasattr(ax, "add_patch"):
             raise InputError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
         return ax
-    return figure(size_mm[0], size_mm[1]).add_subplot()
+    k = text_scale()
+    return figure(min(size_mm[0] * k, 300.0), size_mm[1] * k).add_subplot()
 
 
 def colormap(cmap: Any, center: float | None) -> Any:
@@ -47,9 +60,7 @@ def colormap(cmap: Any, center: float | None) -> Any:
 
     name = cmap or (DIVERGING_CMAP if center is not None else SEQUENTIAL_CMAP)
     cm = mpl.colormaps[name] if isinstance(name, str) else name
-    cm = cm.copy()
-    cm.set_bad(MISSING_COLOUR)
-    return cm
+    return cm.with_extremes(bad=MISSING_COLOUR)
 
 
 def value_norm(values: np.ndarray, vmin: float | None, vmax: float | None, center: float | None):
@@ -73,6 +84,17 @@ def value_norm(values: np.ndarray, vmin: float | None, vmax: float | None, cente
 def number(value: float, spec: str = ".1f") -> str:
     """Format a number with a typographic minus sign (U+2212), as matplotlib's ticks do."""
     return format(value, spec).replace("-", "\u2212")
+
+
+def _columns_that_fit(ax: Any, labels: list[str], most: int = 4) -> int:
+    """Legend columns whose estimated width fits the figure (about 0.55 em per character)."""
+    import matplotlib as mpl
+    from matplotlib.font_manager import FontProperties
+
+    size = FontProperties(size=mpl.rcParams["legend.fontsize"]).get_size_in_points()
+    width_pt = ax.get_figure(root=True).get_figwidth() * 72.0 * 0.9
+    entry = (max(len(str(t)) for t in labels) * 0.55 + 4.5) * size
+    return int(max(1, min(len(labels), most, width_pt // entry)))
 
 
 def place_legend(ax: Any, where: str | None = "above", ncols: int | None = None, **kw: Any):

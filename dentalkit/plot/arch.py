@@ -93,7 +93,12 @@ def forms(
         Image coordinates, equal aspect, **y inverted**; one line per model.
     """
     require_columns(arch_points, ["arch", "x", "y"], "arch_points")
-    pts = select_session(_one_arch(arch_points, arch), session, what="arch_points")
+    pts = select_session(
+        _one_arch(arch_points, arch),
+        session,
+        what="arch_points",
+        keys=("patient_id", "timestamp", "arch"),
+    )
     key = {c: pts[c].iloc[0] for c in ("patient_id", "timestamp", "arch") if c in pts}
     if "index" in pts.columns:
         pts = pts.sort_values("index", kind="stable")

@@ -154,7 +154,7 @@ def tracing(
     >>> ax = tracing(t, measures=["SNA"])
     >>> [h.get_text() for h in ax.get_legend().get_texts()]
     ['SNA 90.0°']
-    >>> ax.yaxis_inverted()
+    >>> bool(ax.yaxis_inverted())
     True
     """
     catalog = _ceph.load_measures()

@@ -14,7 +14,7 @@ Examples
 ...     fig = plot.figure("single", height=60)
 ...     ax = fig.subplots()
 ...     _ = ax.plot([0, 1], [0, 1])
->>> round(fig.get_figwidth() * 25.4, 1)
+>>> round(float(fig.get_figwidth()) * 25.4, 1)
 85.0
 >>> paths = plot.savefig(fig, "figure1", formats=("pdf",))  # doctest: +SKIP
 """

@@ -58,9 +58,19 @@ def _teeth(pid: str, ts: str, endpoint: str, source: str, kind: str) -> pd.DataF
         rows.append((pid, ts, source, key, tt, side, arch, fdi, rec["missing"], geom))
     return pd.DataFrame(
         rows,
-        columns=["patient_id", "timestamp", "source", "tooth", "tooth_type", "side", "arch",
-                 "fdi", "missing", "geometry"],
-    )  # fmt: skip
+        columns=[
+            "patient_id",
+            "timestamp",
+            "source",
+            "tooth",
+            "tooth_type",
+            "side",
+            "arch",
+            "fdi",
+            "missing",
+            "geometry",
+        ],
+    )
 
 
 def teeth(pid: str = "P002", ts: str = "2024-03-01", source: str = "pano") -> pd.DataFrame:
@@ -111,8 +121,9 @@ def save_all(ax_or_fig, tmp_path: Path, name: str = "figure") -> dict[str, Path]
     """Save a figure as PNG, PDF and SVG; check each file is a real, non-empty file."""
     from dentalkit import plot
 
-    files = plot.savefig(ax_or_fig, tmp_path / name, width="single", dpi=300,
-                         formats=("png", "pdf", "svg"))  # fmt: skip
+    files = plot.savefig(
+        ax_or_fig, tmp_path / name, width=None, dpi=300, formats=("png", "pdf", "svg")
+    )
     out = {p.suffix.lstrip("."): p for p in files}
     assert out["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert out["pdf"].read_bytes()[:5] == b"%PDF-"

@@ -61,8 +61,11 @@ def test_vertex_angles_are_drawn_with_their_values_and_arcs():
     a = np.asarray(anb.get_xydata())
     span = np.degrees(np.arctan2(a[-1, 1], a[-1, 0]) - np.arctan2(a[0, 1], a[0, 0]))
     assert abs(span) == pytest.approx(90.0 - np.degrees(np.arctan2(600, 100)))
-    radii = {round(float(np.hypot(*np.asarray(ln.get_xydata())[0])), 6)
-             for ln in [*sna, *snb, anb] if len(ln.get_xydata()) > 2}  # fmt: skip
+    radii = {
+        round(float(np.hypot(*np.asarray(ln.get_xydata())[0])), 6)
+        for ln in [*sna, *snb, anb]
+        if len(ln.get_xydata()) > 2
+    }
     assert len(radii) == 3  # concentric arcs at N are staggered, not drawn on top of each other
 
 
@@ -79,8 +82,14 @@ def test_wits_is_drawn_as_the_distance_between_the_feet_on_the_occlusal_plane():
     pts = dict(HAND)
     pts.update({"A": (0.0, 300.0), "B": (40.0, 500.0)})
     # occlusal plane through M6 = mean(U6, L6) = (300, 410) and P4 = mean(U4, L4) = (150, 410)
-    pts.update({"U6_cusp": (300.0, 400.0), "L6_cusp": (300.0, 420.0),
-                "U4_cusp": (150.0, 400.0), "L4_cusp": (150.0, 420.0)})  # fmt: skip
+    pts.update(
+        {
+            "U6_cusp": (300.0, 400.0),
+            "L6_cusp": (300.0, 420.0),
+            "U4_cusp": (150.0, 400.0),
+            "L4_cusp": (150.0, 420.0),
+        }
+    )
     ax = pceph.tracing(_session(pts), measures=["Wits"], mm_per_px=0.1)
     assert _legend(ax) == ["Wits 4.0 mm"]  # (A − B) · (P4 − M6)/|P4 − M6| = 40 px = 4 mm
     wits = _lines(ax, "measure:Wits")
@@ -101,8 +110,10 @@ def test_point_to_line_distance_is_the_perpendicular():
     pts = {"S": (700.0, 0.0), "N": (0.0, 0.0), "B": (0.0, 600.0), "Pog": (50.0, 700.0)}
     ax = pceph.tracing(_session(pts), measures=["Pog_NB"])
     assert _legend(ax) == ["Pog to NB −50.0 px"]  # Pog behind N–B: the face looks left
-    lines = {tuple(map(tuple, np.asarray(ln.get_xydata()))): ln.get_linestyle()
-             for ln in _lines(ax, "measure:Pog_NB")}  # fmt: skip
+    lines = {
+        tuple(map(tuple, np.asarray(ln.get_xydata()))): ln.get_linestyle()
+        for ln in _lines(ax, "measure:Pog_NB")
+    }
     assert lines[((0.0, 0.0), (0.0, 600.0))] == "-"  # N–B
     assert lines[((50.0, 700.0), (0.0, 700.0))] == "-"  # Pog to its foot on N–B
     assert lines[((0.0, 600.0), (0.0, 700.0))] == "--"  # N–B extended to the foot
@@ -142,13 +153,17 @@ def test_sandbox_tracing_draws_every_contour_group_smoothly(tmp_path):
     ax = pceph.tracing(t, mm_per_px=0.1)
     groups = load_landmark_map("lateral").query("group == 'contour'")["name"]
     expected = set(groups.str.replace(r"_\d+$", "", regex=True))
-    contour = {ln.get_gid().split(":", 1)[1]: np.asarray(ln.get_xydata())
-               for ln in ax.get_lines() if str(ln.get_gid()).startswith("contour:")}  # fmt: skip
+    contour = {
+        ln.get_gid().split(":", 1)[1]: np.asarray(ln.get_xydata())
+        for ln in ax.get_lines()
+        if str(ln.get_gid()).startswith("contour:")
+    }
     assert set(contour) == expected
     n_mand = int(groups.str.startswith("mandible_contour").sum())
     assert len(contour["mandible_contour"]) > 5 * n_mand  # a smooth curve, not the polygon
-    np.testing.assert_allclose(contour["upper_incisor_outline"][0],
-                               contour["upper_incisor_outline"][-1])  # fmt: skip
+    np.testing.assert_allclose(
+        contour["upper_incisor_outline"][0], contour["upper_incisor_outline"][-1]
+    )
     assert np.hypot(*(contour["mandible_contour"][0] - contour["mandible_contour"][-1])) > 100
     assert len(_legend(ax)) == len(pceph.DEFAULT_MEASURES["lateral"])
     save_all(ax, tmp_path, "tracing")

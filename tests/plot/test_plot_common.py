@@ -15,8 +15,11 @@ from PIL import Image
 from dentalkit.errors import InputError
 from dentalkit.plot._common import catmull_rom, load_image, select_session
 
-coords = arrays(np.float64, st.tuples(st.integers(3, 9), st.just(2)),
-                elements=st.floats(-1e3, 1e3, allow_nan=False))  # fmt: skip
+coords = arrays(
+    np.float64,
+    st.tuples(st.integers(3, 9), st.just(2)),
+    elements=st.floats(-1e3, 1e3, allow_nan=False),
+)
 
 
 @settings(max_examples=60, deadline=None)

@@ -64,8 +64,9 @@ def test_importing_and_plotting_leave_global_rcparams_alone():
         "after = dict(mpl.rcParams);"
         "print(sorted(k for k in before if str(before[k]) != str(after[k])))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=".")  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="."
+    )
     assert out.stdout.strip() == "[]"
 
 
