@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 #: Shipped name maps (``dentalkit/data/name_maps/<name>.csv``).
-NAME_MAPS = ("isbi2015",)
+NAME_MAPS = ("isbi2015", "anatomical_en")
 
 
 def load_name_map(source: str | Path | pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,186 @@
+"""Plumbing shared by ``agreement.landmarks`` and ``agreement.measures``: session keys,
+calibration, the problems table and the ``errors=`` policy."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from dentalkit.errors import DentalkitWarning, InputError
+
+__all__ = [
+    "SESSION_DEFAULT",
+    "Errors",
+    "calibration",
+    "check_errors",
+    "finish",
+    "key_frame",
+    "problems_frame",
+    "session_columns",
+]
+
+#: Session key columns used by default (those present in *both* tables). ``session_time``
+#: is parsed from ``timestamp`` (data contract) and never part of the key.
+SESSION_DEFAULT = ("patient_id", "timestamp")
+Errors = Literal["warn", "raise", "ignore"]
+
+
+def check_errors(errors: str) -> None:
+    if errors not in ("warn", "raise", "ignore"):
+        raise InputError(f"errors must be 'warn', 'raise' or 'ignore', got {errors!r}")
+
+
+def session_columns(
+    reference: pd.DataFrame, test: pd.DataFrame, session_cols: list[str] | None
+) -> list[str]:
+    """The columns identifying one image/session in both tables."""
+    for side, table in (("reference", reference), ("test", test)):
+        if not isinstance(table, pd.DataFrame):
+            raise InputError(f"{side} must be a pandas DataFrame, got {type(table).__name__}")
+    if session_cols is None:
+        cols = [c for c in SESSION_DEFAULT if c in reference.columns and c in test.columns]
+        if not cols:
+            raise InputError(
+                "reference and test share none of the session columns "
+                f"{list(SESSION_DEFAULT)}; pass session_cols=[...] naming the columns that "
+                "identify one image in both tables"
+            )
+        return cols
+    cols = list(session_cols)
+    for side, table in (("reference", reference), ("test", test)):
+        missing = [c for c in cols if c not in table.columns]
+        if missing:
+            raise InputError(f"session_cols {missing} are not columns of the {side} table")
+    return cols
+
+
+def key_frame(table: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """Key columns as plain strings (categoricals with different categories merge cleanly)."""
+    out = {}
+    for c in cols:
+        col = table[c]
+        out[c] = col.astype(object).where(col.notna(), None).to_numpy()
+    return pd.DataFrame(out, index=table.index)
+
+
+def calibration(
+    mm_per_px: float | str | pd.Series | None,
+    reference: pd.DataFrame,
+    test: pd.DataFrame,
+    pairs: pd.DataFrame,
+    session_cols: list[str],
+) -> np.ndarray | None:
+    """mm per pixel for every pair (NaN where unknown), or None without calibration.
+
+    ``mm_per_px`` is a positive number, the name of a column of the reference (else the
+    test) table that is constant within a session, or a Series indexed by session
+    columns.
+    """
+    if mm_per_px is None:
+        return None
+    n = len(pairs)
+    if isinstance(mm_per_px, (int, float, np.integer, np.floating)) and not isinstance(
+        mm_per_px, bool
+    ):
+        value = float(mm_per_px)
+        if not np.isfinite(value) or value <= 0:
+            raise InputError(f"mm_per_px must be a positive number, got {mm_per_px!r}")
+        return np.full(n, value)
+    if isinstance(mm_per_px, str):
+        source = (
+            reference
+            if mm_per_px in reference.columns
+            else test
+            if mm_per_px in test.columns
+            else None
+        )
+        if source is None:
+            raise InputError(
+                f"mm_per_px={mm_per_px!r} is a column of neither table; pass a number, a "
+                "column name or a Series indexed by session columns"
+            )
+        keys = key_frame(source, session_cols)
+        keys["_scale"] = pd.to_numeric(source[mm_per_px], errors="coerce").to_numpy(float)
+        spread = keys.groupby(session_cols, dropna=False, sort=False)["_scale"].agg(["min", "max"])
+        varies = ~np.isclose(spread["min"], spread["max"], rtol=1e-9, atol=0.0, equal_nan=True)
+        if varies.any():
+            who = dict(zip(session_cols, np.atleast_1d(spread.index[varies][0]), strict=False))
+            raise InputError(
+                f"column {mm_per_px!r} varies within session {who}; calibration must be one "
+                "value per image"
+            )
+        per_session = spread["min"].rename("_scale").reset_index()
+        merged = key_frame(pairs, session_cols).merge(per_session, on=session_cols, how="left")
+        vals = merged["_scale"].to_numpy(dtype=float)
+        return np.where(vals > 0, vals, np.nan)
+    if isinstance(mm_per_px, pd.Series):
+        names = [n for n in mm_per_px.index.names if n is not None]
+        if not names or any(nm not in session_cols for nm in names):
+            raise InputError(
+                "a mm_per_px Series must be indexed by session columns (index names ⊆ "
+                f"{session_cols}), got index names {list(mm_per_px.index.names)}"
+            )
+        if mm_per_px.index.duplicated().any():
+            raise InputError("the mm_per_px Series has duplicate index entries")
+        table = mm_per_px.rename("_scale").reset_index()
+        table = key_frame(table, names).assign(
+            _scale=pd.to_numeric(table["_scale"], errors="coerce").to_numpy(float)
+        )
+        merged = key_frame(pairs, names).merge(table, on=names, how="left")
+        vals = merged["_scale"].to_numpy(dtype=float)
+        return np.where(vals > 0, vals, np.nan)
+    raise InputError(
+        f"mm_per_px must be a number, a column name or a Series, got {type(mm_per_px).__name__}"
+    )
+
+
+def problems_frame(
+    records: list[pd.DataFrame], table: str, item: str, session_cols: list[str]
+) -> pd.DataFrame:
+    """Concatenate problem pieces into the data-contract ``problems`` shape.
+
+    Columns: ``table``, ``endpoint``, ``patient_id``, ``timestamp``, ``row``, ``path``,
+    ``reason``, ``side`` (reference/test/both), ``view``, ``item`` (``name``,
+    ``landmark`` or ``measure``), then any other session columns.
+    """
+    base = ["table", "endpoint", "patient_id", "timestamp", "row", "path", "reason", "side", "view"]
+    cols = [*base, item, *[c for c in session_cols if c not in ("patient_id", "timestamp")]]
+    pieces = [r for r in records if len(r)]
+    if not pieces:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+    out = pd.concat(pieces, ignore_index=True)
+    out["table"] = table
+    for c in cols:
+        if c not in out.columns:
+            out[c] = None
+    out = out[cols]
+    for c in cols:
+        if c != "row":
+            out[c] = out[c].astype(object).where(out[c].notna(), None)
+    out["row"] = pd.array(out["row"], dtype="Int64")
+    return out
+
+
+def finish(problems: pd.DataFrame, errors: str, what: str) -> None:
+    """Apply the ``errors=`` policy to a non-empty problems table."""
+    if not len(problems) or errors == "ignore":
+        return
+    if errors == "raise":
+        lines = "\n".join(
+            f"  {r['side']} patient {r['patient_id']!r} session {r['timestamp']!r}: {r['reason']}"
+            for r in problems.head(10).to_dict("records")
+        )
+        more = f"\n  … and {len(problems) - 10} more" if len(problems) > 10 else ""
+        raise InputError(
+            f"{len(problems)} problem(s) while pairing {what}:\n{lines}{more}\n"
+            "Use errors='warn' (default) or 'ignore' and read result.problems"
+        )
+    warnings.warn(
+        f"{len(problems)} problem(s) while pairing {what} (e.g. {problems['reason'].iloc[0]}); "
+        "the affected items are left out of the statistics. See result.problems",
+        DentalkitWarning,
+        stacklevel=3,
+    )

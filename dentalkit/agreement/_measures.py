@@ -1,0 +1,326 @@
+"""``agreement.measures``: Bland–Altman, ICC, Dahlberg and classification agreement."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dentalkit.agreement._classes import classification
+from dentalkit.agreement._common import (
+    Errors,
+    check_errors,
+    finish,
+    problems_frame,
+    session_columns,
+)
+from dentalkit.agreement._pairing import no_pairs_error, pair, prepare
+from dentalkit.agreement._reliability import ICC_FORMS, icc
+from dentalkit.agreement._stats import LoaCI, bland_altman_moments
+from dentalkit.errors import InputError
+
+__all__ = ["MeasureAgreement", "measures"]
+
+
+@dataclass(frozen=True)
+class MeasureAgreement:
+    """Result of :func:`measures`.
+
+    Attributes
+    ----------
+    summary : DataFrame
+        One row per (view, measure): ``unit``, ``n`` pairs, ``mean_reference``,
+        ``mean_test``; Bland–Altman ``bias`` (mean of test − reference) with
+        ``bias_ci_low``/``bias_ci_high`` and ``p_bias`` (paired t test), ``sd_diff``,
+        limits of agreement ``loa_low``/``loa_high`` with their intervals
+        (``loa_low_ci_low`` …); ``dahlberg`` (method error); ``icc`` with
+        ``icc_ci95_low``/``icc_ci95_high`` and ``icc_form``.
+    classification : DataFrame
+        One row per classification scheme (``skeletal_class`` from ANB,
+        ``skeletal_class_wits``, ``vertical_sn_mp``, ``vertical_fma``) whose measure
+        both tables have: ``measure``, ``n``, ``n_agree``, ``agreement_pct`` with a
+        Wilson interval, Cohen's ``kappa`` with ``kappa_se`` and its interval.
+    pairs : DataFrame
+        One row per paired (session, measure): ``reference``, ``test``, ``mean``,
+        ``difference`` (test − reference), ``unit``.
+    class_pairs : DataFrame
+        One row per (session, scheme): ``reference`` and ``test`` category, ``agree``.
+    problems : DataFrame
+        Everything left out and why.
+    settings : dict
+        ``agreement``, ``confidence``, ``loa_ci``, ``icc_form`` used.
+    """
+
+    summary: pd.DataFrame
+    classification: pd.DataFrame
+    pairs: pd.DataFrame
+    class_pairs: pd.DataFrame
+    problems: pd.DataFrame
+    settings: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return (
+            f"MeasureAgreement({len(self.summary)} measure(s), "
+            f"{len(self.classification)} classification scheme(s), "
+            f"{len(self.problems)} problem(s))"
+        )
+
+
+def measures(
+    reference: pd.DataFrame,
+    test: pd.DataFrame,
+    *,
+    measures: Sequence[str] | None = None,
+    session_cols: list[str] | None = None,
+    agreement: float = 1.96,
+    confidence: float = 0.95,
+    loa_ci: LoaCI = "1999",
+    icc_form: str = "ICC(2,1)",
+    thresholds: pd.DataFrame | str | Path | None = None,
+    schemes: Sequence[str] | None = None,
+    errors: Errors = "warn",
+) -> MeasureAgreement:
+    """Agreement of two long measures tables, per measure and per classification.
+
+    Parameters
+    ----------
+    reference, test : DataFrame
+        Long tables with session columns, ``measure``, ``value`` and optionally
+        ``view`` and ``unit`` — the output of :func:`dentalkit.ceph.measure`, or any
+        arch/tooth measure table of the same shape. Paired on session key, view and
+        measure; differences are test − reference.
+    measures : list of str, optional
+        Only these measures (default: all both tables have).
+    session_cols : list of str, optional
+        Default: those of ``patient_id``, ``timestamp`` present in both tables.
+    agreement : float
+        Limits of agreement = bias ± ``agreement`` × SD (1.96; 2 in Bland & Altman 1986).
+    confidence : float
+        Level of the bias, LoA, agreement and kappa intervals. The ICC interval is
+        always 95 % (pingouin).
+    loa_ci : {"1999", "1986"}
+        Standard error of the limits (see
+        :func:`dentalkit.agreement.bland_altman_moments`).
+    icc_form : str
+        Default ``"ICC(2,1)"``: two-way random effects, absolute agreement, single
+        rater (Shrout & Fleiss 1979; McGraw & Wong 1996's ICC(A,1)), via
+        :func:`pingouin.intraclass_corr`.
+    thresholds : DataFrame or path, optional
+        Classification thresholds (default the shipped ``ceph_classes.csv``, see
+        :func:`dentalkit.ceph.load_thresholds`).
+    schemes : list of str, optional
+        Classification schemes to compare (default: every scheme whose measure both
+        tables have, in mm or deg).
+    errors : {"warn", "raise", "ignore"}
+        Unpaired, NaN or repeated values are always listed in ``result.problems`` and
+        left out; ``"warn"`` emits one warning, ``"raise"`` raises instead.
+
+    Returns
+    -------
+    MeasureAgreement
+        Tables carry a ``view`` column only when an input has one (arch and tooth
+        measure tables usually do not).
+
+    Notes
+    -----
+    Bland & Altman (1986, *Lancet* 327:307–310; 1999, *Stat Methods Med Res*
+    8:135–160); Dahlberg's method error sqrt(Σd²/2n) (Dahlberg 1940; Houston 1983,
+    *Am J Orthod* 83:382–390), which pools random and systematic error — read it with
+    the bias and ``p_bias``; Cohen's kappa (Cohen 1960) with the asymptotic standard
+    error of Fleiss, Cohen & Everitt (1969) from statsmodels.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> ref = pd.DataFrame(
+    ...     {
+    ...         "patient_id": list("abcd"),
+    ...         "measure": "SNA",
+    ...         "value": [80.0, 82, 84, 86],
+    ...         "unit": "deg",
+    ...     }
+    ... )
+    >>> tst = ref.assign(value=[81.0, 82, 85, 86])
+    >>> res = measures(ref, tst)
+    >>> res.summary[["measure", "n", "bias", "dahlberg"]].round(3).to_dict("list")
+    {'measure': ['SNA'], 'n': [4], 'bias': [0.5], 'dahlberg': [0.5]}
+    """
+    check_errors(errors)
+    if icc_form not in ICC_FORMS:
+        raise InputError(f"unknown icc_form {icc_form!r}; choose one of {list(ICC_FORMS)}")
+    cols = session_columns(reference, test, session_cols)
+    has_view = "view" in reference.columns or "view" in test.columns
+    sides = []
+    for side, table in (("reference", reference), ("test", test)):
+        for col in ("measure", "value"):
+            if col not in table.columns:
+                raise InputError(
+                    f"the {side} measures table lacks column {col!r} (use the output of "
+                    "dentalkit.ceph.measure or a long table of the same shape)"
+                )
+        sides.append(
+            prepare(
+                table,
+                side,
+                item="measure",
+                item_values=table["measure"],
+                values=("value",),
+                session_cols=cols,
+                subset=measures,
+                keep=("unit",),
+                bad_value_reason="value is NaN or non-finite (the measure could not be "
+                "computed; see the problems of dentalkit.ceph.measure)",
+                default_view="lateral" if has_view else "",
+            )
+        )
+    paired = pair(
+        *sides,
+        item="measure",
+        values=("value",),
+        session_cols=cols,
+        subset=measures,
+        carry=("unit",),
+    )
+    pairs = paired.pairs
+    problems = list(paired.problems)
+    if not len(pairs):
+        raise no_pairs_error("measure", cols, problems)
+    unit = _units(pairs)
+
+    ref = pairs["value_reference"].to_numpy(float)
+    tst = pairs["value_test"].to_numpy(float)
+    out_pairs = pairs[[*cols, "view", "measure"]].copy()
+    out_pairs["reference"], out_pairs["test"] = ref, tst
+    out_pairs["mean"] = (ref + tst) / 2.0
+    out_pairs["difference"] = tst - ref
+    out_pairs["unit"] = unit
+    order = list(dict.fromkeys(sides[0].rows["measure"].tolist()))
+    out_pairs["measure"] = out_pairs["measure"].cat.set_categories(order)
+    out_pairs["view"] = out_pairs["view"].cat.remove_unused_categories()
+    out_pairs = out_pairs.sort_values(["view", "measure"], kind="stable").reset_index(drop=True)
+
+    summary, small = _summary(out_pairs, cols, agreement, confidence, loa_ci, icc_form)
+    problems.extend(small)
+    if not has_view:  # arch or tooth measures: no view
+        summary = summary.drop(columns="view")
+        out_pairs = out_pairs.drop(columns="view")
+    cls, class_pairs, cls_problems = classification(
+        out_pairs, cols, thresholds, schemes, confidence
+    )
+    problems.extend(cls_problems)
+    prob = problems_frame(problems, "agreement_measures", "measure", cols)
+    if not has_view:
+        prob["view"] = None
+    finish(prob, errors, "measures")
+    settings = {
+        "agreement": agreement,
+        "confidence": confidence,
+        "loa_ci": loa_ci,
+        "icc_form": icc_form,
+    }
+    return MeasureAgreement(summary, cls, out_pairs, class_pairs, prob, settings)
+
+
+def _units(pairs: pd.DataFrame) -> np.ndarray:
+    ur = pairs["unit_reference"] if "unit_reference" in pairs.columns else None
+    ut = pairs["unit_test"] if "unit_test" in pairs.columns else None
+    if ur is None and ut is None:
+        return np.full(len(pairs), None, dtype=object)
+    if ur is None or ut is None:
+        return (ur if ur is not None else ut).to_numpy(dtype=object)
+    clash = ur.notna() & ut.notna() & (ur.astype(object) != ut.astype(object))
+    if clash.any():
+        bad = pairs.loc[clash, ["measure", "unit_reference", "unit_test"]].drop_duplicates(
+            "measure"
+        )
+        listing = ", ".join(
+            f"{r['measure']} ({r['unit_reference']} vs {r['unit_test']})"
+            for r in bad.head(5).to_dict("records")
+        )
+        raise InputError(
+            f"the two tables give measures in different units: {listing}. Calibrate both "
+            "the same way (mm_per_px in dentalkit.ceph.measure) before comparing"
+        )
+    return ur.where(ur.notna(), ut).to_numpy(dtype=object)
+
+
+def _summary(pairs, cols, agreement, confidence, loa_ci, icc_form):
+    view_codes = pairs["view"].cat.codes.to_numpy(np.int64)
+    m_codes = pairs["measure"].cat.codes.to_numpy(np.int64)
+    n_m = len(pairs["measure"].cat.categories)
+    uniq, code = np.unique(view_codes * n_m + m_codes, return_inverse=True)
+    d = pairs["difference"].to_numpy(float)
+    ref = pairs["reference"].to_numpy(float)
+    tst = pairs["test"].to_numpy(float)
+    n = np.bincount(code).astype(float)
+    bias = np.bincount(code, weights=d) / n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ss = np.bincount(code, weights=(d - bias[code]) ** 2)
+        sd = np.where(n > 1, np.sqrt(ss / (n - 1)), np.nan)
+    ba = bland_altman_moments(
+        n, bias, sd, agreement=agreement, confidence=confidence, loa_ci=loa_ci
+    )
+    dahl = np.sqrt(np.bincount(code, weights=d**2) / (2.0 * n))
+    first = np.unique(code, return_index=True)[1]
+    summary = pd.DataFrame(
+        {
+            "view": pd.Categorical.from_codes(uniq // n_m, pairs["view"].cat.categories),
+            "measure": pd.Categorical.from_codes(uniq % n_m, pairs["measure"].cat.categories),
+            "unit": pairs["unit"].to_numpy(dtype=object)[first],
+            "n": n.astype(np.int64),
+            "mean_reference": np.bincount(code, weights=ref) / n,
+            "mean_test": np.bincount(code, weights=tst) / n,
+            "bias": bias,
+            "bias_ci_low": ba["bias_ci_low"],
+            "bias_ci_high": ba["bias_ci_high"],
+            "p_bias": ba["p_bias"],
+            "sd_diff": sd,
+            "loa_low": ba["loa_low"],
+            "loa_low_ci_low": ba["loa_low_ci_low"],
+            "loa_low_ci_high": ba["loa_low_ci_high"],
+            "loa_high": ba["loa_high"],
+            "loa_high_ci_low": ba["loa_high_ci_low"],
+            "loa_high_ci_high": ba["loa_high_ci_high"],
+            "dahlberg": dahl,
+        }
+    )
+    icc_vals = np.full((len(uniq), 3), np.nan)
+    problems = []
+    order = np.argsort(code, kind="stable")
+    bounds = np.r_[0, np.cumsum(np.bincount(code))]
+    for g in range(len(uniq)):  # one pingouin call per measure (its API takes one table)
+        rows = order[bounds[g] : bounds[g + 1]]
+        if len(rows) < 2:
+            problems.append(
+                pairs.iloc[rows[:1]][[*cols, "view", "measure"]].assign(
+                    side="both",
+                    path="n",
+                    reason=f"only {len(rows)} paired session(s): Bland–Altman, ICC need ≥ 2",
+                )
+            )
+            continue
+        long = pd.DataFrame(
+            {
+                "target": np.tile(np.arange(len(rows)), 2),
+                "rater": np.repeat(["reference", "test"], len(rows)),
+                "rating": np.concatenate([ref[rows], tst[rows]]),
+            }
+        )
+        try:
+            r = icc(long, "target", "rater", "rating", form=icc_form)
+        except (ValueError, AssertionError, ZeroDivisionError) as exc:  # degenerate data
+            problems.append(
+                pairs.iloc[rows[:1]][["view", "measure"]].assign(
+                    side="both", path="icc", reason=f"ICC not computable: {exc}"
+                )
+            )
+            continue
+        icc_vals[g] = r["icc"], r["ci95_low"], r["ci95_high"]
+    summary["icc"] = icc_vals[:, 0]
+    summary["icc_ci95_low"] = icc_vals[:, 1]
+    summary["icc_ci95_high"] = icc_vals[:, 2]
+    summary["icc_form"] = icc_form
+    return summary, problems

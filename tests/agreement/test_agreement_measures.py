@@ -1,0 +1,175 @@
+"""agreement.measures: Bland–Altman, ICC, Dahlberg and classification agreement."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from agreement_fixtures import PEFR_MINI, PEFR_WRIGHT
+
+from dentalkit import agreement
+from dentalkit.errors import DentalkitWarning, InputError
+
+
+def _long(values, measure="PEFR", unit="l/min", ids=None):
+    ids = ids if ids is not None else [f"s{i:02d}" for i in range(len(values))]
+    return pd.DataFrame(
+        {
+            "patient_id": ids,
+            "timestamp": "t",
+            "view": "lateral",
+            "measure": measure,
+            "value": np.asarray(values, dtype=float),
+            "unit": unit,
+        }
+    )
+
+
+def test_measures_reproduces_the_bland_altman_1986_example():
+    # Bland & Altman, Lancet 1986;327:307-310 (PEFR, test = large Wright, reference = mini):
+    # d̄ = −2.1, s = 38.8, limits −79.7 to 75.5 l/min (d̄ ± 2s). Rounding tolerances as in
+    # test_agreement_stats.py (the paper rounds d̄ and s to 0.1 before forming the limits).
+    res = agreement.measures(_long(PEFR_MINI), _long(PEFR_WRIGHT), agreement=2, loa_ci="1986")
+    row = res.summary.iloc[0]
+    assert row["n"] == 17 and row["unit"] == "l/min"
+    assert row["bias"] == pytest.approx(-2.1, abs=0.05)
+    assert row["sd_diff"] == pytest.approx(38.8, abs=0.05)
+    assert row["loa_low"] == pytest.approx(-79.7, abs=0.2)
+    assert row["loa_high"] == pytest.approx(75.5, abs=0.2)
+    # the table equals the array function on the same numbers
+    arr = agreement.bland_altman(PEFR_MINI, PEFR_WRIGHT, agreement=2, loa_ci="1986")
+    for key in ("bias_ci_low", "loa_low_ci_low", "loa_high_ci_high", "p_bias"):
+        assert row[key] == pytest.approx(arr[key], rel=1e-12)
+    assert res.settings == {
+        "agreement": 2,
+        "confidence": 0.95,
+        "loa_ci": "1986",
+        "icc_form": "ICC(2,1)",
+    }
+
+
+def test_icc_and_dahlberg_columns_match_pingouin_and_hand_computation():
+    import pingouin as pg
+
+    res = agreement.measures(_long(PEFR_MINI), _long(PEFR_WRIGHT))
+    row = res.summary.iloc[0]
+    long = pd.DataFrame(
+        {
+            "s": np.tile(np.arange(17), 2),
+            "rater": np.repeat(["mini", "wright"], 17),
+            "v": np.r_[PEFR_MINI, PEFR_WRIGHT].astype(float),
+        }
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        direct = pg.intraclass_corr(long, "s", "rater", "v").set_index("Type")
+    label = "ICC(A,1)" if "ICC(A,1)" in direct.index else "ICC2"
+    assert row["icc"] == pytest.approx(direct.loc[label, "ICC"], rel=1e-12)
+    assert row["icc_ci95_low"] == pytest.approx(direct.loc[label, "CI95"][0], abs=0.005)
+    assert row["icc_form"] == "ICC(2,1)"
+    d = np.asarray(PEFR_WRIGHT, float) - np.asarray(PEFR_MINI, float)
+    assert row["dahlberg"] == pytest.approx(np.sqrt((d**2).sum() / (2 * 17)))
+    assert row["mean_reference"] == pytest.approx(np.mean(PEFR_MINI))
+
+
+def test_pairs_table_and_several_measures_are_vectorised_per_measure():
+    ref = pd.concat([_long([1, 2, 3, 4], "A", "mm"), _long([10, 20, 30, 40], "B", "deg")])
+    tst = pd.concat([_long([1.5, 2, 3.5, 4], "A", "mm"), _long([10, 21, 30, 41], "B", "deg")])
+    res = agreement.measures(ref, tst)
+    s = res.summary.set_index("measure")
+    assert s.loc["A", "bias"] == pytest.approx(0.25) and s.loc["A", "unit"] == "mm"
+    assert s.loc["B", "bias"] == pytest.approx(0.5) and s.loc["B", "unit"] == "deg"
+    assert s.loc["B", "dahlberg"] == pytest.approx(np.sqrt(2 / 8))
+    p = res.pairs
+    assert list(p.columns[-5:]) == ["reference", "test", "mean", "difference", "unit"]
+    assert p["difference"].to_numpy() == pytest.approx((p["test"] - p["reference"]).to_numpy())
+    sub = agreement.measures(ref, tst, measures=["B"])
+    assert list(sub.summary["measure"].astype(str)) == ["B"]
+
+
+def test_tables_without_a_view_column_give_results_without_one():
+    ref = _long([1, 2, 3, 4], "intercanine_width", "mm").drop(columns="view")
+    tst = ref.assign(value=[1.5, 2, 3.5, 4])
+    res = agreement.measures(ref, tst)
+    assert "view" not in res.summary.columns and "view" not in res.pairs.columns
+    assert res.summary["bias"].item() == pytest.approx(0.25)
+    from dentalkit.plot import agreement as plot
+
+    ax = plot.bland_altman(res, "intercanine_width")
+    assert len(ax.collections[0].get_offsets()) == 4
+
+
+def test_unit_mismatch_is_an_error():
+    with pytest.raises(InputError, match="different units"):
+        agreement.measures(_long([1, 2, 3], "S_N", "px"), _long([1, 2, 3], "S_N", "mm"))
+
+
+def test_nan_unpaired_and_small_groups_are_problems():
+    ref = pd.concat([_long([1.0, 2.0, np.nan, 4.0], "A"), _long([5.0], "C")])
+    tst = pd.concat([_long([1.0, 2.5, 3.0], "A"), _long([5.5], "C")])
+    with pytest.warns(DentalkitWarning):
+        res = agreement.measures(ref, tst)
+    text = " | ".join(res.problems["reason"])
+    assert "value is NaN" in text
+    assert "session only in the reference table" in text  # the test has no s03
+    assert "ICC not computable" in text  # pingouin needs ≥ 5 ratings (A has 2 pairs)
+    assert "only 1 paired session" in text
+    c = res.summary.set_index("measure").loc["C"]
+    assert c["n"] == 1 and np.isnan(c["loa_low"]) and np.isnan(c["icc"])
+    assert c["dahlberg"] == pytest.approx(0.5 / np.sqrt(2))
+    assert res.summary.set_index("measure").loc["A", "n"] == 2
+
+
+# ------------------------------------------------------------------ classification
+
+
+def _ceph(values: dict[str, list[float]]) -> pd.DataFrame:
+    frames = []
+    for m, vals in values.items():
+        unit = "mm" if m == "Wits" else "deg"
+        frames.append(_long(vals, m, unit))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_classification_agreement_and_kappa_hand_computed():
+    # ANB bands (Steiner; shipped thresholds): < 0 III, [0, 4) I, ≥ 4 II
+    ref_anb = [-2.0, -1.0, 1.0, 2.0, 3.0, 5.0, 6.0, 7.0]  # III III I I I II II II
+    tst_anb = [-1.0, 0.5, 1.5, 2.5, 4.5, 5.5, 3.5, 8.0]  # III I  I I II II I  II
+    res = agreement.measures(_ceph({"ANB": ref_anb}), _ceph({"ANB": tst_anb}))
+    row = res.classification.set_index("scheme").loc["skeletal_class"]
+    assert row["n"] == 8 and row["n_agree"] == 5
+    assert row["agreement_pct"] == pytest.approx(62.5)
+    # table rows ref (III, I, II), cols test: [[1,1,0],[0,2,1],[0,1,2]]
+    p_o = 5 / 8
+    p_e = (2 / 8) * (1 / 8) + (3 / 8) * (4 / 8) + (3 / 8) * (3 / 8)
+    assert row["kappa"] == pytest.approx((p_o - p_e) / (1 - p_e))
+    assert row["categories"] == "Class III < Class I < Class II"
+    assert row["kappa_ci_low"] < row["kappa"] < row["kappa_ci_high"]
+    cp = res.class_pairs
+    assert list(cp["agree"]) == [True, False, True, True, False, True, False, True]
+    # only schemes whose measure both tables have
+    assert list(res.classification["scheme"]) == ["skeletal_class"]
+
+
+def test_classification_needs_calibrated_lengths():
+    ref = _ceph({"ANB": [1.0, 2.0, 5.0]}).assign(unit="deg")
+    wits = _long([1.0, -3.0, 3.0], "Wits", "px")
+    with pytest.warns(DentalkitWarning):
+        res = agreement.measures(pd.concat([ref, wits]), pd.concat([ref, wits]))
+    assert list(res.classification["scheme"]) == ["skeletal_class"]
+    assert "Wits is in px" in " ".join(res.problems["reason"])
+    with pytest.raises(InputError, match="unknown scheme"):
+        agreement.measures(ref, ref, schemes=["skeletal_klass"])
+    with pytest.raises(InputError, match="not paired"):
+        agreement.measures(ref, ref, schemes=["vertical_fma"])
+
+
+def test_measures_argument_checks():
+    with pytest.raises(InputError, match="lacks column 'value'"):
+        agreement.measures(_long([1, 2]).drop(columns="value"), _long([1, 2]))
+    with pytest.raises(InputError, match="icc_form"):
+        agreement.measures(_long([1, 2]), _long([1, 2]), icc_form="ICC(9,9)")
+    with pytest.raises(InputError, match="no measure pairs"):
+        agreement.measures(_long([1, 2], ids=["a", "b"]), _long([1, 2], ids=["c", "d"]))

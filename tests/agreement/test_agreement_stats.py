@@ -1,0 +1,231 @@
+"""The statistics on arrays, against published worked examples and independent libraries."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from agreement_fixtures import PEFR_MINI, PEFR_WRIGHT, SHROUT_FLEISS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as sps
+
+from dentalkit import agreement
+from dentalkit.errors import InputError
+
+# --------------------------------------------------------------------------- Bland–Altman
+
+# Bland JM, Altman DG. Statistical methods for assessing agreement between two methods of
+# clinical measurement. Lancet 1986;327(8476):307-310, PEFR example (first readings, 17
+# subjects; difference = large Wright − mini Wright). Published: d̄ = −2.1 l/min,
+# s = 38.8 l/min, limits d̄ ± 2s = −79.7 to 75.5; SE(d̄) = 9.4, t(16) = 2.12, bias CI
+# −22.0 to 17.8; SE(limit) = sqrt(3s²/n) = 16.3, lower limit CI −114.3 to −45.1, upper
+# 40.9 to 110.1.
+PUBLISHED_1986 = {
+    "bias": -2.1,
+    "sd_diff": 38.8,
+    "loa_low": -79.7,
+    "loa_high": 75.5,
+    "bias_ci_low": -22.0,
+    "bias_ci_high": 17.8,
+    "loa_low_ci_low": -114.3,
+    "loa_low_ci_high": -45.1,
+    "loa_high_ci_low": 40.9,
+    "loa_high_ci_high": 110.1,
+}
+# The paper computes each value from intermediates rounded to 0.1 (d̄, s, SEs) and t = 2.12,
+# then rounds to 0.1. Worst-case deviation from the exact value, from those half-units:
+_H = 0.05  # half a unit of the 0.1 rounding
+_TOL_1986 = {
+    "bias": _H,
+    "sd_diff": _H,
+    "loa_low": _H + 2 * _H + _H,  # d̄ ± 2s from rounded d̄ and s, then rounded
+    "loa_high": _H + 2 * _H + _H,
+    # bias ± t·SE: rounded d̄, rounded SE times 2.12, t rounded to 2.12, final rounding
+    "bias_ci_low": _H + 2.12 * _H + 0.005 * 9.4 + _H,
+    "bias_ci_high": _H + 2.12 * _H + 0.005 * 9.4 + _H,
+    "loa_low_ci_low": 3 * _H + 2.12 * _H + 0.005 * 16.3 + _H,
+    "loa_low_ci_high": 3 * _H + 2.12 * _H + 0.005 * 16.3 + _H,
+    "loa_high_ci_low": 3 * _H + 2.12 * _H + 0.005 * 16.3 + _H,
+    "loa_high_ci_high": 3 * _H + 2.12 * _H + 0.005 * 16.3 + _H,
+}
+
+
+def test_bland_altman_reproduces_the_1986_pefr_example():
+    res = agreement.bland_altman(PEFR_MINI, PEFR_WRIGHT, agreement=2, loa_ci="1986")
+    assert res["n"] == 17
+    for key, published in PUBLISHED_1986.items():
+        assert res[key] == pytest.approx(published, abs=_TOL_1986[key]), key
+
+
+def test_bland_altman_1999_limits_use_the_refined_standard_error():
+    # Bland & Altman 1999: var(d̄ ± z s) ≈ (1/n + z²/(2(n−1))) s².
+    d = np.asarray(PEFR_WRIGHT, float) - np.asarray(PEFR_MINI, float)
+    n, s = d.size, d.std(ddof=1)
+    res = agreement.bland_altman(PEFR_MINI, PEFR_WRIGHT)  # defaults: z = 1.96, "1999"
+    se = s * np.sqrt(1 / n + 1.96**2 / (2 * (n - 1)))
+    t = sps.t.ppf(0.975, n - 1)
+    assert res["loa_se"] == pytest.approx(se, rel=1e-12)
+    assert res["loa_low"] == pytest.approx(d.mean() - 1.96 * s, rel=1e-12)
+    assert res["loa_high_ci_high"] == pytest.approx(d.mean() + 1.96 * s + t * se, rel=1e-12)
+    # with z = 2 the 1986 shortcut sqrt(3/n) is close to, and below, the 1999 SE
+    r86 = agreement.bland_altman(PEFR_MINI, PEFR_WRIGHT, agreement=2, loa_ci="1986")
+    r99 = agreement.bland_altman(PEFR_MINI, PEFR_WRIGHT, agreement=2)
+    assert r86["loa_se"] < r99["loa_se"] < 1.05 * r86["loa_se"]
+
+
+def test_bias_interval_and_p_value_match_scipy():
+    d = np.asarray(PEFR_WRIGHT, float) - np.asarray(PEFR_MINI, float)
+    res = agreement.bland_altman(PEFR_MINI, PEFR_WRIGHT, confidence=0.9)
+    ci = sps.ttest_1samp(d, 0.0).confidence_interval(0.9)
+    assert (res["bias_ci_low"], res["bias_ci_high"]) == pytest.approx((ci.low, ci.high))
+    assert res["p_bias"] == pytest.approx(sps.ttest_rel(PEFR_WRIGHT, PEFR_MINI).pvalue)
+
+
+def test_bland_altman_moments_is_vectorised_and_nan_below_two_pairs():
+    out = agreement.bland_altman_moments(
+        np.array([17, 1]), np.array([-2.1, 0.0]), np.array([38.8, 0.0])
+    )
+    assert out["loa_low"].shape == (2,)
+    assert np.isfinite(out["loa_low"][0]) and np.isnan(out["loa_low"][1])
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"agreement": 0}, {"confidence": 1.5}, {"loa_ci": "2001"}],
+)
+def test_bland_altman_rejects_bad_settings(kwargs):
+    with pytest.raises(InputError):
+        agreement.bland_altman([1, 2, 3], [1, 2, 4], **kwargs)
+
+
+def test_bland_altman_rejects_unpaired_or_missing_values():
+    with pytest.raises(InputError, match="same length"):
+        agreement.bland_altman([1, 2, 3], [1, 2])
+    with pytest.raises(InputError, match="non-finite"):
+        agreement.bland_altman([1, 2, np.nan], [1, 2, 3])
+    with pytest.raises(InputError, match="at least 2"):
+        agreement.bland_altman([1.0], [2.0])
+
+
+# --------------------------------------------------------------------------- Dahlberg
+
+
+def test_dahlberg_hand_computed():
+    # d = 1, 0, 2 → Σd² = 5, n = 3 → sqrt(5 / 6)
+    assert agreement.dahlberg([10, 20, 30], [11, 20, 32]) == pytest.approx(np.sqrt(5 / 6))
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(st.floats(-1e3, 1e3), min_size=1, max_size=30),
+    st.floats(-50, 50),
+)
+def test_dahlberg_of_a_constant_shift_is_shift_over_root_two(values, shift):
+    ref = np.asarray(values)
+    assert agreement.dahlberg(ref, ref + shift) == pytest.approx(abs(shift) / np.sqrt(2), abs=1e-9)
+
+
+# --------------------------------------------------------------------------- ICC
+
+
+def _long(matrix: np.ndarray) -> pd.DataFrame:
+    n, k = matrix.shape
+    return pd.DataFrame(
+        {
+            "target": np.repeat(np.arange(n), k),
+            "judge": np.tile(np.arange(k), n),
+            "score": matrix.reshape(-1),
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("form", "published"),
+    [
+        ("ICC(1,1)", 0.17),
+        ("ICC(2,1)", 0.29),
+        ("ICC(3,1)", 0.71),
+        ("ICC(1,k)", 0.44),
+        ("ICC(2,k)", 0.62),
+        ("ICC(3,k)", 0.91),
+    ],
+)
+def test_icc_reproduces_shrout_and_fleiss_table(form, published):
+    # Shrout PE, Fleiss JL. Intraclass correlations: uses in assessing rater reliability.
+    # Psychol Bull 1979;86:420-428 — Table 2 data, ICC values of their Table 4 (k = 4).
+    res = agreement.icc(_long(SHROUT_FLEISS), "target", "judge", "score", form=form)
+    assert round(res["icc"], 2) == published
+    assert res["ci95_low"] <= res["icc"] <= res["ci95_high"]
+
+
+def test_icc_2_1_matches_the_mcgraw_wong_formula_and_keeps_full_precision():
+    import pingouin as pg
+
+    # ICC(A,1) = (MSR − MSE) / (MSR + (k−1) MSE + k (MSC − MSE) / n)  (McGraw & Wong 1996)
+    x = SHROUT_FLEISS
+    n, k = x.shape
+    grand = x.mean()
+    msr = k * ((x.mean(axis=1) - grand) ** 2).sum() / (n - 1)
+    msc = n * ((x.mean(axis=0) - grand) ** 2).sum() / (k - 1)
+    sse = ((x - x.mean(axis=1, keepdims=True) - x.mean(axis=0) + grand) ** 2).sum()
+    mse = sse / ((n - 1) * (k - 1))
+    expected = (msr - mse) / (msr + (k - 1) * mse + k * (msc - mse) / n)
+    before = dict(pg.options)
+    res = agreement.icc(_long(x), "target", "judge", "score")
+    assert res["icc"] == pytest.approx(expected, rel=1e-12)
+    assert res["form"] == "ICC(2,1)" and "absolute agreement" in res["description"]
+    assert round(res["ci95_low"], 2) != res["ci95_low"]  # pingouin's 2-decimal rounding is off
+    assert dict(pg.options) == before  # and restored afterwards
+
+
+def test_icc_rejects_unknown_form():
+    with pytest.raises(InputError, match="ICC form"):
+        agreement.icc(_long(SHROUT_FLEISS), "target", "judge", "score", form="ICC(4,1)")
+
+
+# --------------------------------------------------------------------------- kappa
+
+
+def test_kappa_hand_computed_and_se_from_statsmodels():
+    from statsmodels.stats.inter_rater import cohens_kappa
+
+    # 50 items: both "yes" 20, ref yes/test no 5, ref no/test yes 10, both "no" 15.
+    # p_o = 35/50 = 0.7; p_e = 0.5·0.6 + 0.5·0.4 = 0.5 → κ = (0.7 − 0.5) / 0.5 = 0.4
+    ref = ["yes"] * 25 + ["no"] * 25
+    tst = ["yes"] * 20 + ["no"] * 5 + ["yes"] * 10 + ["no"] * 15
+    res = agreement.cohens_kappa(ref, tst)
+    assert res["kappa"] == pytest.approx(0.4)
+    assert res["agreement"] == pytest.approx(0.7) and res["n_agree"] == 35
+    direct = cohens_kappa(np.array([[15, 10], [5, 20]]))  # rows ref (no, yes), cols test
+    assert res["kappa_se"] == pytest.approx(direct.std_kappa)
+    assert res["kappa_ci_low"] == pytest.approx(0.4 - 1.959963984540054 * direct.std_kappa)
+
+
+def test_kappa_interval_is_truncated_to_its_range():
+    # 9 of 10 agree: κ = 0.8 with a normal interval that would pass 1
+    ref = ["I"] * 5 + ["II"] * 5
+    tst = ["I"] * 5 + ["II"] * 4 + ["I"]
+    res = agreement.cohens_kappa(ref, tst)
+    assert res["kappa"] == pytest.approx(0.8)
+    assert res["kappa"] + 1.96 * res["kappa_se"] > 1 and res["kappa_ci_high"] == 1.0
+
+
+def test_kappa_is_nan_when_chance_agreement_is_one_and_categories_are_checked():
+    res = agreement.cohens_kappa(["I"] * 5, ["I"] * 5, categories=["III", "I", "II"])
+    assert res["agreement"] == 1.0 and np.isnan(res["kappa"])
+    with pytest.raises(InputError, match="not among categories"):
+        agreement.cohens_kappa(["I", "IV"], ["I", "I"], categories=["I", "II"])
+    with pytest.raises(InputError, match="missing"):
+        agreement.cohens_kappa(["I", None], ["I", "I"])
+
+
+def test_kappa_with_categories_unused_by_one_rater_gives_a_square_table():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = agreement.cohens_kappa(["I", "II", "III", "I"], ["I", "II", "II", "I"])
+    # p_o = 3/4; ref marginals (I .5, II .25, III .25), test (I .5, II .5, III 0)
+    p_e = 0.5 * 0.5 + 0.25 * 0.5 + 0.25 * 0.0
+    assert res["kappa"] == pytest.approx((0.75 - p_e) / (1 - p_e))
