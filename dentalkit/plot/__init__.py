@@ -21,6 +21,9 @@ Findings (:mod:`dentalkit.plot.findings`)
 Treatment length (:mod:`dentalkit.plot.tle`)
     :func:`tle_distribution`, :func:`tle_sensitivity`, :func:`tle_bland_altman`,
     :func:`tle_calibration`.
+Agreement (:mod:`dentalkit.plot.agreement`)
+    :func:`landmark_errors`, :func:`agreement_bland_altman`, :func:`bland_altman_grid`,
+    :func:`sdr_bars`.
 
 Examples
 --------
@@ -38,7 +41,9 @@ from __future__ import annotations
 
 # The submodules are imported first; ``style`` then names the context manager (the
 # module stays importable as ``dentalkit.plot.style`` through sys.modules).
-from dentalkit.plot import arch, ceph, findings, teeth, tle
+from dentalkit.plot import agreement, arch, ceph, findings, teeth, tle
+from dentalkit.plot.agreement import bland_altman as agreement_bland_altman
+from dentalkit.plot.agreement import bland_altman_grid, landmark_errors, sdr_bars
 from dentalkit.plot.arch import forms as arch_forms
 from dentalkit.plot.arch import mean_forms as mean_arch_forms
 from dentalkit.plot.ceph import sn_register
@@ -65,8 +70,11 @@ __all__ = [
     "CATEGORICAL",
     "JOURNAL_WIDTHS_MM",
     "OKABE_ITO",
+    "agreement",
+    "agreement_bland_altman",
     "arch",
     "arch_forms",
+    "bland_altman_grid",
     "ceph",
     "ceph_superimposition",
     "ceph_tracing",
@@ -74,10 +82,12 @@ __all__ = [
     "figure",
     "finding_boxes",
     "findings",
+    "landmark_errors",
     "mean_arch_forms",
     "odontogram",
     "prevalence_bars",
     "savefig",
+    "sdr_bars",
     "sn_register",
     "style",
     "teeth",

@@ -78,6 +78,32 @@ def _bland_altman():
     return plot.tle_bland_altman(test_plot_tle.PRED, test_plot_tle.OBS)
 
 
+def _agreement_bland_altman():
+    from dentalkit import agreement
+
+    ref = pd.DataFrame(
+        {
+            "patient_id": [f"s{i}" for i in range(8)],
+            "measure": "ANB",
+            "value": [1.0, 2, 3, 4, 2, 5, 0, 3],
+            "unit": "deg",
+        }
+    )
+    res = agreement.measures(
+        ref, ref.assign(value=ref["value"] + [0.5, -0.2, 0.1, 0.4, 0.0, 0.3, -0.1, 0.2])
+    )
+    return plot.agreement_bland_altman(res, "ANB")
+
+
+def _landmark_errors():
+    from dentalkit import agreement
+
+    truth = pd.concat([landmarks(f"P{i:03d}") for i in range(1, 6)], ignore_index=True)
+    truth = truth[truth["name"].isin(["S", "N", "A", "B", "Pog", "Me", "Go", "Or", "Po"])]
+    test = agreement.simulate_examiner(truth, 1.0, 0.1, seed=1)
+    return plot.landmark_errors(agreement.landmarks(truth, test, mm_per_px=0.1))
+
+
 FIGURES = [
     _tracing,
     _superimposition,
@@ -91,6 +117,8 @@ FIGURES = [
     _distribution,
     _sensitivity,
     _bland_altman,
+    _agreement_bland_altman,
+    _landmark_errors,
 ]
 
 
