@@ -15,7 +15,7 @@ from dentalkit.plot._ceph_geometry import (
     UNIT_TEXT,
     short_label,
 )
-from dentalkit.plot._common import new_axes, require_columns
+from dentalkit.plot._common import new_axes, number, place_legend, require_columns
 from dentalkit.plot.style import CATEGORICAL
 
 __all__ = ["wiggle"]
@@ -146,11 +146,11 @@ def wiggle(
     right.set_yticks(range(len(measures)), [_norm_text(data, m) for m in measures])
     right.tick_params(length=0, labelsize="x-small")
     right.spines["right"].set_visible(False)
-    ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=min(k, 3), borderaxespad=0.2)
+    place_legend(ax, "above")
     return ax
 
 
 def _norm_text(data: pd.DataFrame, measure: str) -> str:
     row = data[data["measure"] == measure].iloc[0]
     unit = UNIT_TEXT.get(str(row["unit"]), " " + str(row["unit"]))
-    return f"{row['norm_mean']:.4g} ± {row['norm_sd']:.2g}{unit}"
+    return f"{number(row['norm_mean'], '.4g')} ± {row['norm_sd']:.2g}{unit}"

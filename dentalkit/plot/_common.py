@@ -200,9 +200,6 @@ def show_image(ax: Any, image: Any) -> np.ndarray:
         elif np.nanmin(arr) >= 0 and np.nanmax(arr) <= 1:
             kw.update(vmin=0.0, vmax=1.0)  # decoded 8-bit data: keep the exposure
     ax.imshow(arr, extent=(-0.5, w - 0.5, h - 0.5, -0.5), origin="upper", zorder=0, **kw)
-    ax.set_xlim(-0.5, w - 0.5)
-    ax.set_ylim(h - 0.5, -0.5)
-    ax.set_aspect("equal")
     return arr
 
 
@@ -211,22 +208,41 @@ def finish_pixel_axes(
     x: np.ndarray,
     y: np.ndarray,
     *,
-    has_image: bool,
+    image_shape: tuple[int, ...] | None = None,
+    crop: bool = True,
     unit: str = "px",
     margin: float = 0.06,
     show_axes: bool = True,
 ) -> None:
-    """Equal aspect, y pointing down, limits around the data when there is no image."""
-    ax.set_aspect("equal")
-    if not has_image:
-        x = np.asarray(x, float)
-        y = np.asarray(y, float)
-        ok = np.isfinite(x) & np.isfinite(y)
-        if ok.any():
-            x0, x1, y0, y1 = x[ok].min(), x[ok].max(), y[ok].min(), y[ok].max()
-            pad = margin * max(x1 - x0, y1 - y0, 1.0)
-            ax.set_xlim(x0 - pad, x1 + pad)
-            ax.set_ylim(y1 + pad, y0 - pad)  # image coordinates: y down
+    """Image coordinates: equal aspect, y pointing down, the view on the data or the image.
+
+    The view is the data's bounding box plus a margin, or with ``crop=False`` the whole
+    image. It is set as the axes' data limits with autoscaling on and
+    ``adjustable="datalim"``: the axes then fill the space the layout gives them and the
+    view grows in one direction to keep the aspect, so constrained layout can always
+    place labels and legends (with ``adjustable="box"`` it may clip them).
+    """
+    from matplotlib.transforms import Bbox
+
+    x = np.asarray(x, float)
+    y = np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    if image_shape is not None and (not crop or not ok.any()):
+        h, w = image_shape[:2]
+        box = [[-0.5, -0.5], [w - 0.5, h - 0.5]]
+    elif ok.any():
+        x0, x1, y0, y1 = x[ok].min(), x[ok].max(), y[ok].min(), y[ok].max()
+        pad = margin * max(x1 - x0, y1 - y0, 1.0)
+        box = [[x0 - pad, y0 - pad], [x1 + pad, y1 + pad]]
+    else:
+        box = [[0.0, 0.0], [1.0, 1.0]]
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.dataLim.set(Bbox(box))
+    ax.ignore_existing_data_limits = False
+    ax.set_xmargin(0.0)
+    ax.set_ymargin(0.0)
+    ax.set_autoscale_on(True)
+    ax.autoscale_view()
     if not ax.yaxis_inverted():
         ax.invert_yaxis()
     if show_axes:
@@ -236,7 +252,9 @@ def finish_pixel_axes(
         ax.set_axis_off()
 
 
-def scale_bar(ax: Any, mm_per_px: float, length_mm: float | None = None) -> Any:
+def scale_bar(
+    ax: Any, mm_per_px: float, length_mm: float | None = None, colour: str = "black"
+) -> Any:
     """Draw a scale bar of ``length_mm`` (default 10 mm or a fitting round length)."""
     from mpl_toolkits.axes_grid1.anchored_artists import AnchoredSizeBar
 
@@ -255,7 +273,7 @@ def scale_bar(ax: Any, mm_per_px: float, length_mm: float | None = None) -> Any:
         borderpad=0.6,
         sep=2,
         frameon=False,
-        color="black",
+        color=colour,
         size_vertical=0,
     )
     ax.add_artist(bar)

@@ -83,7 +83,7 @@ def odontogram(
     Returns
     -------
     matplotlib Axes
-        Cells form a ``PolyCollection`` (gid ``"odontogram"``) in the order of
+        R and L mark the patient's right and left. Cells form a ``PolyCollection`` (gid ``"odontogram"``) in the order of
         :data:`ODONTOGRAM_LAYOUT`; teeth absent from ``table`` or with a NaN value
         are grey ("not assessed").
     """
@@ -132,7 +132,7 @@ def odontogram(
             str(int(r["fdi"])),
             ha="center",
             va="bottom" if r["row"] == 0 else "top",
-            fontsize="xx-small",
+            fontsize="x-small",
             color="#333333",
         )
         if annotate and np.isfinite(vals[i]):
@@ -145,20 +145,20 @@ def odontogram(
                 text,
                 ha="center",
                 va="center",
-                fontsize="xx-small",
+                fontsize="small",
                 color="black" if lum > 0.5 else "white",
             )
-    ax.axvline(7.675, color="black", lw=0.8)
-    ax.axhline(0.5, color="black", lw=0.8)
-    ax.set_xlim(-0.7, 16.05)
+    left, right = -0.55, 15.9  # outer edges of the outermost cells (+ a little)
+    ax.plot([7.675, 7.675], [-0.75, 1.75], color="black", lw=0.8)  # midline
+    ax.plot([left, right], [0.5, 0.5], color="black", lw=0.8)  # occlusal plane
+    ax.text(left - 0.15, 0.5, "R", ha="right", va="center", fontweight="bold")
+    ax.text(right + 0.15, 0.5, "L", ha="left", va="center", fontweight="bold")
+    ax.set_xlim(left - 1.0, right + 1.0)
     ax.set_ylim(1.9, -0.9)  # upper arch on top
     ax.set_aspect("equal")
     ax.set_axis_off()
-    ax.text(-0.7, 0.5, "R", ha="right", va="center", fontsize="small", fontweight="bold")
-    ax.text(16.05, 0.5, "L", ha="left", va="center", fontsize="small", fontweight="bold")
-    ax.text(-0.75, -0.1, "upper", ha="right", va="center", fontsize="xx-small", rotation=90)
-    ax.text(-0.75, 1.1, "lower", ha="right", va="center", fontsize="xx-small", rotation=90)
-    cb = ax.get_figure().colorbar(coll, ax=ax, location="bottom", shrink=0.45, pad=0.02, aspect=30)
+    cax = ax.inset_axes([0.3, -0.12, 0.4, 0.07])
+    cb = ax.get_figure().colorbar(coll, cax=cax, orientation="horizontal")
     default = value.replace("_", " ") + (" (%)" if percent else "")
     cb.set_label(label or default[0].upper() + default[1:])
     if percent:

@@ -104,8 +104,9 @@ def forms(
         pts = pts.sort_values("index", kind="stable")
     ax = new_axes(ax, (85.0, 75.0))
     has_image = image is not None
+    shape = None
     if has_image:
-        show_image(ax, image)
+        shape = show_image(ax, image).shape
     xs, ys = [pts["x"].to_numpy(float)], [pts["y"].to_numpy(float)]
     if fits is not None:
         curves, fit_table = _curves_from(fits)
@@ -151,7 +152,12 @@ def forms(
                 str(i), (x, y), xytext=(2, 2), textcoords="offset points", fontsize="xx-small"
             )
     finish_pixel_axes(
-        ax, np.concatenate(xs), np.concatenate(ys), has_image=has_image, show_axes=show_axes
+        ax,
+        np.concatenate(xs),
+        np.concatenate(ys),
+        image_shape=shape,
+        crop=False,
+        show_axes=show_axes,
     )
     arch_name = _ARCH_NAME.get(str(key.get("arch")), key.get("arch"))
     place_legend(ax, legend, ncols=3, title=f"{arch_name} arch")

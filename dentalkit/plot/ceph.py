@@ -178,8 +178,9 @@ def tracing(
 
     ax = new_axes(ax, (85.0, 95.0))
     has_image = image is not None
+    shape = None
     if has_image:
-        show_image(ax, image)
+        shape = show_image(ax, image).shape
     line_colour = "#EDEDED" if has_image else "#4D4D4D"
     point_colour = OKABE_ITO["yellow"] if has_image else "black"
 
@@ -203,9 +204,9 @@ def tracing(
     values = _values(rows, measures, mm_per_px, landmark_map, view)
     used = _draw_measures(ax, measures, points, catalog, values)
     _label_points(ax, points, _label_names(label, used, names, in_contour), point_colour)
-    finish_pixel_axes(ax, xy[:, 0], xy[:, 1], has_image=has_image and not crop, show_axes=show_axes)
+    finish_pixel_axes(ax, xy[:, 0], xy[:, 1], image_shape=shape, crop=crop, show_axes=show_axes)
     if mm_per_px is not None:
-        scale_bar(ax, float(mm_per_px))
+        scale_bar(ax, float(mm_per_px), colour="white" if has_image else "black")
     place_legend(ax, legend)
     return ax
 
@@ -231,7 +232,15 @@ def _draw_measures(
         colour = CATEGORICAL[i % len(CATEGORICAL)]
         val, unit = values.get(m, (np.nan, ""))
         text = f"{short_label(catalog, m)} {number(val)}{UNIT_TEXT.get(unit, ' ' + unit)}"
-        first = True
+        drawable = [
+            pr
+            for pr in prims
+            if pr.role == "arc" or tuple(sorted(map(tuple, np.round(pr.xy, 3)))) not in drawn
+        ]
+        solid = [pr for pr in drawable if pr.role != "construction"]
+        labelled = solid[0] if solid else (drawable[0] if drawable else None)
+        if labelled is None:  # every line already drawn by earlier measures: legend only
+            ax.plot([], [], color=colour, label=text, gid=f"measure:{m}")
         for pr in prims:
             xy = pr.xy
             if pr.role == "arc":
@@ -252,10 +261,9 @@ def _draw_measures(
                 lw=0.6 if pr.role == "construction" else 1.0,
                 ls="--" if pr.role == "construction" else "-",
                 zorder=3,
-                label=text if first else None,
+                label=text if pr is labelled else None,
                 gid=f"measure:{m}",
             )
-            first = False
     return used
 
 

@@ -76,7 +76,7 @@ def boxes(
     -------
     matplotlib Axes
         Image coordinates, **y inverted**; one unfilled ``Rectangle`` per detection
-        (gid ``"box:<class_name>"``) and a legend with each class's count.
+        (gid ``"box:<class_name>"``) and a legend with each class's number of boxes.
     """
     require_columns(findings, ["class_name", *_BOX], "findings")
     keys = [k for k in ("patient_id", "timestamp", "source", "image_name") if k in findings]
@@ -98,8 +98,9 @@ def boxes(
         )
     ax = new_axes(ax, (85.0, 65.0))
     has_image = image is not None
+    shape = None
     if has_image:
-        show_image(ax, image)
+        shape = show_image(ax, image).shape
     counts: dict[str, int] = {}
     for (x0, y0, x1, y1), cls in zip(xy, rows["class_name"].astype(str), strict=True):
         colour = palette.get(cls, "black")
@@ -132,7 +133,8 @@ def boxes(
         ax,
         np.r_[xy[:, 0], xy[:, 2]],
         np.r_[xy[:, 1], xy[:, 3]],
-        has_image=has_image and not crop,
+        image_shape=shape,
+        crop=crop,
         show_axes=show_axes,
     )
     handles = [
@@ -140,7 +142,7 @@ def boxes(
         for c in order
         if c in counts
     ]
-    place_legend(ax, legend, ncols=3, handles=handles, title="class (boxes)")
+    place_legend(ax, legend, handles=handles)
     return ax
 
 
@@ -213,10 +215,11 @@ def prevalence_bars(
     scale = 100.0 if percent else 1.0
     ax = new_axes(ax, (85.0, 15.0 + 5.0 * len(order) * max(1, 0.6 * k)))
     base = np.arange(len(order), dtype=float)
+    right = 0.0
     for gi, g in enumerate(groups):
         part = t if g is None else t[t[group_col] == g]
         part = part.set_index("_label").reindex(order)
-        y = base + (gi - (k - 1) / 2) * height
+        y = base - (gi - (k - 1) / 2) * height  # first group on top within a category
         v = part[value].to_numpy(dtype=float) * scale
         colour = CATEGORICAL[gi % len(CATEGORICAL)]
         bars = ax.barh(y, v, height=height * 0.9, color=colour, label=None if g is None else str(g))
@@ -229,8 +232,9 @@ def prevalence_bars(
             ax.errorbar(
                 v, y, xerr=err, fmt="none", ecolor="black", elinewidth=0.6, capsize=1.5, zorder=3
             )
+        ends = hi if ci else v
+        right = max(right, float(np.nanmax(ends, initial=0.0)))
         if counts and all(c in part.columns for c in counts):
-            ends = hi if ci else v
             for yy, e, a, n in zip(y, ends, part[counts[0]], part[counts[1]], strict=True):
                 if pd.notna(a) and pd.notna(n) and np.isfinite(e):
                     ax.annotate(
@@ -239,13 +243,13 @@ def prevalence_bars(
                         xytext=(2, 0),
                         textcoords="offset points",
                         va="center",
-                        fontsize="xx-small",
+                        fontsize="x-small",
                     )
-    ax.set_yticks(base, order)
+    ax.set_yticks(base, [o.replace("_", " ") for o in order])
     ax.tick_params(axis="y", length=0)
-    ax.set_xlim(left=0)
+    ax.set_ylim(-0.6, len(order) - 0.4)
+    ax.set_xlim(0, (right or 1.0) * 1.15)  # room for the counts at the bar ends
     ax.set_xlabel(xlabel or (f"{value.replace('_', ' ').capitalize()} (%)" if percent else value))
-    ax.margins(x=0.12)
     if group_col is not None:
-        ax.legend(title=str(by), loc="lower right")
+        place_legend(ax, "above", title=str(by))
     return ax

@@ -161,8 +161,9 @@ def tooth_map(
 
     ax = new_axes(ax, (85.0, 60.0))
     has_image = image is not None
+    shape = None
     if has_image:
-        show_image(ax, image)
+        shape = show_image(ax, image).shape
     verts, owner = [], []
     for i in np.flatnonzero(present):
         g = geoms[i]
@@ -217,12 +218,14 @@ def tooth_map(
         ax,
         np.concatenate(xs) if xs else np.array([]),
         np.concatenate(ys) if ys else np.array([]),
-        has_image=has_image and not crop,
+        image_shape=shape,
+        crop=crop,
         show_axes=show_axes,
     )
     if vals is not None:
         fig = ax.get_figure()
-        cb = fig.colorbar(coll, ax=ax, shrink=0.8, pad=0.02)
+        cax = ax.inset_axes([1.03, 0.0, 0.035, 1.0])  # as tall as the (equal-aspect) image
+        cb = fig.colorbar(coll, cax=cax)
         cb.set_label(label or _value_label(value, unit))
     if len(placed):
         ax.legend(
@@ -301,7 +304,7 @@ def _numbers(
                 str(int(fdi[i])),
                 ha="center",
                 va="center",
-                fontsize="xx-small",
+                fontsize="x-small",
                 zorder=3,
             )
     for idx, h in placed.iterrows():
@@ -313,7 +316,7 @@ def _numbers(
                 str(int(f)),
                 ha="center",
                 va="center",
-                fontsize="xx-small",
+                fontsize="x-small",
                 color="#555555",
                 zorder=3,
                 bbox={"boxstyle": "round,pad=0.1", "fc": "white", "lw": 0},

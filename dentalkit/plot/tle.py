@@ -148,7 +148,7 @@ def _light(colour: str, amount: float = 0.65) -> tuple[float, float, float]:
 
 
 def sensitivity(
-    curves: pd.DataFrame,
+    curves: pd.DataFrame | Sequence[pd.DataFrame],
     *,
     individuals: bool = True,
     ax: Any = None,
@@ -157,10 +157,10 @@ def sensitivity(
 
     Parameters
     ----------
-    curves : DataFrame
+    curves : DataFrame or sequence of DataFrames
         Output of :func:`dentalkit.tle.sensitivity` (``curve``, ``patient``,
-        ``column``, ``value``, ``estimate_length_months``), or several of them
-        concatenated (one panel per factor).
+        ``column``, ``value``, ``estimate_length_months``), or several of them (a list,
+        or concatenated): one panel per factor.
     individuals : bool
         Draw each patient's curve (thin grey) under the cohort mean.
     ax : matplotlib Axes, optional
@@ -173,6 +173,13 @@ def sensitivity(
         axis); y: predicted months. The mean curve (gid ``"mean:<column>"``) is the
         mean over patients at each value (Friedman 2001).
     """
+    if isinstance(curves, list | tuple):
+        parts = []
+        for c in curves:
+            c = c.copy(deep=False)
+            c.attrs = {}  # problem tables in attrs would make pandas compare them
+            parts.append(c)
+        curves = pd.concat(parts, ignore_index=True)
     require_columns(
         curves,
         ["curve", "column", "value", PREDICTED],
@@ -190,8 +197,10 @@ def sensitivity(
         nrows = int(np.ceil(len(factors) / ncols))
         fig = figure(180.0 if ncols > 1 else 85.0, 55.0 * nrows)
         axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False).ravel()
-        for a, f in zip(axes, factors, strict=False):
+        for i, (a, f) in enumerate(zip(axes, factors, strict=False)):
             _one_factor(curves[curves["column"].astype(str) == f], a, individuals)
+            if i % ncols:
+                a.set_ylabel("")  # the rows share their y axis
         for a in axes[len(factors) :]:
             a.set_visible(False)
         return fig

@@ -99,7 +99,7 @@ def test_grouped_bars_from_the_findings_analysis():
     bars = [c for c in ax.containers if type(c).__name__ == "BarContainer"]
     assert len(bars) == 2
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["F", "M"]
-    labels = [t.get_text() for t in ax.get_yticklabels()]
+    labels = [t.get_text().replace(" ", "_") for t in ax.get_yticklabels()]  # shown with spaces
     fem = res.prevalence[res.prevalence["sex"] == "F"].set_index("class_name")["prevalence"]
     np.testing.assert_allclose(
         [b.get_width() for b in bars[0]], 100 * fem.reindex(labels).to_numpy()

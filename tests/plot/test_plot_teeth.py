@@ -66,7 +66,7 @@ def test_colours_follow_the_values_and_missing_teeth_are_hatched(tmp_path):
     np.testing.assert_allclose(holes["missing:p1_rgt_up"].center, (-48.5, 10.0))
     numbers = sorted(t.get_text() for t in ax.texts)
     assert numbers == ["11", "12", "13", "14", "21"]
-    cbar = ax.figure.axes[-1]
+    (cbar,) = ax.child_axes  # the colour bar, inset beside the image
     assert cbar.get_ylabel() == "area (px²)"
     assert ax.yaxis_inverted() and ax.get_aspect() == 1.0
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["missing (position estimated)"]
@@ -114,7 +114,7 @@ def test_sandbox_panoramic_with_image():
     assert {p.get_gid() for p in ax.patches if str(p.get_gid()).startswith("missing:")} == {
         f"missing:{k}" for k in missing
     }
-    assert ax.figure.axes[-1].get_ylabel() == "area (mm²)"
+    assert ax.child_axes[0].get_ylabel() == "area (mm²)"
 
 
 # --- odontogram ---------------------------------------------------------------------
@@ -144,7 +144,7 @@ def test_odontogram_colours_and_grey_for_teeth_without_data(tmp_path):
     assert values == ["0", "10", "20", "5"]  # percentages in the cells
     assert ax.yaxis_inverted()  # upper arch on top
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["not assessed"]
-    cbar = ax.figure.axes[-1]
+    (cbar,) = ax.child_axes  # the colour bar, inset beside the image
     assert cbar.get_xlabel() == "Prevalence"
     save_all(ax, tmp_path, "odontogram")
 
