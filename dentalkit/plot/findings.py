@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.collections import PolyCollection
 from matplotlib.lines import Line2D
-from matplotlib.patches import Rectangle
 
 from dentalkit.errors import InputError
 from dentalkit.plot._common import (
@@ -75,8 +75,9 @@ def boxes(
     Returns
     -------
     matplotlib Axes
-        Image coordinates, **y inverted**; one unfilled ``Rectangle`` per detection
-        (gid ``"box:<class_name>"``) and a legend with each class's number of boxes.
+        Image coordinates, **y inverted**; the boxes of each class form one unfilled
+        ``PolyCollection`` (gid ``"boxes:<class_name>"``, corners TopLeft, TopRight,
+        BottomRight, BottomLeft) and the legend gives each class's number of boxes.
     """
     require_columns(findings, ["class_name", *_BOX], "findings")
     keys = [k for k in ("patient_id", "timestamp", "source", "image_name") if k in findings]
@@ -101,22 +102,27 @@ def boxes(
     shape = None
     if has_image:
         shape = show_image(ax, image).shape
+    classes_drawn = rows["class_name"].astype(str).to_numpy()
+    corners = np.stack(  # (n, 4, 2): TopLeft, TopRight, BottomRight, BottomLeft
+        [xy[:, [0, 1]], xy[:, [2, 1]], xy[:, [2, 3]], xy[:, [0, 3]]], axis=1
+    )
     counts: dict[str, int] = {}
-    for (x0, y0, x1, y1), cls in zip(xy, rows["class_name"].astype(str), strict=True):
-        colour = palette.get(cls, "black")
-        ax.add_patch(
-            Rectangle(
-                (x0, y0),
-                x1 - x0,
-                y1 - y0,
-                fill=False,
-                edgecolor=colour,
-                lw=1.0,
-                zorder=3,
-                gid=f"box:{cls}",
-            )
+    for cls in order:
+        mine = classes_drawn == cls
+        if not mine.any():
+            continue
+        counts[cls] = int(mine.sum())
+        coll = PolyCollection(
+            list(corners[mine]),
+            facecolors="none",
+            zorder=3,
+            edgecolors=palette.get(cls, "black"),
+            linewidths=1.0,
         )
-        if labels:
+        coll.set_gid(f"boxes:{cls}")
+        ax.add_collection(coll)
+    if labels:
+        for (x0, y0), cls in zip(xy[:, :2], classes_drawn, strict=True):
             ax.text(
                 x0,
                 y0,
@@ -126,9 +132,8 @@ def boxes(
                 va="bottom",
                 ha="left",
                 zorder=4,
-                bbox={"boxstyle": "square,pad=0.1", "fc": colour, "lw": 0},
+                bbox={"boxstyle": "square,pad=0.1", "lw": 0, "fc": palette.get(cls, "black")},
             )
-        counts[cls] = counts.get(cls, 0) + 1
     finish_pixel_axes(
         ax,
         np.r_[xy[:, 0], xy[:, 2]],

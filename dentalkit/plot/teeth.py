@@ -164,13 +164,7 @@ def tooth_map(
     shape = None
     if has_image:
         shape = show_image(ax, image).shape
-    verts, owner = [], []
-    for i in np.flatnonzero(present):
-        g = geoms[i]
-        for part in getattr(g, "geoms", [g]):
-            verts.append(np.asarray(part.exterior.coords))
-            owner.append(i)
-    owner = np.asarray(owner, dtype=int)
+    verts, owner = _outlines(geoms, present)
     coll = PolyCollection(verts, edgecolors="#333333", linewidths=0.5, zorder=2)
     coll.set_gid("teeth")
     if vals is not None:
@@ -243,6 +237,15 @@ def tooth_map(
             borderaxespad=0.2,
         )
     return ax
+
+
+def _outlines(geoms: np.ndarray, present: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """Exterior rings of every present (multi)polygon, and the row each ring belongs to."""
+    rows = np.flatnonzero(present)
+    parts, part_row = shapely.get_parts(geoms[rows], return_index=True)
+    coords, ring = shapely.get_coordinates(shapely.get_exterior_ring(parts), return_index=True)
+    verts = np.split(coords, np.flatnonzero(np.diff(ring)) + 1) if len(coords) else []
+    return verts, rows[part_row]
 
 
 def _value_column(

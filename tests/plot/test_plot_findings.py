@@ -13,31 +13,60 @@ from tests.plot.plot_tables import findings, save_all
 
 
 def _boxes_of(ax):
-    return [p for p in ax.patches if str(p.get_gid()).startswith("box:")]
+    """(class, x, y, width, height) of every drawn box, from the per-class collections."""
+    out = []
+    for coll in ax.collections:
+        if str(coll.get_gid()).startswith("boxes:"):
+            cls = coll.get_gid().split(":", 1)[1]
+            for path in coll.get_paths():
+                (x0, y0), (x1, y1) = path.vertices.min(axis=0), path.vertices.max(axis=0)
+                out.append((cls, x0, y0, x1 - x0, y1 - y0))
+    return out
+
+
+def _colours(ax):
+    return {
+        c.get_gid(): c.get_edgecolor()[0]
+        for c in ax.collections
+        if str(c.get_gid()).startswith("boxes:")
+    }
 
 
 def test_boxes_match_the_detections_and_classes_keep_their_colour(tmp_path):
     f = pd.concat([findings("P006"), findings("P001")], ignore_index=True)
     ax = pfind.boxes(f, ("P006", "2024-03-01"))
     one = f[f["patient_id"] == "P006"]
-    rects = _boxes_of(ax)
-    assert len(rects) == len(one)
-    got = sorted((r.get_x(), r.get_y(), r.get_width(), r.get_height()) for r in rects)
+    boxes = _boxes_of(ax)
+    assert len(boxes) == len(one)
+    got = sorted(boxes)
     want = sorted(
-        zip(one["x0"], one["y0"], one["x1"] - one["x0"], one["y1"] - one["y0"], strict=True)
+        zip(
+            one["class_name"],
+            one["x0"],
+            one["y0"],
+            one["x1"] - one["x0"],
+            one["y1"] - one["y0"],
+            strict=True,
+        )
     )
-    np.testing.assert_allclose(got, want)
-    assert not any(r.get_fill() for r in rects)
+    assert [g[0] for g in got] == [w[0] for w in want]  # each box in its class's colour
+    np.testing.assert_allclose([g[1:] for g in got], [w[1:] for w in want])
+    assert all(
+        len(c.get_facecolor()) == 0 or c.get_facecolor()[0][3] == 0
+        for c in ax.collections
+        if str(c.get_gid()).startswith("boxes:")
+    )  # unfilled
     assert ax.yaxis_inverted()
     counts = one["class_name"].value_counts()
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == [f"{c} ({counts[c]})" for c in sorted(counts.index)]
     # the same class has the same colour in another image of the same table
-    other = pfind.boxes(f, ("P001", "2024-03-01"))
-    colour = {r.get_gid(): r.get_edgecolor() for r in rects}
-    for r in _boxes_of(other):
-        if r.get_gid() in colour:
-            np.testing.assert_allclose(r.get_edgecolor(), colour[r.get_gid()])
+    other = _colours(pfind.boxes(f, ("P001", "2024-03-01")))
+    colour = _colours(ax)
+    shared = set(colour) & set(other)
+    assert shared
+    for gid in shared:
+        np.testing.assert_allclose(other[gid], colour[gid])
     save_all(ax, tmp_path, "boxes")
 
 
