@@ -1,0 +1,312 @@
+"""Batched arch-form fits of a whole cohort: ``fit`` (frames, model fits, output table)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dentalkit.arch._engine import (
+    _BETA_EDGE,
+    POSE_PARAMS,
+    RESIDUALS,
+    _compose,
+    _fit_model,
+    _models_arg,
+    _Problem,
+    _problem,
+)
+from dentalkit.arch._frame import (
+    SIDE_SOURCES,
+    STATUSES,
+    _notnone,
+    align_stacked,
+    matrices_from,
+    transform_params,
+)
+from dentalkit.arch._models import MODELS, PARAM_COLUMNS, ArchModel
+from dentalkit.arch._tables import Errors, Stacked, stack_points
+from dentalkit.errors import InputError
+
+#: ln 2π + 1, of the Gaussian log-likelihood.
+_LOG2PI1 = np.log(2.0 * np.pi) + 1.0
+
+
+def fit(
+    arch_points: pd.DataFrame,
+    model: str | Sequence[str] = "all",
+    *,
+    pose: str = "fit",
+    residual: str = "orthogonal",
+    tooth_keypoints: pd.DataFrame | None = None,
+    mm_per_px: float | pd.DataFrame | None = None,
+    first_point_side: str = "right",
+    point_keys: str = "auto",
+    max_iter: int = 200,
+    errors: Errors = "raise",
+) -> pd.DataFrame:
+    """Fit arch-form models to every arch of a cohort in one batched computation.
+
+    Parameters
+    ----------
+    arch_points : DataFrame
+        The ``arch_points`` table (session key, ``arch``, ``index``/``point``,
+        ``x``, ``y`` in pixels; points ordered along the arch by ``index``).
+    model : str or list of str
+        ``"catenary"``, ``"beta"``, ``"poly4"``, ``"poly6"``, ``"parabola"``, a
+        list of them, or ``"all"`` (default). See :data:`MODELS` and ``docs/arch.md``.
+    pose : {"fit", "fixed"}
+        ``"fit"`` (default): the curve's vertex ``(x0, y0)`` and axis tilt φ in
+        the :func:`align` frame are estimated with the shape (3 extra
+        parameters), so the result does not depend on how the points are
+        spaced. ``"fixed"``: the :func:`align` frame is kept and only a vertical
+        offset ``y0`` is estimated (1 extra parameter).
+    residual : {"orthogonal", "vertical"}
+        ``"orthogonal"`` (default): residuals are distances to the curve,
+        ``(y' − f(x')) / √(1 + f'(x')²)`` (first-order orthogonal distance),
+        right for points with noise in both coordinates and steep arch ends.
+        ``"vertical"``: ``y' − f(x')``, the classical least squares of the
+        arch-form literature. With ``pose="fixed"`` and ``"vertical"`` the
+        polynomial models are exactly linear and solved by one stacked
+        least-squares call for the whole cohort.
+    tooth_keypoints : DataFrame, optional
+        Used only to tell the patient's left from right (see :func:`align`).
+    mm_per_px : float or DataFrame, optional
+        Calibration (one number, or per image); parameters are then in mm.
+    first_point_side, point_keys : str
+        How the patient's sides and the order along the arch are read (see
+        :func:`align`).
+    max_iter : int
+        Iteration limit of the Levenberg–Marquardt solver.
+    errors : {"raise", "collect"}
+        Bad point rows raise, or with "collect" become problem rows.
+
+    Returns
+    -------
+    DataFrame
+        One row per arch × model (wide): session key (+ ``session_time``,
+        ``endpoint``, ``model_version`` when present), ``arch``, ``model``,
+        ``status`` ("ok" or the problem), ``reason``, ``pose``, ``residual``, ``n_points``,
+        ``n_params`` (all estimated parameters, pose and σ² included),
+        ``unit``; the shape parameters ``a`` (catenary), ``depth``, ``width``
+        (beta D, W), ``c2``, ``c4``, ``c6`` (polynomials; NaN for parameters the
+        model lacks); ``rss``, ``rmse`` (√(rss/n)), ``aic``, ``aicc``, ``bic``;
+        ``x_min``, ``x_max`` (extent of the points along the model's x-axis);
+        the model frame ``rotation_deg``, ``reflected``, ``tx``, ``ty``,
+        ``scale`` (image → model coordinates as in :func:`to_canonical`);
+        ``side_source``; ``iterations``. Rows whose ``status`` is not "ok" carry
+        NaN parameters and say why in ``reason``; no exception is raised for
+        arches that cannot be fitted.
+
+    Notes
+    -----
+    ``rss`` is the sum of squared residuals (orthogonal or vertical as chosen),
+    in the model's own frame. Information criteria use the Gaussian
+    likelihood of the residuals with σ² = rss/n:
+    ``AIC = n·ln(rss/n) + n·(ln 2π + 1) + 2k``, ``BIC = … + k·ln n``,
+    ``AICc = AIC + 2k(k+1)/(n−k−1)``, with ``k = n_params``.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> x = np.linspace(-20, 20, 11)
+    >>> pts = pd.DataFrame(
+    ...     {
+    ...         "patient_id": "p1",
+    ...         "timestamp": "t",
+    ...         "arch": "up",
+    ...         "index": np.arange(11),
+    ...         "x": 100 + x,
+    ...         "y": 200 - 0.05 * x**2,
+    ...     }
+    ... )
+    >>> f = fit(pts, "parabola")
+    >>> float(f["c2"].iloc[0].round(9)), f["status"].iloc[0]
+    (0.05, 'ok')
+    """
+    if pose not in POSE_PARAMS:
+        raise InputError(f"pose must be 'fit' or 'fixed', got {pose!r}")
+    if residual not in RESIDUALS:
+        raise InputError(f"residual must be 'orthogonal' or 'vertical', got {residual!r}")
+    models = _models_arg(model)
+    st = stack_points(arch_points, mm_per_px=mm_per_px, errors=errors, point_keys=point_keys)
+    return _fit_stacked(st, models, pose, residual, tooth_keypoints, first_point_side, max_iter)
+
+
+@dataclass
+class _Prepared:
+    """Frames and normalised coordinates of every arch, ready for the model fits."""
+
+    source: np.ndarray
+    frame_reason: np.ndarray
+    framed: np.ndarray
+    ex: np.ndarray
+    ey: np.ndarray
+    origin: np.ndarray
+    prob: _Problem
+
+
+def _prepare(
+    st: Stacked,
+    pose: str,
+    residual: str,
+    tooth_keypoints: pd.DataFrame | None,
+    first_point_side: str,
+    max_iter: int,
+) -> _Prepared:
+    params, source, frame_reason = align_stacked(st, tooth_keypoints, first_point_side)
+    m = len(st.n)
+    framed = np.array([r is None for r in frame_reason], dtype=bool)
+    M0, _, _ = matrices_from(
+        params["rotation_deg"], params["reflected"], np.zeros((m, 2)), np.ones(m)
+    )
+    ex, ey = M0[:, 0, :], M0[:, 1, :]
+    origin = np.stack([params["tx"], params["ty"]], 1) * st.scale[:, None]
+    prob = _problem(st, ex, ey, origin, framed)
+    if pose == "fit":
+        # Second pass of the starting frame: a parabola with free vertex and tilt
+        # (robust, few local minima) corrects the geometric frame when the points
+        # are not spaced symmetrically; every model then starts from it.
+        par = MODELS["parabola"]
+        res = _fit_model(prob, par, "fit", framed & (st.n >= 5), max_iter, residual)
+        good = (res["status"] == None) & np.isfinite(res["P"]).all(1)  # noqa: E711
+        good &= np.abs(res["P"][:, par.k + 2]) < np.pi / 4
+        if good.any():
+            s = prob.s
+            ex2, ey2, o2 = _compose(
+                ex, ey, origin, res["P"][:, 2] * s, res["P"][:, 1] * s, res["P"][:, 3]
+            )
+            ex = np.where(good[:, None], ex2, ex)
+            ey = np.where(good[:, None], ey2, ey)
+            origin = np.where(good[:, None], o2, origin)
+            prob = _problem(st, ex, ey, origin, framed)
+    return _Prepared(source, frame_reason, framed, ex, ey, origin, prob)
+
+
+def _fit_stacked(
+    st: Stacked,
+    models: list[ArchModel],
+    pose: str,
+    residual: str,
+    tooth_keypoints: pd.DataFrame | None,
+    first_point_side: str,
+    max_iter: int,
+) -> pd.DataFrame:
+    pre = _prepare(st, pose, residual, tooth_keypoints, first_point_side, max_iter)
+    source, frame_reason, framed = pre.source, pre.frame_reason, pre.framed
+    ex, ey, origin, prob = pre.ex, pre.ey, pre.origin, pre.prob
+    m = len(st.n)
+    npose = len(POSE_PARAMS[pose])
+    frames = []
+    for mod in models:
+        kk = mod.k + npose
+        enough = st.n >= kk + 1
+        fittable = framed & enough
+        res = _fit_model(prob, mod, pose, fittable, max_iter, residual)
+        status = res["status"].copy()
+        reason = res["reason"].copy()
+        few = framed & ~enough
+        status[few] = "too_few_points"
+        reason[few] = f"{mod.name} with pose={pose!r} needs at least {kk + 1} points"
+        nofr = ~framed
+        status[nofr] = np.where(_notnone(st.bad[nofr]), "bad_input", "degenerate")
+        reason[nofr] = frame_reason[nofr]
+        P = res["P"]
+        s = prob.s
+        shape = P[:, : mod.k] * s[:, None] ** np.array(mod.length_power, dtype=float)
+        y0 = P[:, mod.k] * s
+        x0 = P[:, mod.k + 1] * s if npose == 3 else np.zeros(m)
+        phi = P[:, mod.k + 2] if npose == 3 else np.zeros(m)
+        # model frame: origin at the vertex, axes tilted by phi (in calibrated units)
+        ex2, ey2, o2 = _compose(ex, ey, origin, x0, y0, phi)
+        tp = transform_params(ex2, ey2, o2, st.scale)
+        d = st.xy - o2[:, None, :]
+        xm = np.einsum("mnj,mj->mn", d, ex2)
+        xmin = np.where(st.mask, xm, np.inf).min(1)
+        xmax = np.where(st.mask, xm, -np.inf).max(1)
+        if mod.name == "beta" and residual == "vertical":
+            half = shape[:, 1] / 2.0
+            # at (to rounding) or beyond the ends: the fit ended on the domain's edge
+            edge = half[:, None] * (1.0 - _BETA_EDGE)
+            outside = np.where(st.mask, ~(np.abs(xm) < edge), False).sum(1)
+            fitted = np.isin(status, [None, "degenerate", "not_converged"]) & framed & enough
+            hit = fitted & (outside > 0) & np.isfinite(half)
+            status[hit] = "out_of_domain"
+            reason[hit] = [
+                f"{k} point(s) lie at or beyond x = ±W/2, the ends of the beta function: "
+                "its best fit ends on the data (no interior optimum)"
+                for k in outside[hit]
+            ]
+        if mod.name == "beta":
+            negative = (status == None) & ~((shape[:, 0] > 0) & (shape[:, 1] > 0))  # noqa: E711
+            status[negative] = "degenerate"
+            reason[negative] = "fitted depth D or width W is not positive"
+        finite = np.isfinite(shape).all(1) & np.isfinite(res["rss"])
+        lost = (status == None) & ~finite  # noqa: E711
+        status[lost] = "not_converged"
+        reason[lost] = "fit ended on non-finite values"
+        status[status == None] = "ok"  # noqa: E711
+        ok = status == "ok"
+        rss = res["rss"] * s**2
+        n = st.n.astype(float)
+        k_all = kk + 1
+        with np.errstate(divide="ignore", invalid="ignore"):
+            loglik_part = n * np.log(rss / n) + n * _LOG2PI1
+            aic = loglik_part + 2 * k_all
+            bic = loglik_part + k_all * np.log(n)
+            aicc = np.where(
+                n - k_all - 1 > 0, aic + 2 * k_all * (k_all + 1) / (n - k_all - 1), np.nan
+            )
+            rmse = np.sqrt(rss / n)
+        out = st.keys.copy()
+        out["model"] = mod.name
+        out["status"] = status
+        out["reason"] = reason
+        out["pose"] = pose
+        out["residual"] = residual
+        out["n_points"] = st.n.astype(np.int64)
+        out["n_params"] = np.int64(k_all)
+        out["unit"] = st.unit
+        for col in PARAM_COLUMNS:
+            out[col] = np.nan
+        for j, col in enumerate(mod.params):
+            out[col] = np.where(ok, shape[:, j], np.nan)
+        for col, val in (
+            ("rss", rss),
+            ("rmse", rmse),
+            ("aic", aic),
+            ("aicc", aicc),
+            ("bic", bic),
+            ("x_min", xmin),
+            ("x_max", xmax),
+        ):
+            out[col] = np.where(ok, val, np.nan)
+        for col in ("rotation_deg", "tx", "ty"):
+            out[col] = np.where(ok, tp[col], np.nan)
+        out["reflected"] = pd.array(np.where(ok, tp["reflected"], False), dtype="boolean")
+        out.loc[~ok, "reflected"] = pd.NA
+        out["scale"] = st.scale
+        out["side_source"] = np.where(ok, source, None)
+        out["iterations"] = res["iterations"]
+        frames.append(out)
+    table = pd.concat(frames, ignore_index=True)
+    order = {name: i for i, name in enumerate(MODELS)}
+    table["_o"] = table["model"].map(order)
+    table["_a"] = np.tile(np.arange(m), len(models))
+    table = table.sort_values(["_a", "_o"], kind="stable").drop(columns=["_a", "_o"])
+    table = table.reset_index(drop=True)
+    return _dtypes(table)
+
+
+def _dtypes(table: pd.DataFrame) -> pd.DataFrame:
+    table["arch"] = pd.Categorical(table["arch"].astype(str), categories=["up", "lo"])
+    table["model"] = pd.Categorical(table["model"], categories=list(MODELS))
+    table["status"] = pd.Categorical(table["status"], categories=STATUSES)
+    table["reason"] = pd.array(table["reason"].tolist(), dtype="string")
+    table["pose"] = pd.Categorical(table["pose"], categories=list(POSE_PARAMS))
+    table["residual"] = pd.Categorical(table["residual"], categories=list(RESIDUALS))
+    table["unit"] = pd.Categorical(table["unit"], categories=["px", "mm"])
+    table["side_source"] = pd.Categorical(table["side_source"], categories=SIDE_SOURCES)
+    return table

@@ -1,0 +1,162 @@
+"""Mean arch form of groups of arches, with a pointwise confidence band."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from dentalkit.arch._curve import evaluate
+from dentalkit.arch._engine import _models_arg
+from dentalkit.arch._fit import _fit_stacked
+from dentalkit.arch._models import MODELS
+from dentalkit.arch._tables import ARCH_KEY, Errors, require_columns, stack_points
+from dentalkit.errors import InputError
+
+
+def _by_list(by: str | Sequence[str] | None) -> list[str]:
+    if by is None:
+        return []
+    return [by] if isinstance(by, str) else list(by)
+
+
+def mean_form(
+    fits_or_points: pd.DataFrame,
+    by: str | Sequence[str] | None = None,
+    *,
+    model: str = "catenary",
+    n: int = 101,
+    level: float = 0.95,
+    pose: str = "fit",
+    residual: str = "orthogonal",
+    tooth_keypoints: pd.DataFrame | None = None,
+    mm_per_px: float | pd.DataFrame | None = None,
+    first_point_side: str = "right",
+    point_keys: str = "auto",
+    errors: Errors = "raise",
+) -> pd.DataFrame:
+    """Mean arch form of each group, after alignment, with a pointwise confidence band.
+
+    Each arch's fitted ``model`` curve is evaluated, in its own canonical frame
+    (vertex at the origin, +y posterior, +x patient's left), on a common grid
+    of x; the mean form is the pointwise mean of those curves and the band the
+    pointwise Student-t interval of the mean,
+    ``ȳ(x) ± t_{(1+level)/2, k−1} · s(x)/√k`` over the k arches of the group.
+    Curves are averaged rather than parameters because the models are
+    nonlinear in their parameters (the curve of the mean parameters is not the
+    mean curve); group means of the parameters are a ``groupby`` of the fits.
+
+    Parameters
+    ----------
+    fits_or_points : DataFrame
+        Output of :func:`dentalkit.arch.fit` (rows of ``model`` with status "ok"
+        are used), or an ``arch_points`` table (``model`` is then fitted first
+        with ``pose``, ``residual``, ``tooth_keypoints``, ``mm_per_px``,
+        ``first_point_side`` and ``point_keys``, as in :func:`dentalkit.arch.fit`).
+    by : str or list of str, optional
+        Grouping columns (in the fits, or per-arch columns of the points, e.g. a
+        study group merged in). Upper and lower arches are always separate
+        groups (``arch`` is added).
+    model : str
+        Which model's curves to average. Default ``"catenary"``.
+    n : int
+        Grid points. The grid spans the x-range that every arch of the group
+        covers with its own points (the intersection of ``[x_min, x_max]``), so
+        no curve is extrapolated.
+    level : float
+        Confidence level of the band.
+
+    Returns
+    -------
+    DataFrame
+        One row per group × grid point: the ``by`` columns, ``arch``,
+        ``model``, ``x``, ``y_mean``, ``y_sd``, ``y_lower``, ``y_upper``,
+        ``n_arches``, ``unit``, ``level``. Bands are NaN for groups of one arch.
+
+    Raises
+    ------
+    InputError
+        Unknown columns, mixed units within a group, a group whose arches
+        share no common x-range, or no usable fit at all.
+    """
+    table = fits_or_points
+    if not isinstance(table, pd.DataFrame):
+        raise InputError("mean_form needs a fits table or an arch_points table (a DataFrame)")
+    if not 0 < level < 1:
+        raise InputError(f"level must be between 0 and 1, got {level!r}")
+    if n < 2:
+        raise InputError(f"n must be at least 2, got {n!r}")
+    mod = _models_arg(model)[0]
+    groups = _by_list(by)
+    if "model" in table.columns and "status" in table.columns:
+        fits = table
+    else:
+        require_columns(table, [*ARCH_KEY, "x", "y"], "arch_points")
+        require_columns(table, groups, "arch_points")
+        st = stack_points(
+            table, mm_per_px=mm_per_px, errors=errors, extra=tuple(groups), point_keys=point_keys
+        )
+        varying = [
+            g
+            for g in groups
+            if (
+                table[g].astype(str).to_numpy() != st.keys[g].astype(str).to_numpy()[st.row_arch]
+            ).any()
+        ]
+        if varying:
+            raise InputError(
+                f"group column(s) {varying} vary within an arch; they must be per arch"
+            )
+        fits = _fit_stacked(st, [mod], pose, residual, tooth_keypoints, first_point_side, 200)
+    require_columns(fits, [*groups, "arch", "model", "status", "unit", "x_min", "x_max"], "fits")
+    require_columns(fits, list(mod.params), "fits")
+    use = fits[(fits["model"].astype(str) == mod.name) & (fits["status"].astype(str) == "ok")]
+    if use.empty:
+        raise InputError(f"no {mod.name} fit with status 'ok' to average")
+    use = use.assign(arch=pd.Categorical(use["arch"].astype(str), categories=["up", "lo"]))
+    keys = [*groups, "arch"]
+    parts = []
+    for gkey, grp in use.groupby(keys, observed=True, sort=True):
+        gkey = gkey if isinstance(gkey, tuple) else (gkey,)
+        units = grp["unit"].astype(str).unique()
+        if len(units) > 1:
+            raise InputError(
+                f"group {dict(zip(keys, gkey, strict=True))} mixes units {list(units)}"
+            )
+        lo_i, hi_i = grp["x_min"].to_numpy(float), grp["x_max"].to_numpy(float)
+        if mod.name == "beta":  # the curve ends at ±W/2
+            half = grp["width"].to_numpy(float) / 2.0
+            lo_i, hi_i = np.maximum(lo_i, -half), np.minimum(hi_i, half)
+        lo, hi = lo_i.max(), hi_i.min()
+        if not lo < hi:
+            raise InputError(
+                f"the arches of group {dict(zip(keys, gkey, strict=True))} share no common "
+                "x-range (each curve is only evaluated over its own points)"
+            )
+        x = np.linspace(lo, hi, n)
+        Y = evaluate(mod, np.broadcast_to(x, (len(grp), n)), grp[list(mod.params)].to_numpy(float))
+        k = len(grp)
+        mean = Y.mean(axis=0)
+        if k > 1:
+            sd = Y.std(axis=0, ddof=1)
+            half = stats.t.ppf((1.0 + level) / 2.0, k - 1) * sd / np.sqrt(k)
+        else:
+            sd = half = np.full(n, np.nan)
+        part = pd.DataFrame({c: [v] * n for c, v in zip(keys, gkey, strict=True)})
+        part["model"] = mod.name
+        part["x"] = x
+        part["y_mean"] = mean
+        part["y_sd"] = sd
+        part["y_lower"] = mean - half
+        part["y_upper"] = mean + half
+        part["n_arches"] = np.int64(k)
+        part["unit"] = units[0]
+        part["level"] = level
+        parts.append(part)
+    out = pd.concat(parts, ignore_index=True)
+    out["arch"] = pd.Categorical(out["arch"].astype(str), categories=["up", "lo"])
+    out["model"] = pd.Categorical(out["model"], categories=list(MODELS))
+    out["unit"] = pd.Categorical(out["unit"], categories=["px", "mm"])
+    return out

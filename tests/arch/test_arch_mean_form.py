@@ -1,0 +1,102 @@
+"""Mean arch forms: pointwise means and t-bands against hand computation and scipy.stats."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from dentalkit import arch
+from dentalkit.errors import InputError
+
+from .helpers import arch_table, catenary
+
+
+def _cohort(a_values, group, arch_="up", start=0, half=220.0, n_points=15):
+    rng = np.random.default_rng(start)
+    frames = []
+    for j, a in enumerate(a_values):
+        x = np.linspace(-half, half, n_points)
+        tab = arch_table(
+            x,
+            catenary(x, a),
+            theta=rng.uniform(-3, 3),
+            t=rng.uniform(0, 900, 2),
+            mirror=bool(j % 2),
+            patient=f"{group}{start + j}",
+            arch=arch_,
+        )
+        tab["group"] = group
+        frames.append(tab)
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_mean_and_band_equal_the_pointwise_statistics_of_the_generating_curves():
+    a_ctrl = [140.0, 155.0, 170.0, 160.0]
+    a_case = [120.0, 130.0, 125.0]
+    pts = pd.concat([_cohort(a_ctrl, "ctrl"), _cohort(a_case, "case", start=10)], ignore_index=True)
+    fits = arch.fit(pts, "catenary")
+    fits = fits.merge(pts[["patient_id", "group"]].drop_duplicates(), on="patient_id")
+    mf = arch.mean_form(fits, by="group", n=11)
+    assert set(mf["group"]) == {"ctrl", "case"}
+    for group, avals in (("ctrl", a_ctrl), ("case", a_case)):
+        g = mf[mf["group"] == group]
+        assert len(g) == 11
+        np.testing.assert_allclose([g["x"].min(), g["x"].max()], [-220, 220], atol=1e-6)
+        curves = np.array([catenary(g["x"].to_numpy(), a) for a in avals])
+        np.testing.assert_allclose(g["y_mean"], curves.mean(0), rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(g["y_sd"], curves.std(0, ddof=1), rtol=1e-7, atol=1e-9)
+        j = 8  # one grid point against scipy's t interval
+        lo, hi = stats.t.interval(
+            0.95, len(avals) - 1, loc=curves[:, j].mean(), scale=stats.sem(curves[:, j])
+        )
+        assert g["y_lower"].iloc[j] == pytest.approx(lo, rel=1e-9)
+        assert g["y_upper"].iloc[j] == pytest.approx(hi, rel=1e-9)
+        assert (g["n_arches"] == len(avals)).all()
+
+
+def test_points_in_gives_the_same_as_fits_in_and_groups_by_arch():
+    pts = pd.concat(
+        [
+            _cohort([150.0, 160.0], "g", arch_="up"),
+            _cohort([130.0, 135.0, 140.0], "g", arch_="lo", start=5),
+        ],
+        ignore_index=True,
+    )
+    from_points = arch.mean_form(pts, by="group", n=7)
+    from_fits = arch.mean_form(
+        arch.fit(pts, "catenary").merge(pts[["patient_id", "arch", "group"]].drop_duplicates()),
+        by="group",
+        n=7,
+    )
+    pd.testing.assert_frame_equal(from_points, from_fits)
+    assert list(from_points.groupby("arch", observed=True)["n_arches"].first()) == [2, 3]
+
+
+def test_common_range_is_the_intersection_of_the_arches_spans():
+    a = _cohort([150.0], "g", half=200.0)
+    b = _cohort([150.0], "g", start=1, half=150.0)
+    mf = arch.mean_form(pd.concat([a, b], ignore_index=True), n=5)
+    np.testing.assert_allclose([mf["x"].min(), mf["x"].max()], [-150, 150], atol=1e-6)
+    one = arch.mean_form(a, n=5)
+    assert one["y_sd"].isna().all()
+    assert one["y_lower"].isna().all()
+
+
+def test_mean_form_problems():
+    pts = _cohort([150.0, 160.0], "g")
+    with pytest.raises(InputError, match="level must be"):
+        arch.mean_form(pts, level=95)
+    with pytest.raises(InputError, match="lacks column"):
+        arch.mean_form(pts, by="sex")
+    varying = pts.copy()
+    varying.loc[0, "group"] = "other"
+    with pytest.raises(InputError, match="vary within an arch"):
+        arch.mean_form(varying, by="group")
+    fits = arch.fit(pts, "catenary")
+    with pytest.raises(InputError, match="no poly4 fit"):
+        arch.mean_form(fits, model="poly4")
+    mixed = pd.concat([fits, arch.fit(pts, "catenary", mm_per_px=0.1).assign(patient_id="x")])
+    with pytest.raises(InputError, match="mixes units"):
+        arch.mean_form(mixed)
