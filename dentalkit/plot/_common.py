@@ -86,31 +86,15 @@ def number(value: float, spec: str = ".1f") -> str:
     return format(value, spec).replace("-", "\u2212")
 
 
-def _columns_that_fit(ax: Any, labels: list[str], most: int = 4) -> int:
-    """Legend columns whose estimated width fits the figure (about 0.55 em per character)."""
-    import matplotlib as mpl
-    from matplotlib.font_manager import FontProperties
+def _legend_above(ax: Any, handles: list, labels: list, most: int, **kw: Any) -> Any:
+    """A legend above the axes with as many columns (≤ ``most``) as fit the axes' width.
 
-    size = FontProperties(size=mpl.rcParams["legend.fontsize"]).get_size_in_points()
-    width_pt = ax.get_figure(root=True).get_figwidth() * 72.0 * 0.9
-    entry = (max(len(str(t)) for t in labels) * 0.55 + 4.5) * size
-    return int(max(1, min(len(labels), most, width_pt // entry)))
-
-
-def place_legend(ax: Any, where: str | None = "above", ncols: int | None = None, **kw: Any):
-    """Put the legend above the axes (default), to the right, inside, or nowhere (None).
-
-    "above" keeps figures narrow enough for a single journal column; constrained
-    layout makes room for it.
+    The legend is measured with the figure's renderer; columns are dropped until it is
+    no wider than the axes (a legend wider than its axes would make constrained layout
+    squeeze the axes). Without a renderer, one column per 30 characters is a guess.
     """
-    handles, labels = ax.get_legend_handles_labels()
-    if "handles" in kw:
-        handles = kw.pop("handles")
-        labels = [h.get_label() for h in handles]
-    if where is None or not handles:
-        return None
-    if where == "above":
-        n = ncols or (1 if max(len(str(t)) for t in labels) > 18 else min(len(handles), 2))
+
+    def make(n: int) -> Any:
         return ax.legend(
             handles,
             labels,
@@ -120,6 +104,39 @@ def place_legend(ax: Any, where: str | None = "above", ncols: int | None = None,
             ncols=n,
             **kw,
         )
+
+    fig = ax.get_figure(root=True)
+    try:
+        renderer = fig.canvas.get_renderer()
+    except AttributeError:  # pragma: no cover - backends without a renderer handle
+        renderer = None
+    n = max(1, min(len(handles), most))
+    if renderer is None:  # pragma: no cover
+        longest = max(len(str(t)) for t in labels)
+        return make(max(1, min(n, 90 // max(longest, 1))))
+    available = ax.get_window_extent(renderer).width
+    while True:
+        legend = make(n)
+        if n == 1 or legend.get_window_extent(renderer).width <= available:
+            return legend
+        n -= 1
+
+
+def place_legend(ax: Any, where: str | None = "above", ncols: int | None = None, **kw: Any):
+    """Put the legend above the axes (default), to the right, inside, or nowhere (None).
+
+    "above" keeps figures narrow enough for a single journal column; constrained
+    layout makes room for it. ``ncols`` is the most columns "above" may use (as many as
+    fit the axes' width).
+    """
+    handles, labels = ax.get_legend_handles_labels()
+    if "handles" in kw:
+        handles = kw.pop("handles")
+        labels = [h.get_label() for h in handles]
+    if where is None or not handles:
+        return None
+    if where == "above":
+        return _legend_above(ax, handles, labels, ncols or 4, **kw)
     if where == "right":
         return ax.legend(
             handles,
