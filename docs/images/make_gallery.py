@@ -54,7 +54,10 @@ GALLERY = [
         """
         radiograph = input_image("lateral_ceph/P001/2024-03-01.png")  # PNG bytes
         ax = plot.ceph_tracing(
-            lateral, ("P001", "2024-03-01"), image=radiograph, mm_per_px=0.1,
+            lateral,
+            ("P001", "2024-03-01"),
+            image=radiograph,
+            mm_per_px=0.1,
             measures=["SNA", "SNB", "ANB", "SN_MP", "U1_SN", "IMPA", "Wits"],
             legend="right",
         )
@@ -70,7 +73,10 @@ GALLERY = [
         "it (dashed) and the measured stretch.",
         """
         ax = plot.ceph_tracing(
-            lateral, ("P001", "2024-03-01"), mm_per_px=0.1, show_axes=False,
+            lateral,
+            ("P001", "2024-03-01"),
+            mm_per_px=0.1,
+            show_axes=False,
             measures=["SNA", "SNB", "FMA", "Wits", "A_Nperp", "E_line_lower_lip"],
         )
         """,
@@ -113,6 +119,7 @@ GALLERY = [
         "RMSE.",
         """
         from dentalkit import arch
+
         points = arch_points("P003", "2024-03-01", "up")
         fits = arch.fit(points, ["catenary", "beta", "poly4", "parabola"])
         ax = plot.arch_forms(points, fits)
@@ -127,8 +134,11 @@ GALLERY = [
         "after alignment, with pointwise 95 % confidence bands (``dentalkit.arch.mean_form``).",
         """
         from dentalkit import arch
-        pts = pd.concat([arch_points(p, "2024-03-01", a) for p in patients[:30]
-                         for a in ("up", "lo")], ignore_index=True)
+
+        pts = pd.concat(
+            [arch_points(p, "2024-03-01", a) for p in patients[:30] for a in ("up", "lo")],
+            ignore_index=True,
+        )
         pts["group"] = np.where(pts["patient_id"].str[-1].astype(int) % 2, "B", "A")
         mf = arch.mean_form(pts, by="group", mm_per_px=0.08)
         ax = plot.mean_arch_forms(mf, by="group")
@@ -144,8 +154,7 @@ GALLERY = [
         """
         t = teeth_table("P002", "2024-03-01", "pano")
         areas = teeth.measure(t, mm_per_px=0.1, measures=["area"])
-        ax = plot.tooth_map(t, "area", values=areas,
-                            image=input_image("pano/P002/2024-03-01.png"))
+        ax = plot.tooth_map(t, "area", values=areas, image=input_image("pano/P002/2024-03-01.png"))
         """,
     ),
     (
@@ -184,8 +193,12 @@ GALLERY = [
         "the images of a table), with the count per class.",
         """
         det = pd.concat([findings_table(p, "2024-03-01") for p in patients], ignore_index=True)
-        ax = plot.finding_boxes(det, ("P006", "2024-03-01"), crop=True,
-                                image=input_image("intraoral_frontal/P006/2024-03-01.png"))
+        ax = plot.finding_boxes(
+            det,
+            ("P006", "2024-03-01"),
+            crop=True,
+            image=input_image("intraoral_frontal/P006/2024-03-01.png"),
+        )
         """,
     ),
     (
@@ -197,9 +210,14 @@ GALLERY = [
         "95 % intervals, counts at the bar ends (``dentalkit.findings.prevalence``).",
         """
         det = pd.concat([findings_table(p, "2024-03-01") for p in patients], ignore_index=True)
-        images = pd.DataFrame({"patient_id": patients, "timestamp": "2024-03-01",
-                               "source": "clinical",
-                               "sex": ["female", "male"] * (len(patients) // 2)})
+        images = pd.DataFrame(
+            {
+                "patient_id": patients,
+                "timestamp": "2024-03-01",
+                "source": "clinical",
+                "sex": ["female", "male"] * (len(patients) // 2),
+            }
+        )
         res = findings.prevalence(det, images=images, by="sex")
         ax = plot.prevalence_bars(res.prevalence, by="sex")
         """,
@@ -215,12 +233,14 @@ GALLERY = [
         """
         from dentalkit.client import Client
         from dentalkit.sandbox import running
+
         with running() as sb:
             client = Client(sb.base_url, api_key=sb.api_key, cache="memory")
             est = tle.estimate(tle.example_patients(120), client, progress=False)
             curves = [
-                tle.sensitivity(tle.example_patients(30), "crowding",
-                                ["none", "mild", "moderate", "severe"], client),
+                tle.sensitivity(
+                    tle.example_patients(30), "crowding", ["none", "mild", "moderate", "severe"], client
+                ),
                 tle.sensitivity(tle.example_patients(30), "age_years", range(10, 41, 5), client),
             ]
         ax = plot.tle_distribution(est, "malocclusion_class")
@@ -327,9 +347,9 @@ changes global rcParams.
 ```python
 from dentalkit import plot
 
-with plot.style():                        # house style: 7 pt sans-serif, Okabe–Ito colours
-    ax = plot.odontogram(by_fdi)          # any figure function
-    plot.savefig(ax, "figures/fig2", width="single")   # 85 mm: fig2.pdf/.svg/.png/.tif
+with plot.style():  # house style: 7 pt sans-serif, Okabe–Ito colours
+    ax = plot.odontogram(by_fdi)  # any figure function
+    plot.savefig(ax, "figures/fig2", width="single")  # 85 mm: fig2.pdf/.svg/.png/.tif
 ```
 
 - **House style** — `plot.style()` is a `matplotlib.rc_context`: 7 pt text (journals
