@@ -82,7 +82,12 @@ def value_norm(values: np.ndarray, vmin: float | None, vmax: float | None, cente
 
 
 def number(value: float, spec: str = ".1f") -> str:
-    """Format a number with a typographic minus sign (U+2212), as matplotlib's ticks do."""
+    """Format a number with a typographic minus sign (U+2212), as matplotlib's ticks do.
+
+    Missing values (NaN) read "n/a".
+    """
+    if not np.isfinite(value):
+        return "n/a"
     return format(value, spec).replace("-", "\u2212")
 
 

@@ -164,6 +164,10 @@ def tracing(
     unknown = [m for m in measures if m not in set(catalog["id"])]
     if unknown:
         raise InputError(f"unknown measure(s) {unknown}; see dentalkit.ceph.load_measures()")
+    if mm_per_px is not None and not (
+        isinstance(mm_per_px, int | float) and np.isfinite(mm_per_px) and mm_per_px > 0
+    ):
+        raise InputError(f"mm_per_px must be a positive number (mm per pixel), got {mm_per_px!r}")
     rows = select_session(view_rows(landmarks, view), session, what="landmarks")
     names = resolve_names(rows, view, landmark_map)
     xy = rows[["x", "y"]].to_numpy(dtype=float)

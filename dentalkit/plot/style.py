@@ -17,6 +17,9 @@ Examples
 >>> round(float(fig.get_figwidth()) * 25.4, 1)
 85.0
 >>> paths = plot.savefig(fig, "figure1", formats=("pdf",))  # doctest: +SKIP
+
+Note that ``dentalkit.plot.style`` (the package attribute) is the context manager;
+import this module's other names with ``from dentalkit.plot.style import ...``.
 """
 
 from __future__ import annotations
@@ -95,7 +98,8 @@ JOURNAL_WIDTHS_MM: dict[str, float] = {"single": 85.0, "double": 180.0}
 #: The house rcParams applied by :func:`style`: 7 pt sans-serif text (journals ask
 #: for 6–8 pt at final size), thin lines, no top/right spines, Okabe–Ito colour cycle,
 #: embedded TrueType fonts in PDF/PS (editable text, never Type 3 bitmaps), text kept
-#: as text in SVG, deterministic SVG ids, constrained layout.
+#: as text in SVG, deterministic SVG ids, constrained layout. :func:`style` adds the
+#: colour cycle (``axes.prop_cycle`` = :data:`CATEGORICAL`).
 RC_PARAMS: dict[str, Any] = {
     "font.family": "sans-serif",
     "font.sans-serif": ["Arial", "Helvetica", "Liberation Sans", "DejaVu Sans"],
@@ -121,7 +125,6 @@ RC_PARAMS: dict[str, Any] = {
     "hatch.linewidth": 0.6,
     "legend.frameon": False,
     "legend.handlelength": 1.6,
-    "axes.prop_cycle": None,  # filled in below (needs cycler)
     "image.cmap": SEQUENTIAL_CMAP,
     "figure.dpi": 150,
     "figure.constrained_layout.use": True,

@@ -70,6 +70,12 @@ def distribution(
     table = estimates[estimates[value].notna()]
     if summary is None:
         summary = _tle.summary(table, by, value=value, n_resamples=n_resamples, seed=seed)
+    require_columns(
+        summary,
+        ([by] if by else []) + ["mean", "ci_low", "ci_high"],
+        "summary",
+        "Pass the output of dentalkit.tle.summary() for the same table and by.",
+    )
     if by is None:
         groups = [("all", table)]
         stats = summary.iloc[[0]].assign(_g="all")

@@ -126,9 +126,27 @@ def test_a_measure_without_its_landmarks_is_skipped_with_a_warning():
     assert _legend(ax) == ["SNA 90.0°"]
 
 
+def test_a_measure_whose_lines_are_all_drawn_still_gets_its_value():
+    pts = {"S": (700.0, 0.0), "N": (0.0, 0.0), "Po": (800.0, 100.0), "Or": (100.0, 150.0),
+           "Go": (600.0, 700.0), "Me": (150.0, 900.0)}  # fmt: skip
+    ax = pceph.tracing(_session(pts), measures=["SN_MP", "FMA", "FH_SN"])
+    texts = _legend(ax)
+    assert [t.split(" ")[0] for t in texts] == ["SN", "FMA", "FH"]
+    fh_sn = _lines(ax, "measure:FH_SN")
+    assert all(len(ln.get_xydata()) == 0 for ln in fh_sn)  # legend entry only, no redraw
+    u, v = np.subtract(pts["Or"], pts["Po"]), np.subtract(pts["N"], pts["S"])
+    angle = np.degrees(np.arccos(abs(u @ v) / np.hypot(*u) / np.hypot(*v)))
+    assert texts[2] == f"FH to SN {angle:.1f}°"
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"measures": ["NOPE"]}, "unknown measure"), ({"view": "frontal"}, "no rows of view")],
+    [
+        ({"measures": ["NOPE"]}, "unknown measure"),
+        ({"view": "frontal"}, "no rows of view"),
+        ({"mm_per_px": "scale"}, "positive number"),
+        ({"mm_per_px": -0.1}, "positive number"),
+    ],
 )
 def test_bad_arguments_are_explained(kwargs, match):
     t = _session(HAND).assign(view="lateral")

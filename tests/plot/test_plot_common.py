@@ -55,6 +55,14 @@ def test_centripetal_spline_does_not_overshoot_a_sharp_corner():
     assert catmull_rom(pts, samples=50, alpha=0.0)[:, 0].max() > 10.6  # the test can tell
 
 
+def test_numbers_use_a_typographic_minus_and_say_when_missing():
+    from dentalkit.plot._common import number
+
+    assert number(-1.25, ".1f") == "\u22121.2"
+    assert number(3.0) == "3.0"
+    assert number(float("nan")) == "n/a"
+
+
 def _table():
     return pd.DataFrame(
         {

@@ -59,6 +59,11 @@ def test_distribution_computes_the_summary_when_not_given():
     assert mean.lines[0].get_ydata()[0] == pytest.approx(np.mean(_estimates()[M]))
 
 
+def test_distribution_refuses_a_summary_of_another_grouping():
+    with pytest.raises(InputError, match=r"summary lacks column\(s\) \['group', "):
+        ptle.distribution(_estimates(), "group", summary=pd.DataFrame({"mean": [1.0]}))
+
+
 def _curves(values, column="crowding") -> pd.DataFrame:
     k = len(values)
     a, b = np.arange(k) + 20.0, np.arange(k) * 2 + 24.0
