@@ -228,10 +228,10 @@ def _backend(spec: str | None) -> tuple[Any, dict[str, Any]]:
         return "memory", {}
     if spec.startswith(_REDIS_SCHEMES):
         require("redis", "distributed")
-        from redis import Redis
-        from requests_cache.backends.redis import RedisCache
+        from dentalkit._rediscache import ResilientRedisCache
 
-        return RedisCache(namespace="dentalkit", connection=Redis.from_url(spec)), {}
+        # a Redis outage degrades to cache misses instead of failing requests
+        return ResilientRedisCache(spec, namespace="dentalkit"), {}
     path = Path(spec)
     if path.suffix.lower() in _SQLITE_SUFFIXES:
         path.parent.mkdir(parents=True, exist_ok=True)

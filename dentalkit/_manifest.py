@@ -15,6 +15,8 @@ Every problem of every row is found before anything is sent.
 from __future__ import annotations
 
 import os
+import re
+import reprlib
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,6 +44,7 @@ PROBLEM_COLUMNS = [
     "reason",
 ]
 _TLE_COLUMNS = [q.name for q in TLE_PARAMETERS]
+_URL = re.compile(r"(?i)^https?://[^/\s?#]+")
 _TRUE = {"true", "1", "yes", "y", "t"}
 _FALSE = {"false", "0", "no", "n", "f"}
 # optional field -> wire name, by Python and wire spelling, over all endpoints
@@ -98,8 +101,8 @@ class _Problems:
                 {
                     "table": "manifest",
                     "row": sub["_row"].to_numpy(),
-                    "patient_id": sub["_pid"].to_numpy(),
-                    "timestamp": sub["_ts"].to_numpy(),
+                    "patient_id": sub["_pid"].map(_key_cell).to_numpy(),
+                    "timestamp": sub["_ts"].map(_key_cell).to_numpy(),
                     "endpoint": sub["_ep_name"].to_numpy(),
                     "field": field,
                     "path": field,
@@ -116,11 +119,49 @@ class _Problems:
         return out.sort_values(["row", "field"], kind="stable").reset_index(drop=True)
 
 
+_REPR = reprlib.Repr()  # keyword arguments need Python 3.12
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlist, _REPR.maxdict = 3, 120, 120, 4, 4
+
+
 def _show(v: Any) -> str | None:
+    """A short, printable, UTF-8-safe rendering of a cell for the problems table."""
     if v is None:
         return None
-    text = str(v)
+    text = v[:200] if isinstance(v, str) else _REPR.repr(v)  # repr is safe for deep nesting
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates
     return text if len(text) <= 120 else text[:119] + "…"
+
+
+def _clean_text(v: Any) -> bool:
+    """True for a string that UTF-8 can encode (JSON bodies cannot carry lone surrogates)."""
+    if not isinstance(v, str):
+        return False
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _key_cell(v: Any) -> str | None:
+    """A patient or timestamp for the problems table: as given when it is clean text."""
+    return v if v is None or _clean_text(v) else _show(v)
+
+
+def _not_text(values: pd.Series) -> pd.Series:
+    """True where a (non-missing) value is not a string that UTF-8 can encode."""
+    bad = values.map(lambda v: not _clean_text(v), na_action="ignore")
+    return bad.fillna(False).astype(bool)
+
+
+def _type_reason(values: pd.Series) -> pd.Series:
+    return values.map(
+        lambda v: (
+            "not valid Unicode text (lone surrogate)"
+            if isinstance(v, str)
+            else f"wrong type: expected a string, got {type(v).__name__}"
+        )
+    )
 
 
 def _bool_values(col: pd.Series) -> tuple[pd.Series, pd.Series]:
@@ -209,16 +250,31 @@ def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None 
     # one row per (manifest row, endpoint)
     if has_ep_col:
         raw_ep = _text(df["endpoint"])
-        names = {}
-        for v in raw_ep.dropna().unique():
-            try:
-                names[v] = get_endpoint(str(v).strip()).name
-            except KeyError:
-                names[v] = None
-        df["_ep_name"] = raw_ep.map(lambda v: names.get(v) if v is not None else None)
+        names: dict[str, str | None] = {}
+
+        def resolve(v: Any) -> str | None:
+            if not isinstance(v, str):  # lists, numbers …: reported below
+                return None
+            if v not in names:
+                try:
+                    names[v] = get_endpoint(v.strip()).name
+                except KeyError:
+                    names[v] = None
+            return names[v]
+
+        df["_ep_name"] = raw_ep.map(resolve)
         df["_ep_raw"] = raw_ep
     else:
-        eps = [endpoints] if isinstance(endpoints, str | Endpoint) else list(endpoints or [])
+        if isinstance(endpoints, str | Endpoint):
+            eps = [endpoints]
+        elif isinstance(endpoints, list | tuple) and all(
+            isinstance(e, str | Endpoint) for e in endpoints
+        ):
+            eps = list(endpoints)
+        else:
+            raise InputError(
+                f"endpoints= must be an endpoint name or a list of names, got {_show(endpoints)}"
+            )
         try:
             resolved = [get_endpoint(e).name for e in eps]
         except KeyError as exc:
@@ -232,6 +288,8 @@ def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None 
     problems = _Problems()
     problems.add(df, df["_pid"].isna(), "patient_id", df["_pid"], "missing field")
     problems.add(df, df["_ts"].isna(), "timestamp", df["_ts"], "missing field")
+    for col, values in (("patient_id", df["_pid"]), ("timestamp", df["_ts"])):
+        problems.add(df, _not_text(values), col, values, _type_reason(values))
     bad_ep = df["_ep_name"].isna()
     problems.add(
         df,
@@ -240,20 +298,28 @@ def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None 
         df["_ep_raw"],
         df["_ep_raw"].map(
             lambda v: (
-                "missing field" if v is None else f"unknown endpoint; valid: {', '.join(ENDPOINTS)}"
+                "missing field"
+                if v is None
+                else f"unknown endpoint; valid: {', '.join(ENDPOINTS)}"
+                if isinstance(v, str)
+                else f"wrong type: expected an endpoint name, got {type(v).__name__}"
             )
         ),
     )
     is_tle = (df["_ep_name"] == "tle").to_numpy()
     is_img = (~bad_ep).to_numpy() & ~is_tle
     url = df["_url"] if "image_url" in cols else pd.Series([None] * len(df), index=df.index)
-    url_ok = url.map(lambda v: isinstance(v, str) and v.strip() == v) & url.str.match(
-        r"(?i)^https?://[^/\s?#]+", na=False
+    url_wrong = _not_text(url).to_numpy()
+    url_ok = url.map(
+        lambda v: isinstance(v, str) and v.strip() == v and bool(_URL.match(v)),
+        na_action="ignore",
     )
+    url_ok = url_ok.fillna(False).astype(bool)
     problems.add(df, is_img & url.isna().to_numpy(), "image_url", url, "missing field")
+    problems.add(df, is_img & url_wrong, "image_url", url, _type_reason(url))
     problems.add(
         df,
-        is_img & url.notna().to_numpy() & ~url_ok.to_numpy(),
+        is_img & url.notna().to_numpy() & ~url_wrong & ~url_ok.to_numpy(),
         "image_url",
         url,
         "not a full http(s) URL (the service needs the image's URL, not a file path)",
@@ -271,7 +337,7 @@ def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None 
             problems.add(df, bad, col, df[col], "wrong option type: expected true/false")
         else:
             values = _text(df[col])
-            bad = values.map(lambda v: v is not None and not isinstance(v, str))
+            bad = _not_text(values)
             problems.add(df, bad, col, df[col], "wrong option type: expected a string")
             values = values.where(~bad, None)
         having = [
@@ -300,8 +366,8 @@ def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None 
                 continue
             v = _text(df[q])
             problems.add(df, is_tle & v.isna().to_numpy(), q, v, "missing field")
-            nonstr = v.map(lambda x: x is not None and not isinstance(x, str))
-            problems.add(df, is_tle & nonstr.to_numpy(), q, v, "wrong type: expected a string")
+            nonstr = _not_text(v)
+            problems.add(df, is_tle & nonstr.to_numpy(), q, v, _type_reason(v))
 
     table = problems.table()
     bad_rows = set(table["row"].dropna().astype(int)) if len(table) else set()

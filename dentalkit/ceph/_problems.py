@@ -3,6 +3,8 @@ missing calibration, undetermined profile direction, degenerate geometry)."""
 
 from __future__ import annotations
 
+import reprlib
+
 import numpy as np
 import pandas as pd
 
@@ -151,3 +153,50 @@ def problems_table(
         if c not in ("patient_id", "timestamp"):
             table[c] = ses[c].to_numpy()
     return table
+
+
+def check_column_types(landmarks: pd.DataFrame, key_cols: list[str]) -> pd.DataFrame:
+    """``landmarks`` with ``x``/``y`` as float64, or an InputError naming the first bad cell.
+
+    Coordinates must be numbers (numeric strings are not guessed); session, ``name`` and
+    ``landmark`` values must be scalars (text or numbers), not lists or dicts.
+    """
+    from dentalkit.errors import InputError
+
+    def first_bad(mask: pd.Series) -> int:
+        return int(np.flatnonzero(mask.to_numpy(bool))[0])
+
+    out = landmarks
+    for col in ("x", "y"):
+        values = landmarks[col]
+        if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            continue
+        bad = values.map(
+            lambda v: (
+                not (isinstance(v, int | float | np.integer | np.floating))
+                or isinstance(v, bool | np.bool_)
+            ),
+            na_action="ignore",
+        )
+        bad = bad.fillna(False).astype(bool)
+        if bad.any():
+            row = first_bad(bad)
+            raise InputError(
+                f"landmarks column {col!r} must hold numbers (pixels); row {row} holds "
+                f"{type(values.iloc[row]).__name__} {reprlib.repr(values.iloc[row])}"
+            )
+        if out is landmarks:
+            out = landmarks.copy()
+        out[col] = pd.to_numeric(values.astype(object), errors="coerce").astype("float64")
+    for col in [*key_cols, "name", "landmark"]:
+        if col not in landmarks.columns or landmarks[col].dtype != object:
+            continue
+        values = landmarks[col]
+        bad = values.map(lambda v: isinstance(v, list | dict | set | tuple | bytearray))
+        if bad.any():
+            row = first_bad(bad)
+            raise InputError(
+                f"landmarks column {col!r} must hold text or numbers; row {row} holds a "
+                f"{type(values.iloc[row]).__name__} {reprlib.repr(values.iloc[row])}"
+            )
+    return out

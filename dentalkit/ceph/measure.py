@@ -19,7 +19,7 @@ from dentalkit.ceph._catalog import (
 )
 from dentalkit.ceph._engine import evaluate
 from dentalkit.ceph._frame import ORIENTATION_LANDMARKS, orient, to_array
-from dentalkit.ceph._problems import PROBLEM_COLUMNS, problems_table
+from dentalkit.ceph._problems import PROBLEM_COLUMNS, check_column_types, problems_table
 from dentalkit.ceph.names import name_translation
 from dentalkit.errors import DentalkitWarning, InputError
 from dentalkit.landmark_map import key_to_name
@@ -130,6 +130,7 @@ def measure(
             raise InputError(f"landmarks table lacks column {col!r} (pixel coordinates)")
     if "name" not in landmarks.columns and "landmark" not in landmarks.columns:
         raise InputError("landmarks table needs a 'name' or a 'landmark' column")
+    landmarks = check_column_types(landmarks, session_cols)
     points = load_points()
     translate = name_translation(name_map)
     length_unit = "px" if mm_per_px is None else "mm"

@@ -65,7 +65,7 @@ def boxes(
         classes in ``findings``, so a class keeps its colour across the images of one
         table.
     labels : bool
-        Write the class name above each box.
+        Write the class name above each box (underscores shown as spaces).
     crop : bool
         With an image, show only the boxes' region.
     show_axes : bool
@@ -126,7 +126,7 @@ def boxes(
             ax.text(
                 x0,
                 y0,
-                cls,
+                cls.replace("_", " "),
                 color="white",
                 fontsize="xx-small",
                 va="bottom",
@@ -143,7 +143,13 @@ def boxes(
         show_axes=show_axes,
     )
     handles = [
-        Line2D([], [], color=palette.get(c, "black"), lw=2, label=f"{c} ({counts[c]})")
+        Line2D(
+            [],
+            [],
+            color=palette.get(c, "black"),
+            lw=2,
+            label=f"{c.replace('_', ' ')} ({counts[c]})",
+        )
         for c in order
         if c in counts
     ]

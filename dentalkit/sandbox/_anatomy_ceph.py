@@ -23,6 +23,7 @@ import cmath
 import math
 from collections.abc import Mapping
 from functools import lru_cache
+from operator import itemgetter
 
 import numpy as np
 
@@ -119,18 +120,86 @@ class _Gather:
             else:
                 idx.append(offset[n])
         self.index = np.array(idx)
+        self.identity = bool((self.index == np.arange(len(idx))).all())
         self.sizes = groups
+        self.get_named = itemgetter(*self.named)
+        self.get_contours = itemgetter(*self.groups)
 
-    def __call__(self, named: dict[str, complex], contours: dict[str, np.ndarray]) -> np.ndarray:
+    def __call__(
+        self, named: dict[str, complex], contours: dict[str, np.ndarray | list[complex]]
+    ) -> np.ndarray:
+        """``(n, 2)`` float array (x, y) in key order (contours: arrays or lists of complex)."""
         pool = np.concatenate(
-            [np.array([named[n] for n in self.named])] + [contours[g] for g in self.groups]
+            [np.array(self.get_named(named), dtype=complex), *self.get_contours(contours)]
         )
-        z = pool[self.index]
-        return np.column_stack([z.real, z.imag])
+        if not self.identity:
+            pool = pool[self.index]
+        return pool.view(np.float64).reshape(-1, 2)  # (real, imag) pairs
 
 
 _LATERAL = _Gather(LATERAL_NAMES, LATERAL_GROUPS)
 _FRONTAL = _Gather(FRONTAL_NAMES, FRONTAL_GROUPS)
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+# Contour templates: the parts of each contour that do not depend on the patient,
+# computed once (the per-patient expressions below apply them in the same order).
+_g, _t = (
+    LATERAL_GROUPS,
+    np.arange(1, LATERAL_GROUPS["cranial_base"] + 1) / (LATERAL_GROUPS["cranial_base"] + 1.0),
+)
+_SELLA_RIM = _frozen(np.exp(1j * np.radians(np.linspace(20.0, -200.0, _g["sella_contour"]))))
+_CRANIAL_T = _frozen(_t)
+_CRANIAL_BULGE = _frozen(3.0 * np.sin(np.pi * _t) * 1j)
+_ang = np.radians(-60.0 + 60.0 * np.arange(_g["orbit_contour"]))
+_ORBIT_X, _ORBIT_Y = _frozen(15.0 * np.cos(_ang)), _frozen(17j * np.sin(_ang))
+_NASAL_STEPS = _frozen(5.0 * np.arange(1, _g["nasal_bone"] + 1))
+_ang = np.radians(np.array([30.0, 75.0, 120.0, 240.0, 300.0])[: _g["ptm_fissure"]])
+_PTM_ALONG, _PTM_ACROSS = _frozen(0.5 * np.cos(_ang)), _frozen(3.0 * np.sin(_ang) * 1j)
+_rel = np.array([0.02 + 0.9j, 0.3 + 3.5j, 0.48 + 3.1j, 0.75 + 1.9j,
+                 0.98 + 0.4j, 0.75 - 1.9j, 0.48 - 2.9j, 0.25 - 3.4j])  # fmt: skip
+_INCISOR_ALONG, _INCISOR_ACROSS = _frozen(_rel.real.copy()), _frozen(_rel.imag.copy())
+_mol = np.array([1.2 + 0.3j, -8.5 + 0.3j, -9.5 + 3.5j, -8.3 + 7j, 0.8 + 7j, 2.2 + 3.5j])
+_UPPER_MOLAR, _LOWER_MOLAR = _frozen(_mol), _frozen(_mol.real + 1.0 - 1j * _mol.imag)
+_SOFT = (
+    "G'",
+    "N'",
+    "Prn",
+    "Cm",
+    "Sn",
+    "A'",
+    "Ls",
+    "Stms",
+    "Stmi",
+    "Li",
+    "B'",
+    "Pog'",
+    "Gn'",
+    "Me'",
+)
+_g = FRONTAL_GROUPS
+_ORBIT_PA = {}
+for _side in ("R", "L"):
+    _n = _g[f"orbit_contour_{_side}"]
+    _ang = np.radians(-72.0 + 360.0 / _n * np.arange(_n))
+    _ORBIT_PA[_side] = (_frozen(19.0 * np.cos(_ang)), _frozen(17j * np.sin(_ang)))
+_ang = np.radians(15.0 + 360.0 / _g["nasal_cavity"] * np.arange(_g["nasal_cavity"]))
+_NASAL_COS, _NASAL_SIN = _frozen(np.cos(_ang)), _frozen(np.sin(_ang))
+_NASAL_UP = _frozen(_NASAL_SIN > 0)
+_ang = np.radians(np.linspace(200.0, -20.0, _g["skull_outline"]))
+_SKULL = _frozen(72.0 * np.cos(_ang) + 1j * (-10.0 + 82.0 * np.sin(_ang)))
+del _g, _t, _ang, _rel, _mol, _side, _n
+# the same templates as Python numbers, for the contours built point by point
+_L_SELLA_RIM = _SELLA_RIM.tolist()
+_L_CRANIAL = tuple(zip(_CRANIAL_T.tolist(), _CRANIAL_BULGE.tolist(), strict=True))
+_L_ORBIT = tuple(zip(_ORBIT_X.tolist(), _ORBIT_Y.tolist(), strict=True))
+_L_NASAL_STEPS = _NASAL_STEPS.tolist()
+_L_PTM = tuple(zip(_PTM_ALONG.tolist(), _PTM_ACROSS.tolist(), strict=True))
+_L_INCISOR = tuple(zip(_INCISOR_ALONG.tolist(), _INCISOR_ACROSS.tolist(), strict=True))
 
 
 def _u(deg: float) -> complex:
@@ -138,22 +207,39 @@ def _u(deg: float) -> complex:
     return cmath.rect(1.0, math.radians(deg))
 
 
+@lru_cache(maxsize=64)
+def _fractions(n: int) -> np.ndarray:
+    """Arc-length fractions (k + 0.5)/n, k = 0 … n − 1 (read-only, cached)."""
+    frac = (np.arange(n) + 0.5) / n
+    frac.flags.writeable = False
+    return frac
+
+
 def _resample(z: np.ndarray, n: int) -> np.ndarray:
     """``n`` points at arc-length fractions (k + 0.5)/n of an open polyline (complex)."""
-    cum = np.concatenate([[0.0], np.cumsum(np.abs(np.diff(z)))])
-    s = (np.arange(n) + 0.5) / n * cum[-1]
-    return np.interp(s, cum, z.real) + 1j * np.interp(s, cum, z.imag)
+    cum = np.empty(len(z))
+    cum[0] = 0.0
+    np.cumsum(np.abs(z[1:] - z[:-1]), out=cum[1:])
+    s = _fractions(n) * cum[-1]
+    out = np.empty(n, dtype=complex)
+    out.real = np.interp(s, cum, z.real)
+    out.imag = np.interp(s, cum, z.imag)
+    return out
 
 
 def _chaikin(z: np.ndarray, iterations: int = 2) -> np.ndarray:
-    """Chaikin corner cutting of an open polyline (complex, end points kept)."""
+    """Chaikin corner cutting of an open polyline (complex, end points kept).
+
+    Each pass replaces every segment (a, b) by the points 0.75a + 0.25b and
+    0.25a + 0.75b, keeping the two end points.
+    """
     for _ in range(iterations):
-        q = 0.75 * z[:-1] + 0.25 * z[1:]
-        r = 0.25 * z[:-1] + 0.75 * z[1:]
-        mid = np.empty(2 * len(q), dtype=complex)
-        mid[0::2] = q
-        mid[1::2] = r
-        z = np.concatenate([z[:1], mid, z[-1:]])
+        a75, a25 = 0.75 * z, 0.25 * z
+        out = np.empty(2 * len(z), dtype=complex)
+        out[0], out[-1] = z[0], z[-1]
+        np.add(a75[:-1], a25[1:], out=out[1:-1:2])
+        np.add(a25[:-1], a75[1:], out=out[2:-1:2])
+        z = out
     return z
 
 
@@ -187,13 +273,17 @@ def mandible_chain(c: Mapping[str, float]) -> dict[str, float | complex]:
     }  # fmt: skip
 
 
-def lateral_mm(c: Mapping[str, float]) -> tuple[np.ndarray, dict[str, float]]:
+def lateral_mm(
+    c: Mapping[str, float], chain: Mapping[str, float | complex] | None = None
+) -> tuple[np.ndarray, dict[str, float]]:
     """All 169 lateral landmarks (mm frame, key order) and the resulting measures.
 
     Parameters
     ----------
     c : mapping
         Session cephalometric parameters (``_patient.session(...).ceph``).
+    chain : mapping, optional
+        ``mandible_chain(c)`` when already computed (``_patient.session(...).chain``).
 
     Returns
     -------
@@ -203,7 +293,7 @@ def lateral_mm(c: Mapping[str, float]) -> tuple[np.ndarray, dict[str, float]]:
         Every measure of ``docs/conventions.md`` (deg, mm) of this construction,
         plus derived extras (overjet, overbite, ramus and body lengths, ratios).
     """
-    k = mandible_chain(c)
+    k = mandible_chain(c) if chain is None else chain
     phi, snb, back = k["phi"], k["SNB"], k["back"]
     N, Me, Ar, u, Go = k["N"], k["Me"], k["Ar"], k["u"], k["Go"]
     S = 0j
@@ -275,23 +365,24 @@ def lateral_mm(c: Mapping[str, float]) -> tuple[np.ndarray, dict[str, float]]:
     # contours
     g = LATERAL_GROUPS
     C: dict[str, np.ndarray] = {}
+    # Small contours are built point by point with Python complex numbers: one scalar
+    # multiplication of a template value per point, no numpy call per contour.
     r_s = 0.08 * c["S_N"]
-    ang = np.radians(np.linspace(20.0, -200.0, g["sella_contour"]))
-    C["sella_contour"] = S + 0.3j * r_s + r_s * np.exp(1j * ang)
-    t = np.arange(1, g["cranial_base"] + 1) / (g["cranial_base"] + 1.0)
-    C["cranial_base"] = t * N - 3.0 * np.sin(np.pi * t) * 1j * _u(phi)
-    ang = np.radians(-60.0 + 60.0 * np.arange(g["orbit_contour"]))
-    C["orbit_contour"] = Or + 17j + 15.0 * np.cos(ang) + 17j * np.sin(ang)
-    C["nasal_bone"] = N + 5.0 * np.arange(1, g["nasal_bone"] + 1) * _u(phi - 58.0)
+    o_s = S + 0.3j * r_s
+    C["sella_contour"] = [o_s + r_s * e for e in _L_SELLA_RIM]
+    u_phi = _u(phi)
+    C["cranial_base"] = [t * N - b * u_phi for t, b in _L_CRANIAL]
+    o_or = Or + 17j
+    C["orbit_contour"] = [o_or + x + y for x, y in _L_ORBIT]
+    u_nb = _u(phi - 58.0)
+    C["nasal_bone"] = [N + k * u_nb for k in _L_NASAL_STEPS]
     pr = A + 0.45 * (ut - A) + 1.0  # prosthion
     palate = np.array([ANS, A, pr, pr + complex(-6, 3), ANS + complex(-8, 4),
                        0.5 * (ANS + PNS) + 6j, PNS])  # fmt: skip
     C["maxilla_contour"] = _resample(_chaikin(palate, 1), g["maxilla_contour"])
     axis = Pt - Ptm
-    ang = np.radians(np.array([30.0, 75.0, 120.0, 240.0, 300.0])[: g["ptm_fissure"]])
-    C["ptm_fissure"] = (
-        0.5 * (Pt + Ptm) + 0.5 * np.cos(ang) * axis + 3.0 * np.sin(ang) * 1j * (axis / abs(axis))
-    )
+    o_pt, axis_unit = 0.5 * (Pt + Ptm), axis / abs(axis)
+    C["ptm_fissure"] = [o_pt + a * axis + b * axis_unit for a, b in _L_PTM]
     infradentale = la + 0.62 * (lt - la) + 1.2 * ll
     up = 1j * u
     jaw = np.array([
@@ -300,15 +391,12 @@ def lateral_mm(c: Mapping[str, float]) -> tuple[np.ndarray, dict[str, float]]:
         Go + 0.7 * (Me - Go) + 0.5 * up, Me, Gn, Pog, Pm, B, infradentale,
     ])  # fmt: skip
     C["mandible_contour"] = _resample(_chaikin(jaw, 2), g["mandible_contour"])
-    rel = np.array([0.02 + 0.9j, 0.3 + 3.5j, 0.48 + 3.1j, 0.75 + 1.9j,
-                    0.98 + 0.4j, 0.75 - 1.9j, 0.48 - 2.9j, 0.25 - 3.4j])  # fmt: skip
-    C["upper_incisor_outline"] = ut + rel.real * c["U1_length"] * au + rel.imag * lu
-    C["lower_incisor_outline"] = lt - rel.real * c["L1_length"] * al + rel.imag * ll
-    mol = np.array([1.2 + 0.3j, -8.5 + 0.3j, -9.5 + 3.5j, -8.3 + 7j, 0.8 + 7j, 2.2 + 3.5j])
-    C["upper_molar_outline"] = u6 + mol * o
-    C["lower_molar_outline"] = l6 + (mol.real + 1.0 - 1j * mol.imag) * o
-    soft = np.array([P[x] for x in ("G'", "N'", "Prn", "Cm", "Sn", "A'", "Ls", "Stms",
-                                     "Stmi", "Li", "B'", "Pog'", "Gn'", "Me'")])  # fmt: skip
+    u1, l1 = c["U1_length"], c["L1_length"]
+    C["upper_incisor_outline"] = [ut + a * u1 * au + b * lu for a, b in _L_INCISOR]
+    C["lower_incisor_outline"] = [lt - a * l1 * al + b * ll for a, b in _L_INCISOR]
+    C["upper_molar_outline"] = u6 + _UPPER_MOLAR * o
+    C["lower_molar_outline"] = l6 + _LOWER_MOLAR * o
+    soft = np.array([P[x] for x in _SOFT])
     C["soft_tissue_profile"] = _resample(soft, g["soft_tissue_profile"])
 
     points = _LATERAL(P, C)
@@ -391,13 +479,10 @@ def frontal_mm(
     g = FRONTAL_GROUPS
     C: dict[str, np.ndarray] = {}
     for side in ("R", "L"):
-        n_orb = g[f"orbit_contour_{side}"]
-        ang = np.radians(-72.0 + 360.0 / n_orb * np.arange(n_orb))
-        C[f"orbit_contour_{side}"] = P[f"Or_{side}"] + 17j + 19.0 * np.cos(ang) + 17j * np.sin(ang)
-    ang = np.radians(15.0 + 360.0 / g["nasal_cavity"] * np.arange(g["nasal_cavity"]))
-    sin = np.sin(ang)
-    C["nasal_cavity"] = 0.5 * f["NC"] * np.cos(ang) + 1j * (
-        -0.8 * h + np.where(sin > 0, 0.35 * h, 0.2 * h - 1.0) * sin
+        ox, oy = _ORBIT_PA[side]
+        C[f"orbit_contour_{side}"] = P[f"Or_{side}"] + 17j + ox + oy
+    C["nasal_cavity"] = 0.5 * f["NC"] * _NASAL_COS + 1j * (
+        -0.8 * h + np.where(_NASAL_UP, 0.35 * h, 0.2 * h - 1.0) * _NASAL_SIN
     )
     co_r, co_l, ag_r, ag_l = P["Co_R"], P["Co_L"], P["Ag_R"], P["Ag_L"]
     jaw = np.array([
@@ -405,8 +490,7 @@ def frontal_mm(
         Me + complex(16, 3), ag_l, ag_l + complex(3, 8), co_l + complex(1, -15), co_l,
     ])  # fmt: skip
     C["mandible_contour"] = _resample(_chaikin(jaw, 2), g["mandible_contour"])
-    ang = np.radians(np.linspace(200.0, -20.0, g["skull_outline"]))
-    C["skull_outline"] = 72.0 * np.cos(ang) + 1j * (-10.0 + 82.0 * np.sin(ang))
+    C["skull_outline"] = _SKULL.copy()
     za = 0.5 * f["ZA"]
     face = np.array([
         complex(-za - 4, -5), complex(-za - 7, -0.75 * h), complex(-0.5 * f["Ag"] - 9, y_ag),

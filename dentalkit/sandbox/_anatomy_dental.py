@@ -76,6 +76,8 @@ def catenary_a(arc_r: float, arc_l: float, width: float) -> float:
         raise ValueError("the intermolar width must be shorter than the arc between the molars")
     for _ in range(80):
         a = 0.5 * (lo + hi)
+        if a in (lo, hi):  # lo and hi are adjacent floats: no halving changes them
+            break
         if a * (math.asinh(arc_r / a) + math.asinh(arc_l / a)) < width:
             lo = a
         else:
@@ -147,6 +149,12 @@ def _pano_unit() -> np.ndarray:
     return out
 
 
+#: Unit occlusal outline of each tooth row of an arch layout, rows in (side, type) order.
+_OCCLUSAL_UV = np.stack([outline(t, "occlusal") for _ in SIDES for t in TOOTH_TYPES])
+_OCCLUSAL_UV.flags.writeable = False
+_MOLAR_ROWS = np.array([t in ("m1", "m2", "m3") for _ in SIDES for t in TOOTH_TYPES])
+
+
 def _present(p: Patient, key: str) -> bool:
     return key not in p.missing
 
@@ -157,7 +165,9 @@ def arch_layout(p: Patient, arch: str) -> dict:
     Returns a dict with ``a`` (catenary parameter, mm), ``teeth`` (key → record
     with ``centre``, ``mesial``, ``distal``, ``cusp``, ``tangent``, ``md``, ``bl``,
     ``outline`` (32×2), ``missing``), ``catenary`` (``tNN`` → point, FDI order
-    from the patient's right second molar to the left one) and the arch widths.
+    from the patient's right second molar to the left one), the arch widths and
+    ``arrays`` (``centre``, ``mesial``, ``distal``, ``cusp`` as read-only (16, 2)
+    arrays, rows in the order of ``teeth``).
     """
     return _arch_layout(p.patient_id, arch)
 
@@ -167,25 +177,28 @@ def _arch_layout(patient_id: str, arch: str) -> dict:
     from dentalkit.sandbox._patient import patient
 
     p = patient(patient_id)
+    # (MD, BL, flat-edge half length) of each tooth, per side in type order
+    sizes = {
+        side: [(*p.teeth[f"{t}_{side}_{arch}"][:2], _v_flat(t)) for t in TOOTH_TYPES]
+        for side in SIDES
+    }
 
     def layout_starts(a: float) -> dict[str, dict[str, float]]:
         """Arc length of each tooth's mesial end, with interproximal gaps that keep the
         flat mesial/distal edges of neighbours apart on the lingual (concave) side."""
         out: dict[str, dict[str, float]] = {}
         for side in SIDES:
-            out[side] = {}
+            out[side] = side_starts = {}
             s = 0.0
             prev_centre = prev_half_bl = prev_flat = None
-            for t in TOOTH_TYPES:
-                md, bl = p.teeth[f"{t}_{side}_{arch}"][:2]
-                flat = _v_flat(t)
+            for t, (md, bl, flat) in zip(TOOTH_TYPES, sizes[side], strict=True):
                 if prev_centre is None:  # across the midline, half the gap on each side
                     turn = 2.0 * math.atan(0.5 * md / a)
                     s += 0.5 * (1.3 * flat * 0.5 * bl * turn + 0.02)
                 else:
                     turn = math.atan((s + 0.5 * md) / a) - math.atan(prev_centre / a)
                     s += 1.3 * max(flat, prev_flat) * max(0.5 * bl, prev_half_bl) * turn + 0.02
-                out[side][t] = s
+                side_starts[t] = s
                 prev_centre, prev_half_bl, prev_flat = s + 0.5 * md, 0.5 * bl, flat
                 s += md
         return out
@@ -197,16 +210,10 @@ def _arch_layout(patient_id: str, arch: str) -> dict:
         a = catenary_a(m1["rgt"], m1["lft"], p.arch[f"intermolar_{arch}"])
     starts = layout_starts(a)
 
-    def point(s: float, sign: float) -> np.ndarray:
-        q = s / a
-        return np.array([sign * a * math.asinh(q), a * (math.sqrt(1.0 + q * q) - 1.0)])
-
-    def tangent(s: float, sign: float) -> np.ndarray:
-        q = s / a
-        r = math.sqrt(1.0 + q * q)
-        return np.array([sign / r, q / r])  # unit, pointing distally
-
-    teeth = {}
+    # Every tooth of the arch at once (rows in (side, type) order); scalars per tooth with
+    # math, then the outlines and keypoints as (16, …) arrays, element by element as the
+    # per-tooth expressions compute them.
+    keys, rows = [], []
     for side in SIDES:
         sign = 1.0 if side == "lft" else -1.0
         for t in TOOTH_TYPES:
@@ -214,28 +221,49 @@ def _arch_layout(patient_id: str, arch: str) -> dict:
             md, bl = p.teeth[key][:2]
             s0 = starts[side][t]
             sc = s0 + 0.5 * md
-            centre = point(sc, sign)
-            tan = tangent(sc, sign)
-            buccal = np.array([sign * tan[1], -sign * tan[0]])  # away from the palate
-            uv = outline(t, "occlusal")
-            poly = (
-                centre + np.outer(uv[:, 0] * 0.5 * md, tan) + np.outer(uv[:, 1] * 0.5 * bl, buccal)
-            )
-            cusp = centre + 0.3 * bl * buccal
-            if t in ("m1", "m2", "m3"):
-                cusp = cusp - 0.22 * md * tan  # mesiobuccal cusp
-            teeth[key] = {
-                "centre": centre,
-                "mesial": point(s0, sign),
-                "distal": point(s0 + md, sign),
-                "cusp": cusp,
-                "tangent": tan,
-                "md": md,
-                "bl": bl,
-                "outline": poly,
-                "missing": key in p.missing,
-                "arc_mm": sc,
-            }
+            q = sc / a
+            r = math.sqrt(1.0 + q * q)
+            tx, ty = sign / r, q / r  # unit tangent, pointing distally
+            qm, qd = s0 / a, (s0 + md) / a
+            keys.append(key)
+            rows.append((
+                sign * a * math.asinh(q), a * (math.sqrt(1.0 + q * q) - 1.0),  # centre
+                tx, ty, sign * ty, -sign * tx,  # tangent, buccal (away from the palate)
+                sign * a * math.asinh(qm), a * (math.sqrt(1.0 + qm * qm) - 1.0),  # mesial
+                sign * a * math.asinh(qd), a * (math.sqrt(1.0 + qd * qd) - 1.0),  # distal
+                md, bl, sc,
+            ))  # fmt: skip
+    v = np.array(rows)
+    centre, tan, buccal = v[:, 0:2], v[:, 2:4], v[:, 4:6]
+    md_v, bl_v = v[:, 10], v[:, 11]
+    uv = _OCCLUSAL_UV  # (16, 32, 2): the unit outline of each row's tooth type
+    outlines = (
+        centre[:, None, :]
+        + (uv[:, :, 0] * 0.5 * md_v[:, None])[:, :, None] * tan[:, None, :]
+        + (uv[:, :, 1] * 0.5 * bl_v[:, None])[:, :, None] * buccal[:, None, :]
+    )
+    cusps = centre + (0.3 * bl_v)[:, None] * buccal
+    cusps[_MOLAR_ROWS] = cusps[_MOLAR_ROWS] - (0.22 * md_v[_MOLAR_ROWS])[:, None] * tan[_MOLAR_ROWS]
+    mesial, distal = v[:, 6:8].copy(), v[:, 8:10].copy()
+    centre, tan = centre.copy(), tan.copy()
+    for arr in (centre, tan, mesial, distal, cusps, outlines):
+        arr.flags.writeable = False
+    teeth = {}
+    # the per-tooth arrays below are rows of these (read-only) arrays
+    arrays = {"centre": centre, "mesial": mesial, "distal": distal, "cusp": cusps}
+    for i, key in enumerate(keys):
+        teeth[key] = {
+            "centre": centre[i],
+            "mesial": mesial[i],
+            "distal": distal[i],
+            "cusp": cusps[i],
+            "tangent": tan[i],
+            "md": rows[i][10],
+            "bl": rows[i][11],
+            "outline": outlines[i],
+            "missing": key in p.missing,
+            "arc_mm": rows[i][12],
+        }
     order = [f"{t}_rgt_{arch}" for t in reversed(CATENARY_TEETH)] + [
         f"{t}_lft_{arch}" for t in CATENARY_TEETH
     ]
@@ -252,6 +280,7 @@ def _arch_layout(patient_id: str, arch: str) -> dict:
         "intercanine_width_mm": float(np.hypot(*(c_l - c_r))),
         "intermolar_width_mm": float(np.hypot(*dm)),
         "depth_mm": depth,
+        "arrays": arrays,
     }
 
 
@@ -266,8 +295,8 @@ def _pano_layout(patient_id: str) -> dict[str, dict]:
 
     p = patient(patient_id)
     gap, mid_gap, occ_gap = 0.6, 0.3, 0.8
-    out = {}
     unit = _pano_unit()
+    keys, rows = [], []
     for arch in ARCHES:
         vdir = 1.0 if arch == "up" else -1.0
         for side in SIDES:
@@ -276,19 +305,26 @@ def _pano_layout(patient_id: str) -> dict[str, dict]:
             for t in TOOTH_TYPES:
                 key = f"{t}_{side}_{arch}"
                 md, _, length, _ = p.teeth[key]
-                xc = sign * (x + 0.5 * md)
+                keys.append(key)
+                rows.append((sign * (x + 0.5 * md), md, length, vdir))  # centre x, …
                 x += md + gap
-                poly = np.column_stack(
-                    [xc + 0.5 * md * unit[:, 0], vdir * (occ_gap + length * unit[:, 1])]
-                )
-                out[key] = {
-                    "outline": poly,
-                    "md": md,
-                    "length": length,
-                    "centre": np.array([xc, vdir * (occ_gap + 0.5 * length)]),
-                    "missing": key in p.missing,
-                }
-    return out
+    v = np.array(rows)
+    xc, md_v, length_v, vdir_v = v[:, 0:1], v[:, 1:2], v[:, 2:3], v[:, 3:4]
+    outlines = np.stack(
+        [xc + 0.5 * md_v * unit[:, 0], vdir_v * (occ_gap + length_v * unit[:, 1])], axis=-1
+    )
+    centres = np.concatenate([xc, vdir_v * (occ_gap + 0.5 * length_v)], axis=1)
+    outlines.flags.writeable = centres.flags.writeable = False
+    return {
+        key: {
+            "outline": outlines[i],
+            "md": rows[i][1],
+            "length": rows[i][2],
+            "centre": centres[i],
+            "missing": key in p.missing,
+        }
+        for i, key in enumerate(keys)
+    }
 
 
 def frontal_layout(p: Patient, lower_shift: float, overbite: float) -> dict[str, dict]:
@@ -309,7 +345,7 @@ def _frontal_layout(patient_id: str, lower_shift: float, overbite: float) -> dic
 
     p = patient(patient_id)
     unit = outline("i1", "labial")
-    out = {}
+    keys, rows, mds = [], [], []
     for arch in ARCHES:
         layout = _arch_layout(patient_id, arch)
         shift = lower_shift if arch == "lo" else 0.0
@@ -317,8 +353,7 @@ def _frontal_layout(patient_id: str, lower_shift: float, overbite: float) -> dic
             for t in FRONTAL_TYPES:
                 key = f"{t}_{side}_{arch}"
                 rec = layout["teeth"][key]
-                x0, x1 = sorted((rec["mesial"][0], rec["distal"][0]))
-                width = x1 - x0
+                x0, x1 = sorted((float(rec["mesial"][0]), float(rec["distal"][0])))
                 crown = p.teeth[key][3]
                 if arch == "up":
                     height = crown
@@ -326,19 +361,27 @@ def _frontal_layout(patient_id: str, lower_shift: float, overbite: float) -> dic
                 else:
                     height = max(crown - max(overbite, 0.0), 2.5)
                     yc = -0.1 - 0.5 * height
-                xc = 0.5 * (x0 + x1) + shift
-                poly = np.column_stack(
-                    [xc + 0.5 * width * unit[:, 0], yc + 0.5 * height * unit[:, 1]]
-                )
-                out[key] = {
-                    "outline": poly,
-                    "width": width,
-                    "height": height,
-                    "md": rec["md"],
-                    "centre": np.array([xc, yc]),
-                    "missing": key in p.missing,
-                }
-    return out
+                keys.append(key)
+                mds.append(rec["md"])
+                rows.append((0.5 * (x0 + x1) + shift, yc, x1 - x0, height))  # centre, size
+    v = np.array(rows)
+    xc, yc_v, width_v, height_v = v[:, 0:1], v[:, 1:2], v[:, 2:3], v[:, 3:4]
+    outlines = np.stack(
+        [xc + 0.5 * width_v * unit[:, 0], yc_v + 0.5 * height_v * unit[:, 1]], axis=-1
+    )
+    centres = v[:, 0:2].copy()
+    outlines.flags.writeable = centres.flags.writeable = False
+    return {
+        key: {
+            "outline": outlines[i],
+            "width": rows[i][2],
+            "height": rows[i][3],
+            "md": mds[i],
+            "centre": centres[i],
+            "missing": key in p.missing,
+        }
+        for i, key in enumerate(keys)
+    }
 
 
 def arch_summary(layout: Mapping) -> dict[str, float]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ __all__ = [
     "ImageTransform",
     "chaikin",
     "place",
+    "place_points",
     "resample",
     "shoelace_area",
     "unit",
@@ -80,15 +82,25 @@ class ImageTransform:
     width: int
     height: int
 
+    def __post_init__(self) -> None:
+        # computed once: the transposed linear part (points are row vectors) and the offset
+        m = _linear_part(self.mm_per_px, self.rotation_deg, self.flip_x, self.flip_y)
+        t = np.array(self.translation_px, dtype=float)
+        t.flags.writeable = False
+        object.__setattr__(self, "_linear_t", m.T)
+        object.__setattr__(self, "_offset", t)
+
     def matrix(self) -> np.ndarray:
         """The 2×2 linear part ``R @ F / mm_per_px``."""
-        c, s = math.cos(math.radians(self.rotation_deg)), math.sin(math.radians(self.rotation_deg))
-        rot = np.array([[c, -s], [s, c]])
-        return rot @ np.diag([float(self.flip_x), float(self.flip_y)]) / self.mm_per_px
+        return self._linear_t.T.copy()
+
+    def linear(self, points_mm: np.ndarray) -> np.ndarray:
+        """The linear part only: ``points_mm @ matrix().T`` (no translation)."""
+        return points_mm @ self._linear_t
 
     def apply(self, points_mm: np.ndarray) -> np.ndarray:
         """Pixels of an ``(n, 2)`` array of anatomical points (mm)."""
-        return points_mm @ self.matrix().T + np.asarray(self.translation_px)
+        return points_mm @ self._linear_t + self._offset
 
     def invert(self, points_px: np.ndarray) -> np.ndarray:
         """Anatomical millimetres of an ``(n, 2)`` array of pixels."""
@@ -105,6 +117,24 @@ class ImageTransform:
             "image_size_px": [self.width, self.height],
             "formula": "pixel = R(rotation_deg) @ (diag(flip) @ p_mm / mm_per_px) + translation_px",
         }
+
+
+@lru_cache(maxsize=64)  # a transform is placed, then built with the same linear part
+def _linear_part(mm_per_px: float, rotation_deg: float, flip_x: int, flip_y: int) -> np.ndarray:
+    """``R(rotation_deg) @ diag(flip_x, flip_y) / mm_per_px`` (read-only 2×2).
+
+    Written out element by element as the matrix product computes it: each entry
+    is the sum of two products, one of them with a zero of ``diag``.
+    """
+    r = math.radians(rotation_deg)
+    c, s = math.cos(r), math.sin(r)
+    fx, fy = float(flip_x), float(flip_y)
+    m = np.array([
+        (c * fx + -s * 0.0) / mm_per_px, (c * 0.0 + -s * fy) / mm_per_px,
+        (s * fx + c * 0.0) / mm_per_px, (s * 0.0 + c * fy) / mm_per_px,
+    ]).reshape(2, 2)  # fmt: skip
+    m.flags.writeable = False
+    return m
 
 
 def place(
@@ -125,14 +155,34 @@ def place(
     ``points_mm`` at least ``margin_px`` from every edge (centred when the
     shape is too large for the margin).
     """
-    base = ImageTransform(mm_per_px, rotation_deg, flip_x, flip_y, (0.0, 0.0), width, height)
-    q = base.apply(points_mm)
-    lo, hi = q.min(axis=0), q.max(axis=0)
+    return place_points(
+        rng, points_mm, mm_per_px=mm_per_px, rotation_deg=rotation_deg, flip_x=flip_x,
+        flip_y=flip_y, width=width, height=height, margin_px=margin_px,
+    )[0]  # fmt: skip
+
+
+def place_points(
+    rng: np.random.Generator,
+    points_mm: np.ndarray,
+    *,
+    mm_per_px: float,
+    rotation_deg: float,
+    flip_x: int,
+    flip_y: int,
+    width: int,
+    height: int,
+    margin_px: float,
+) -> tuple[ImageTransform, np.ndarray]:
+    """:func:`place`, also returning ``points_mm`` in pixels (``transform.apply(points_mm)``)."""
+    q = points_mm @ _linear_part(mm_per_px, rotation_deg, flip_x, flip_y).T
     t = []
     for k, size in enumerate((width, height)):
-        a = margin_px - lo[k]
-        b = size - 1 - margin_px - hi[k]
-        t.append(float(rng.uniform(a, b)) if b > a else float((size - 1 - hi[k] - lo[k]) / 2))
-    return ImageTransform(
+        col = q[:, k]
+        lo, hi = float(col.min()), float(col.max())
+        a = margin_px - lo
+        b = size - 1 - margin_px - hi
+        t.append(float(rng.uniform(a, b)) if b > a else (size - 1 - hi - lo) / 2)
+    tr = ImageTransform(
         mm_per_px, rotation_deg, flip_x, flip_y, (round(t[0], 3), round(t[1], 3)), width, height
     )
+    return tr, q + tr._offset

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from types import MappingProxyType
 from urllib.parse import unquote, urlsplit
 
@@ -101,6 +102,11 @@ def parse_sandbox_url(url: str) -> tuple[str, str, str] | None:
         path = urlsplit(url).path
     except ValueError:
         return None
+    return _sandbox_path_parts(path)
+
+
+def _sandbox_path_parts(path: str) -> tuple[str, str, str] | None:
+    """``(kind, patient_id, session)`` of a URL path, else ``None`` (see parse_sandbox_url)."""
     i = path.find(SANDBOX_IMAGE_PREFIX)
     if i < 0:
         return None
@@ -116,6 +122,7 @@ def parse_sandbox_url(url: str) -> tuple[str, str, str] | None:
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+@lru_cache(maxsize=4096)
 def stored_image_name(image_url: str) -> str:
     """The ``ImageName`` a response carries: a stored file name derived from the URL.
 
@@ -131,13 +138,13 @@ def stored_image_name(image_url: str) -> str:
     'efe70f6869c2_ceph_1.jpg'
     """
     digest = hashlib.sha256(image_url.encode("utf-8")).hexdigest()[:12]
-    parsed = parse_sandbox_url(image_url)
-    if parsed is not None:
-        return f"{digest}_{parsed[0]}.png"
     try:
         path = urlsplit(image_url).path
     except ValueError:
         path = ""
+    parsed = _sandbox_path_parts(path) if path else None
+    if parsed is not None:
+        return f"{digest}_{parsed[0]}.png"
     name = _SAFE.sub("_", unquote(path.rsplit("/", 1)[-1])).strip("_.")[:80]
     if not name:
         name = "image.png"

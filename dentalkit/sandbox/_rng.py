@@ -15,11 +15,19 @@ Seed levels (see ``docs/sandbox.md``):
 from __future__ import annotations
 
 import hashlib
+import sys
 from datetime import UTC, date, datetime
+from typing import Any
 
 import numpy as np
+from numpy.random.bit_generator import ISeedSequence
 
-__all__ = ["REFERENCE_DATE", "age_at", "digest", "generator", "parse_timestamp"]
+_sha256 = hashlib.sha256
+_Generator = np.random.Generator
+_PCG64 = np.random.PCG64
+_LITTLE_ENDIAN = sys.byteorder == "little"
+
+__all__ = ["REFERENCE_DATE", "DigestSeed", "age_at", "digest", "generator", "parse_timestamp"]
 
 #: Each patient's baseline age is the age on this date; the birth date follows.
 REFERENCE_DATE = date(2024, 1, 1)
@@ -28,17 +36,44 @@ DAYS_PER_YEAR = 365.25
 
 
 def digest(*parts: object) -> bytes:
-    """SHA-256 of the parts, each as ``str`` and separated by a NUL byte."""
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(str(p).encode("utf-8"))
-        h.update(b"\x00")
-    return h.digest()
+    """SHA-256 of the parts, each as ``str`` and followed by a NUL byte."""
+    return _sha256("".join([f"{p}\x00" for p in parts]).encode("utf-8")).digest()
+
+
+class DigestSeed(ISeedSequence):
+    """A numpy seed sequence that hands a bit generator the words of a digest as they are.
+
+    numpy's own :class:`~numpy.random.SeedSequence` first hashes its entropy
+    again (about 10 µs per generator, most of a cold request's seeding time).
+    A SHA-256 digest is already uniformly mixed, so its 256 bits are used
+    directly: PCG64 asks for four 64-bit words and takes the first two as its
+    128-bit initial state and the last two as its 128-bit stream increment.
+    Words are read little-endian, so streams are the same on every platform.
+    """
+
+    __slots__ = ("_digest",)
+
+    def __init__(self, digest: bytes) -> None:
+        self._digest = digest
+
+    def generate_state(self, n_words: int, dtype: Any = np.uint32) -> np.ndarray:
+        if n_words == 4 and dtype is np.uint64 and _LITTLE_ENDIAN:  # PCG64's request
+            return np.frombuffer(self._digest, dtype=np.uint64, count=4)
+        dt = np.dtype(dtype)
+        if dt not in (np.dtype(np.uint32), np.dtype(np.uint64)):
+            raise ValueError("DigestSeed supports only uint32 and uint64 words")
+        size = n_words * dt.itemsize
+        if size > len(self._digest):
+            raise ValueError(f"a {len(self._digest)}-byte digest has no {n_words} {dt} words")
+        return np.frombuffer(self._digest[:size], dtype=dt.newbyteorder("<")).astype(dt)
 
 
 def generator(*parts: object) -> np.random.Generator:
-    """A PCG64 generator seeded from :func:`digest` of the parts (deterministic)."""
-    return np.random.Generator(np.random.PCG64(int.from_bytes(digest(*parts)[:16], "little")))
+    """A PCG64 generator whose state is :func:`digest` of the parts (deterministic).
+
+    State and stream increment are the digest's four 64-bit words (see :class:`DigestSeed`).
+    """
+    return _Generator(_PCG64(DigestSeed(digest(*parts))))
 
 
 def parse_timestamp(timestamp: str) -> datetime | None:

@@ -31,6 +31,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from dentalkit.endpoints import API_PREFIX, ENDPOINTS, Endpoint
 from dentalkit.openapi import openapi_document
@@ -121,6 +122,34 @@ class _SandboxHeader:
         await self.app(scope, receive, send_with_header)
 
 
+class _V2Dispatcher:
+    """Pure ASGI middleware answering the /api/v2 routes directly (see create_app)."""
+
+    def __init__(self, app: Any, routes: dict[str, Endpoint], handle: Any) -> None:
+        self.app = app
+        self.routes = routes
+        self.handle = handle
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        endpoint = self.routes.get(scope.get("path", "")) if scope["type"] == "http" else None
+        if endpoint is None:
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope, receive)
+        if scope["method"] != endpoint.method:
+            response = error_response(
+                405,
+                f"{scope['method']} is not allowed on {scope['path']}",
+                {"Allow": endpoint.method},
+            )
+        else:
+            try:
+                response = await self.handle(endpoint, request)
+            except ClientDisconnect:  # the client went away mid-request: nothing to answer
+                return
+        await response(scope, receive, send)
+
+
 def create_app(config: SandboxConfig | None = None) -> FastAPI:
     """Build the sandbox ASGI application for ``config`` (see :class:`SandboxConfig`)."""
     config = config or SandboxConfig()
@@ -168,17 +197,23 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
         except orjson.JSONDecodeError as exc:
             raise _RejectedError(400, f"request body is not valid JSON: {exc}") from None
 
-    def make_handler(endpoint: Endpoint):
-        async def handler(request: Request) -> Response:
-            stats: Stats = state.stats
-            stats.total += 1
-            stats.by_path[endpoint.path] += 1
-            response = await _answer(endpoint, request)
-            stats.by_status[response.status_code] += 1
-            return response
+    async def handle(endpoint: Endpoint, request: Request) -> Response:
+        stats: Stats = state.stats
+        stats.total += 1
+        stats.by_path[endpoint.path] += 1
+        response = await _answer(endpoint, request)
+        stats.by_status[response.status_code] += 1
+        return response
 
-        handler.__name__ = endpoint.name
-        return handler
+    roots: dict[tuple[str, str], str] = {}
+
+    def root_url(request: Request) -> str:
+        """The server root as the client addressed it (cached per scheme and Host header)."""
+        key = (request.url.scheme, request.headers.get("host", ""))
+        root = roots.get(key)
+        if root is None:
+            root = roots[key] = str(request.base_url)
+        return root
 
     async def _answer(endpoint: Endpoint, request: Request) -> Response:
         key = authorised(request)
@@ -215,7 +250,7 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
             body = simulate.respond(endpoint, data, noise=config.noise)
             if endpoint.output_image:
                 body["OutputImageUrl"] = links.sign_link(
-                    str(request.base_url),
+                    root_url(request),
                     endpoint.slug,
                     data,
                     issued_at=config.now(),
@@ -229,13 +264,10 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
             payload = payload[: max(1, len(payload) // 2)]
         return Response(payload, media_type="application/json", headers=usage)
 
-    for endpoint in ENDPOINTS.values():
-        app.add_api_route(
-            API_PREFIX + endpoint.path,
-            make_handler(endpoint),
-            methods=[endpoint.method],
-            include_in_schema=False,
-        )
+    # The v2 routes are answered by a small ASGI dispatcher in front of FastAPI's router: a
+    # dict lookup instead of route matching and dependency solving, so the HTTP layer costs
+    # little next to the simulator (benchmarks/sandbox.py).
+    v2 = {API_PREFIX + e.path: e for e in ENDPOINTS.values()}
 
     # ---- sandbox-only routes ---------------------------------------------------------
     def control(request: Request) -> Response | None:
@@ -359,6 +391,7 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
         log.exception("sandbox bug while answering %s", request.url.path)
         return error_response(500, f"sandbox bug ({type(exc).__name__}); please report it")
 
+    app.add_middleware(_V2Dispatcher, routes=v2, handle=handle)
     app.add_middleware(_SandboxHeader)
     return app
 

@@ -94,6 +94,12 @@ class SandboxConfig:
     clock_offset : float
         Seconds added to the wall clock, so tests can move time forward (for
         expired links) without waiting.
+    frozen_time : float or None
+        Freeze the sandbox clock at this Unix time (``clock_offset`` is still
+        added). Output-image links then carry the same ``expires`` and signature
+        whenever a request is answered, so two runs of a cohort give
+        byte-identical bodies (used by the reliability tests). ``None``, the
+        default, follows the wall clock.
     """
 
     api_key: str = SANDBOX_API_KEY
@@ -104,10 +110,13 @@ class SandboxConfig:
     link_secret: bytes = b"dentalkit-sandbox-link-secret"
     link_ttl: float = 72 * 3600.0
     clock_offset: float = 0.0
+    frozen_time: float | None = None
 
     def now(self) -> float:
-        """Current sandbox time (Unix seconds), including ``clock_offset``."""
-        return time.time() + self.clock_offset
+        """Current sandbox time (Unix seconds): ``frozen_time`` or the wall clock, plus
+        ``clock_offset``."""
+        base = time.time() if self.frozen_time is None else self.frozen_time
+        return base + self.clock_offset
 
     def accepted_keys(self) -> tuple[str, ...]:
         keys = [self.api_key]
@@ -123,11 +132,12 @@ class SandboxConfig:
             "max_body_bytes": self.max_body_bytes,
             "link_ttl": self.link_ttl,
             "clock_offset": self.clock_offset,
+            "frozen_time": self.frozen_time,
         }
 
     def update(self, changes: dict[str, Any]) -> None:
         """Apply a partial update from ``PUT /_sandbox/config`` (validated)."""
-        allowed = {"noise", "max_body_bytes", "clock_offset", "link_ttl", "faults"}
+        allowed = {"noise", "max_body_bytes", "clock_offset", "link_ttl", "faults", "frozen_time"}
         unknown = set(changes) - allowed
         if unknown:
             raise ValueError(
@@ -146,3 +156,6 @@ class SandboxConfig:
         for name in ("noise", "max_body_bytes", "clock_offset", "link_ttl"):
             if name in changes:
                 setattr(self, name, type(getattr(self, name))(changes[name]))
+        if "frozen_time" in changes:
+            frozen = changes["frozen_time"]
+            self.frozen_time = None if frozen is None else float(frozen)

@@ -16,7 +16,6 @@ import hashlib
 import hmac
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlencode
 
 import orjson
 
@@ -49,10 +48,12 @@ def sign_link(
     req = base64.urlsafe_b64encode(orjson.dumps(dict(request), option=orjson.OPT_SORT_KEYS))
     req_s = req.decode().rstrip("=")
     expires = int(issued_at + ttl)
-    query = urlencode(
-        {"req": req_s, "expires": expires, "signature": _signature(secret, slug, req_s, expires)}
+    # base64url, digits and hex need no percent-encoding in a query string.
+    signature = _signature(secret, slug, req_s, expires)
+    return (
+        f"{root_url.rstrip('/')}/_sandbox/output/{slug}.png"
+        f"?req={req_s}&expires={expires}&signature={signature}"
     )
-    return f"{root_url.rstrip('/')}/_sandbox/output/{slug}.png?{query}"
 
 
 def verify_link(

@@ -42,7 +42,7 @@ from dentalkit.sandbox._findings import (
     estimate_months,
     tmj_sentence,
 )
-from dentalkit.sandbox._geometry import ImageTransform, place, shoelace_area
+from dentalkit.sandbox._geometry import ImageTransform, place_points, shoelace_area
 from dentalkit.sandbox._images import IMAGE_SPECS, default_image_kind, parse_sandbox_url
 from dentalkit.sandbox._images import stored_image_name as _stored_image_name
 from dentalkit.sandbox._patient import (
@@ -106,43 +106,73 @@ def stored_image_name(image_url: str) -> str:
 # --- session geometry in pixels (cached) ------------------------------------------
 
 
-def _kind_transform(
+def _kind_transform_points(
     pid: str, ts: str, kind: str, points_mm: np.ndarray, *, flip_x: int, flip_y: int,
     rotation_sd: float, margin_px: float,
-) -> ImageTransform:  # fmt: skip
+) -> tuple[ImageTransform, np.ndarray]:  # fmt: skip
+    """The session's placement of ``points_mm`` on an image of ``kind`` and the points in px.
+
+    Rotation ~ N(0, rotation_sd) clipped to ±2.5 SD, rounded to 1e-4 degrees; then a
+    uniform translation keeping every point ``margin_px`` inside (see ``place``).
+    """
     spec = IMAGE_SPECS[kind]
     rng = generator("transform", pid, ts, kind)
-    rot = float(np.clip(rng.normal(0.0, rotation_sd), -2.5 * rotation_sd, 2.5 * rotation_sd))
-    return place(
+    lim = 2.5 * rotation_sd
+    rot = min(max(float(rng.normal(0.0, rotation_sd)), -lim), lim)
+    return place_points(
         rng, points_mm, mm_per_px=spec.mm_per_px, rotation_deg=round(rot, 4), flip_x=flip_x,
         flip_y=flip_y, width=spec.width, height=spec.height, margin_px=margin_px,
     )  # fmt: skip
 
 
+def _kind_transform(
+    pid: str, ts: str, kind: str, points_mm: np.ndarray, *, flip_x: int, flip_y: int,
+    rotation_sd: float, margin_px: float,
+) -> ImageTransform:  # fmt: skip
+    return _kind_transform_points(
+        pid, ts, kind, points_mm, flip_x=flip_x, flip_y=flip_y, rotation_sd=rotation_sd,
+        margin_px=margin_px,
+    )[0]  # fmt: skip
+
+
+@lru_cache(maxsize=8)
+def _noise_sd_px(view: str, mm_per_px: float) -> np.ndarray:
+    """Per-landmark noise SD of ``view`` in pixels, shape (n, 1) (read-only)."""
+    sd = (ceph.noise_sd(view) / mm_per_px)[:, None]
+    sd.flags.writeable = False
+    return sd
+
+
 @lru_cache(maxsize=4096)
 def _lateral(pid: str, ts: str) -> tuple[np.ndarray, ImageTransform, dict, np.ndarray]:
     s = session(pid, ts)
-    pts, measures = ceph.lateral_mm(s.ceph)
+    pts, measures = ceph.lateral_mm(s.ceph, s.chain)
     facing_left = generator("facing", pid, ts).random() < 0.2
-    tr = _kind_transform(
+    tr, px = _kind_transform_points(
         pid, ts, "lateral_ceph", pts, flip_x=-1 if facing_left else 1, flip_y=-1,
         rotation_sd=2.0, margin_px=80.0,
     )  # fmt: skip
-    px = tr.apply(pts)
     px.flags.writeable = False
-    return px, tr, measures, ceph.noise_sd("lateral") / tr.mm_per_px
+    return px, tr, measures, _noise_sd_px("lateral", tr.mm_per_px)
 
 
 @lru_cache(maxsize=4096)
 def _frontal(pid: str, ts: str) -> tuple[np.ndarray, ImageTransform, dict, np.ndarray]:
-    s = session(pid, ts)
-    pts, measures = ceph.frontal_mm(s.frontal, s.ceph)
-    tr = _kind_transform(
+    pts, measures = _frontal_mm(pid, ts)
+    tr, px = _kind_transform_points(
         pid, ts, "frontal_ceph", pts, flip_x=1, flip_y=-1, rotation_sd=1.2, margin_px=80.0
     )
-    px = tr.apply(pts)
     px.flags.writeable = False
-    return px, tr, measures, ceph.noise_sd("frontal") / tr.mm_per_px
+    return px, tr, measures, _noise_sd_px("frontal", tr.mm_per_px)
+
+
+@lru_cache(maxsize=4096)
+def _frontal_mm(pid: str, ts: str) -> tuple[np.ndarray, dict]:
+    """Frontal landmarks (mm) and measures of a session (cached: the photo needs them too)."""
+    s = session(pid, ts)
+    pts, measures = ceph.frontal_mm(s.frontal, s.ceph)
+    pts.flags.writeable = False
+    return pts, measures
 
 
 @lru_cache(maxsize=4096)
@@ -169,9 +199,10 @@ def _pano(pid: str, ts: str) -> tuple[dict, ImageTransform]:
 
 
 def _lower_shift_and_overbite(pid: str, ts: str) -> tuple[float, float]:
-    s = session(pid, ts)
-    _, fm = ceph.frontal_mm(s.frontal, s.ceph)
-    return fm["midline_deviation_LDM"] - fm["midline_deviation_UDM"], s.ceph["overbite"]
+    fm = _frontal_mm(pid, ts)[1]
+    return fm["midline_deviation_LDM"] - fm["midline_deviation_UDM"], session(pid, ts).ceph[
+        "overbite"
+    ]
 
 
 @lru_cache(maxsize=4096)
@@ -218,24 +249,37 @@ def _noisy(
     rng: np.random.Generator | None,
     size: tuple[int, int],
 ) -> np.ndarray:
+    """``px`` plus Gaussian noise (SD ``sd_px`` per point: a scalar or an (n,) or (n, 1)
+    array), clipped to the image and rounded to 0.01 px; ``px`` itself without ``rng``."""
     if rng is None:
         return px
-    sd = sd_px[:, None] if isinstance(sd_px, np.ndarray) else sd_px
-    out = px + rng.standard_normal(px.shape) * sd
-    np.clip(out[:, 0], 0.0, size[0] - 1, out=out[:, 0])
-    np.clip(out[:, 1], 0.0, size[1] - 1, out=out[:, 1])
-    return out.round(_FLOAT_DECIMALS)
+    if isinstance(sd_px, np.ndarray) and sd_px.ndim == 1:
+        sd_px = sd_px[:, None]
+    out = rng.standard_normal(px.shape)
+    out *= sd_px
+    out += px
+    np.maximum(out, 0.0, out=out)
+    np.minimum(out, _upper_px(*size), out=out)
+    return out.round(_FLOAT_DECIMALS, out=out)
+
+
+@lru_cache(maxsize=16)
+def _upper_px(width: int, height: int) -> np.ndarray:
+    """Largest pixel coordinates (x, y) of an image, for clipping."""
+    hi = np.array([width - 1.0, height - 1.0])
+    hi.flags.writeable = False
+    return hi
 
 
 def _landmarks(endpoint: Endpoint, pid: str, ts: str, rng: np.random.Generator | None) -> dict:
     lateral = endpoint.view == "lateral"
     px, tr, _, sd = (_lateral if lateral else _frontal)(pid, ts)
     keys = ceph.LATERAL_KEYS if lateral else ceph.FRONTAL_KEYS
-    pts = _noisy(px, sd, rng, (tr.width, tr.height)).tolist()
+    xy = iter(_noisy(px, sd, rng, (tr.width, tr.height)).ravel().tolist())  # x0, y0, x1, …
     return {
         "NumberOfPredictedPoints": len(keys),
         "Results": {
-            k: {"x_coordinate": x, "y_coordinate": y} for k, (x, y) in zip(keys, pts, strict=True)
+            k: {"x_coordinate": x, "y_coordinate": y} for k, x, y in zip(keys, xy, xy, strict=True)
         },
     }
 
@@ -250,9 +294,11 @@ def _keypoints(endpoint: Endpoint, pid: str, ts: str, rng: np.random.Generator |
     recs = [layout["teeth"][k] for k in keys]
     size = (tr.width, tr.height)
     s = tr.mm_per_px
-    # all points of the arch in one transform: centre, mesial, distal, cusp per tooth
+    # all points of the arch in one transform: centre, mesial, distal, cusp per tooth (the
+    # layout's arrays have one row per tooth in the order of its teeth, which is ``keys``)
+    arr = layout["arrays"]
     pts = tr.apply(
-        np.vstack([np.vstack([r["centre"], r["mesial"], r["distal"], r["cusp"]]) for r in recs])
+        np.stack([arr["centre"], arr["mesial"], arr["distal"], arr["cusp"]], axis=1).reshape(-1, 2)
     )
     sd = np.tile(
         [POINT_NOISE_SD_MM["centroid"] / s] + [POINT_NOISE_SD_MM["keypoint"] / s] * 3, len(recs)

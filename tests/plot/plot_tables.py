@@ -83,8 +83,10 @@ def teeth(pid: str = "P002", ts: str = "2024-03-01", source: str = "pano") -> pd
     return _teeth(pid, ts, endpoint, source, kind).copy()
 
 
-def findings(pid: str = "P006", ts: str = "2024-03-01") -> pd.DataFrame:
-    """The ``findings`` table of one sandbox clinical photograph."""
+def findings(pid: str | None = None, ts: str = "2024-03-01") -> pd.DataFrame:
+    """The ``findings`` table of one sandbox clinical photograph (default: the first
+    sandbox patient with detections, see :func:`patient_with_findings`)."""
+    pid = pid or patient_with_findings()
     body = simulate.respond(
         "clinical-images",
         {"PatientID": pid, "TimeStamp": ts, "ImageName": _url("intraoral_frontal", pid, ts)},
@@ -98,6 +100,16 @@ def findings(pid: str = "P006", ts: str = "2024-03-01") -> pd.DataFrame:
         rows,
         columns=["patient_id", "timestamp", "source", "class_name", "x0", "y0", "x1", "y1"],
     )
+
+
+@lru_cache(maxsize=1)
+def patient_with_findings(ts: str = "2024-03-01") -> str:
+    """The first sandbox patient (P001, P002 …) whose clinical photograph has detections."""
+    for i in range(1, 200):
+        pid = f"P{i:03d}"
+        if len(findings(pid, ts)) >= 3:
+            return pid
+    raise AssertionError("no sandbox patient with clinical findings")  # pragma: no cover
 
 
 def arch_points(pid: str = "P003", ts: str = "2024-03-01", arch: str = "up") -> pd.DataFrame:

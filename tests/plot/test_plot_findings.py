@@ -9,7 +9,7 @@ import pytest
 from dentalkit import findings as dfindings
 from dentalkit.errors import InputError
 from dentalkit.plot import findings as pfind
-from tests.plot.plot_tables import findings, save_all
+from tests.plot.plot_tables import findings, patient_with_findings, save_all
 
 
 def _boxes_of(ax):
@@ -33,9 +33,14 @@ def _colours(ax):
 
 
 def test_boxes_match_the_detections_and_classes_keep_their_colour(tmp_path):
-    f = pd.concat([findings("P006"), findings("P001")], ignore_index=True)
-    ax = pfind.boxes(f, ("P006", "2024-03-01"))
-    one = f[f["patient_id"] == "P006"]
+    f = pd.concat([findings(f"P{i:03d}") for i in range(1, 21)], ignore_index=True)
+    # two patients with detections of a common class (whichever the sandbox draws)
+    classes = f.groupby("patient_id")["class_name"].agg(set)
+    first, second = next(
+        (a, b) for a in classes.index for b in classes.index if a < b and classes[a] & classes[b]
+    )
+    ax = pfind.boxes(f, (first, "2024-03-01"))
+    one = f[f["patient_id"] == first]
     boxes = _boxes_of(ax)
     assert len(boxes) == len(one)
     got = sorted(boxes)
@@ -59,9 +64,9 @@ def test_boxes_match_the_detections_and_classes_keep_their_colour(tmp_path):
     assert ax.yaxis_inverted()
     counts = one["class_name"].value_counts()
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert legend == [f"{c} ({counts[c]})" for c in sorted(counts.index)]
+    assert legend == [f"{c.replace('_', ' ')} ({counts[c]})" for c in sorted(counts.index)]
     # the same class has the same colour in another image of the same table
-    other = _colours(pfind.boxes(f, ("P001", "2024-03-01")))
+    other = _colours(pfind.boxes(f, (second, "2024-03-01")))
     colour = _colours(ax)
     shared = set(colour) & set(other)
     assert shared
@@ -73,14 +78,15 @@ def test_boxes_match_the_detections_and_classes_keep_their_colour(tmp_path):
 def test_boxes_over_the_photograph():
     from dentalkit.sandbox.render import input_image
 
-    png = input_image("intraoral_frontal/P006/2024-03-01.png")
-    ax = pfind.boxes(findings("P006"), image=png, labels=False)
+    pid = patient_with_findings()
+    png = input_image(f"intraoral_frontal/{pid}/2024-03-01.png")
+    ax = pfind.boxes(findings(pid), image=png, labels=False)
     assert ax.get_ylim() == (1199.5, -0.5) and ax.get_xlim() == (-0.5, 1599.5)
     assert len(ax.get_images()) == 1 and not ax.texts
 
 
 def test_bad_boxes_are_refused():
-    f = findings("P006")
+    f = findings()
     f.loc[f.index[0], "x1"] = f.loc[f.index[0], "x0"] - 5
     with pytest.raises(InputError, match="BottomRight is above/left of TopLeft"):
         pfind.boxes(f)

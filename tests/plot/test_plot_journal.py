@@ -50,7 +50,7 @@ def _odontogram():
 
 
 def _boxes():
-    return plot.finding_boxes(findings("P006"))
+    return plot.finding_boxes(findings())
 
 
 def _bars():

@@ -1,0 +1,61 @@
+"""Constants, the cohort and the figures of the reliability suite (one module, imported as
+``tests.reliability.cohort`` by the conftest and the tests, so there is one ``FIGURES``)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+#: Sandbox clock for the suite (2026-01-01T00:00:00Z): output links are then identical in
+#: every run, so bodies can be compared byte for byte.
+FROZEN = 1_767_225_600.0
+#: The cohort: 500 patients × 4 endpoints = 2,000 requests. Two of the endpoints return
+#: signed output-image links.
+ENDPOINTS = ["classifier", "tmj_xsectional", "pano_segmentation", "occlusogram_upper_seg"]
+N_PATIENTS = 500
+
+FIGURES: dict[str, int] = {
+    "requests sent (HTTP attempts reaching the sandbox)": 0,
+    "faults injected (5xx, slow, malformed, 429)": 0,
+    "kills survived": 0,
+    "rows lost": 0,
+    "duplicates": 0,
+    "bad inputs tried": 0,
+}
+
+
+def add_figure(name: str, value: int) -> None:
+    key = next(k for k in FIGURES if k.startswith(name))
+    FIGURES[key] += int(value)
+
+
+def cohort_manifest(n_patients: int = N_PATIENTS) -> pd.DataFrame:
+    ids = [f"R{i:04d}" for i in range(n_patients)]
+    return pd.DataFrame(
+        {
+            "patient_id": ids,
+            "timestamp": "2025-02-03",
+            "image_url": [f"https://images.example.org/{p}/image.png" for p in ids],
+        }
+    )
+
+
+def fetch_child(base_url: str, api_key: str, cache: str, out: str, n_patients: int) -> None:
+    """Body of a fetch process that the kill tests SIGKILL (runs in a forkserver child)."""
+    from dentalkit.client import Client
+    from dentalkit.cohort import fetch_cohort
+
+    client = Client(base_url, api_key=api_key, cache=cache, backoff_base=0.01)
+    fetch_cohort(
+        cohort_manifest(n_patients),
+        ENDPOINTS,
+        out,
+        client=client,
+        max_workers=16,
+        progress=False,
+        flush_every=25,
+        flush_interval=0.5,
+    )
+
+
+#: Modules the kill tests' fork server imports once, so each killed child starts at once.
+CHILD_PRELOAD = ["pandas", "pyarrow.parquet", "requests_cache", "dentalkit.cohort", __name__]
