@@ -91,8 +91,9 @@ DIVERGING_CMAP = "RdBu_r"
 #: Fill of cells and teeth without a value (not assessed, no data).
 MISSING_COLOUR = "#D9D9D9"
 
-#: Journal column widths in millimetres (single column ≈ 85 mm, double ≈ 180 mm:
-#: e.g. Elsevier artwork guidelines 90/190 mm, Springer 84/174 mm, AJO-DO 85/180).
+#: Journal column widths in millimetres: typical single- and double-column widths
+#: (publishers differ by a few mm, e.g. Elsevier's artwork guide gives 90/190 mm and
+#: Springer's 84/174 mm); pass a number of millimetres for a journal's exact width.
 JOURNAL_WIDTHS_MM: dict[str, float] = {"single": 85.0, "double": 180.0}
 
 #: The house rcParams applied by :func:`style`: 7 pt sans-serif text (journals ask
