@@ -165,14 +165,20 @@ def tables(
 
 @app.command()
 def demo(
-    patients: Annotated[int, typer.Option(help="Synthetic patients in the cohort.")] = 3,
+    patients: Annotated[int, typer.Option(help="Synthetic patients (two sessions each).")] = 50,
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("dentalkit-demo"),
+    port: Annotated[int, typer.Option(help="Loopback port of the embedded sandbox.")] = 8766,
+    progress: Annotated[bool, typer.Option(help="Show the fetch progress bar.")] = True,
 ) -> None:
-    """Run the whole study on the embedded sandbox: fetch, tables, analyses, figures."""
+    """Run a whole study on the embedded sandbox: fetch, tables, analyses, figures, report.
+
+    The sandbox is a simulator of interface v2 (synthetic anatomy, no AI model). A second
+    run finds every response already stored and redraws the outputs.
+    """
     from dentalkit.demo import run_demo
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    run_demo(patients=patients, out=out, echo=typer.echo)
+    run_demo(patients=patients, out=out, echo=typer.echo, port=port, progress=progress)
 
 
 def main() -> None:

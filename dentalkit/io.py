@@ -57,6 +57,7 @@ __all__ = [
     "read_partitioned",
     "read_tables",
     "write_geoparquet",
+    "write_parquet",
     "write_partitioned",
     "write_tables",
 ]
@@ -75,6 +76,17 @@ _TYPE_NAMES = {
     6: "MultiPolygon",
     7: "GeometryCollection",
 }
+
+
+def write_parquet(table: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """Write any DataFrame to Parquet atomically (temp file, fsync, rename); no index.
+
+    For analysis tables and other outputs that are not part of the data contract (use
+    :func:`write_tables` for those: it also checks their schemas).
+    """
+    plain = table.copy(deep=False)
+    plain.attrs = {}  # attrs may hold tables (e.g. problems) that Parquet metadata cannot
+    return _atomic_write(pa.Table.from_pandas(plain, preserve_index=False), Path(path))
 
 
 def _atomic_write(table: pa.Table, path: Path) -> Path:
