@@ -176,9 +176,14 @@ def demo(
     run finds every response already stored and redraws the outputs.
     """
     from dentalkit.demo import run_demo
+    from dentalkit.errors import ConfigurationError
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    run_demo(patients=patients, out=out, echo=typer.echo, port=port, progress=progress)
+    try:
+        run_demo(patients=patients, out=out, echo=typer.echo, port=port, progress=progress)
+    except ConfigurationError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 def main() -> None:

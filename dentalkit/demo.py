@@ -108,8 +108,9 @@ def run_demo(
     echo : callable
         Where to print (the CLI passes ``typer.echo``).
     port : int
-        Loopback port of the sandbox; a busy port falls back to a free one (the cache
-        is then not reused).
+        Loopback port of the sandbox (0 picks a free one). Keep it for later runs on the
+        same ``out``: a store belongs to one service address, and the HTTP cache is keyed
+        by it.
     progress : bool
         Show the fetch progress bar.
 
@@ -121,6 +122,7 @@ def run_demo(
     from dentalkit import convert, io, pipeline, tle
     from dentalkit.client import Client
     from dentalkit.cohort import fetch_cohort
+    from dentalkit.errors import ConfigurationError
     from dentalkit.sandbox import running
     from dentalkit.sandbox.app import BANNER
     from dentalkit.sandbox.render import input_image
@@ -129,9 +131,11 @@ def run_demo(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     echo(BANNER)
-    if not _port_free(port):
-        echo(f"port {port} is busy: using a free port (the cache of earlier runs is not reused)")
-        port = 0
+    if port and not _port_free(port):
+        raise ConfigurationError(
+            f"port {port} is busy; run the demo with another --port (an out folder belongs to "
+            "one sandbox address, so use the same --port for later runs on that folder)"
+        )
     typed = tle.example_patients(patients)
     cal = sandbox_calibration()
     with running(port=port) as sb:

@@ -222,8 +222,7 @@ def make_figures(
     lm = tables.get("landmarks")
     if lm is not None and len(lm):
         lateral = lm[lm["view"] == "lateral"]
-        first = lateral.sort_values(["patient_id", "timestamp"]).iloc[0]
-        pid, ts = str(first["patient_id"]), str(first["timestamp"])
+        pid, ts = _typical_session(lateral, analyses.get("ceph_measures"))
         draw(
             "ceph_tracing",
             lambda ax: plot.ceph_tracing(
@@ -243,9 +242,20 @@ def make_figures(
                     sessions, pid, mm_per_px=cal.get("ceph_lateral_points"), ax=ax
                 ),
             )
-    z = analyses.get("ceph_zscores")
-    if z is not None and z["z"].notna().any():
-        draw("ceph_wiggle", lambda ax: plot.ceph_wiggle(z, ax=ax))
+    measures = analyses.get("ceph_measures")
+    if measures is not None and len(measures):
+        from dentalkit import ceph
+
+        # Most shipped norms lack a verified SD (docs/measures.md); the chart shows the
+        # textbook SDs too and says so on its axis.
+        z = ceph.zscores(measures[measures["view"] == "lateral"], include_unverified=True)
+        if z["z"].notna().any():
+
+            def wiggle(ax: Any) -> None:
+                plot.ceph_wiggle(z, ax=ax)
+                ax.set_xlabel("z-score against textbook norms (SDs not all verified)")
+
+            draw("ceph_wiggle", wiggle)
 
     points, fits = tables.get("arch_points"), analyses.get("arch_fits")
     if points is not None and len(points) and fits is not None:
@@ -291,6 +301,20 @@ def make_figures(
     for name, fn in (extra or {}).items():
         draw(name, fn)
     return written
+
+
+def _typical_session(lateral: pd.DataFrame, measures: pd.DataFrame | None) -> tuple[str, str]:
+    """The lateral session whose ANB is closest to the cohort median (first one otherwise)."""
+    first = lateral.sort_values(["patient_id", "timestamp"]).iloc[0]
+    choice = (str(first["patient_id"]), str(first["timestamp"]))
+    if measures is None or not len(measures):
+        return choice
+    anb = measures[(measures["measure"].astype(str) == "ANB") & (measures["view"] == "lateral")]
+    anb = anb.dropna(subset=["value"])
+    if not len(anb):
+        return choice
+    best = anb.iloc[int((anb["value"] - anb["value"].median()).abs().to_numpy().argmin())]
+    return str(best["patient_id"]), str(best["timestamp"])
 
 
 def write_report(
