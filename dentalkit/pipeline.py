@@ -247,8 +247,10 @@ def make_figures(
         from dentalkit import ceph
 
         # Most shipped norms lack a verified SD (docs/measures.md); the chart shows the
-        # textbook SDs too and says so on its axis.
-        z = ceph.zscores(measures[measures["view"] == "lateral"], include_unverified=True)
+        # textbook SDs too and says so on its axis (so the warning is not repeated here).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DentalkitWarning)
+            z = ceph.zscores(measures[measures["view"] == "lateral"], include_unverified=True)
         if z["z"].notna().any():
 
             def wiggle(ax: Any) -> None:
