@@ -236,6 +236,9 @@ def figures(
     analyses_dir: Annotated[Path, typer.Argument(help="Folder written by `dentalkit analyze`.")],
     out: Annotated[Path, typer.Option(help="Folder for the figures (PDF and PNG).")],
     mm_per_px: Annotated[list[str] | None, typer.Option(help=MM_PER_PX_HELP)] = None,
+    dpi: Annotated[
+        int, typer.Option(min=300, max=1200, help="Resolution of the PNGs (and PDF images).")
+    ] = 600,
 ) -> None:
     """Draw the standard figure set (85 mm single column, PDF + PNG) on blank canvases."""
     from dentalkit import io, pipeline
@@ -248,7 +251,7 @@ def figures(
     except (DentalkitError, FileNotFoundError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    written = pipeline.make_figures(tables, analyses, out, mm_per_px=cal or None)
+    written = pipeline.make_figures(tables, analyses, out, mm_per_px=cal or None, dpi=dpi)
     for name, paths in written.items():
         typer.echo(f"{name:28s} " + " ".join(p.name for p in paths))
     typer.echo(f"wrote {len(written)} figures to {out}")
@@ -260,6 +263,9 @@ def demo(
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("dentalkit-demo"),
     port: Annotated[int, typer.Option(help="Loopback port of the embedded sandbox.")] = 8766,
     progress: Annotated[bool, typer.Option(help="Show the fetch progress bar.")] = True,
+    dpi: Annotated[
+        int, typer.Option(min=300, max=1200, help="Figure resolution (PNG, images in PDFs).")
+    ] = 600,
 ) -> None:
     """Run a whole study on the embedded sandbox: fetch, tables, analyses, figures, report.
 
@@ -271,7 +277,7 @@ def demo(
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        run_demo(patients=patients, out=out, echo=typer.echo, port=port, progress=progress)
+        run_demo(patients=patients, out=out, echo=typer.echo, port=port, progress=progress, dpi=dpi)
     except ConfigurationError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

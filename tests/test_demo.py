@@ -24,6 +24,7 @@ def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp
     out = tmp_path / "demo"
     port = str(_free_port())
     args = ["demo", "--patients", "3", "--out", str(out), "--port", port, "--no-progress"]
+    args += ["--dpi", "300"]  # the figures' content is the same; 600 dpi only costs time
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
     assert "runs no AI model" in first.output
@@ -77,10 +78,20 @@ def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp
     pd.testing.assert_frame_equal(again, measures)
     step = CliRunner().invoke(
         app,
-        ["figures", str(out / "tables"), str(cli_out / "analyses"), "--out", str(cli_out / "fig")],
+        [
+            "figures",
+            str(out / "tables"),
+            str(cli_out / "analyses"),
+            *["--out", str(cli_out / "fig"), "--dpi", "300"],
+        ],
     )
     assert step.exit_code == 0, step.output
     assert (cli_out / "fig" / "arch_forms.pdf").stat().st_size > 1000
+    from PIL import Image
+
+    with Image.open(out / "figures" / "arch_forms.png") as png:
+        assert round(png.info["dpi"][0]) == 300
+        assert abs(png.width - 85 / 25.4 * 300) < 3  # 85 mm single column
 
     # Second run: every request is already stored, nothing is sent again.
     second = CliRunner().invoke(app, args)
