@@ -160,12 +160,17 @@ def tables(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     io.write_tables(result, out)
-    for name, table in result.items():
-        typer.echo(f"{name:16s} {len(table):9d} rows")
-    typer.echo(f"wrote {len(result)} tables to {out}")
+    _echo_counts(result, f"tables to {out}")
     if len(result["problems"]):
         typer.echo(f"{len(result['problems'])} problem(s): see {out / 'problems.parquet'}")
         raise typer.Exit(1)
+
+
+def _echo_counts(tables: dict, what: str) -> None:
+    """Print one line per table with its row count, then a total line."""
+    for name, table in tables.items():
+        typer.echo(f"{name:20s} {len(table):9d} rows")
+    typer.echo(f"wrote {len(tables)} {what}")
 
 
 def _calibration(pairs: list[str] | None) -> dict[str, float]:
@@ -225,9 +230,7 @@ def analyze(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     pipeline.write_analyses(analyses, out)
-    for name, table in analyses.items():
-        typer.echo(f"{name:20s} {len(table):9d} rows")
-    typer.echo(f"wrote {len(analyses)} analysis tables to {out}")
+    _echo_counts(analyses, f"analysis tables to {out}")
 
 
 @app.command()
