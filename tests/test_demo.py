@@ -58,9 +58,18 @@ def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp
     for name in figures:
         assert f"figures/{name}.png" in report
 
-    # The same study as shell steps: analyze and figures from the written tables.
+    # The same study as shell steps: tables, analyze and figures.
     cal = sandbox_calibration()
     cli_out = tmp_path / "cli"
+    step = CliRunner().invoke(app, ["tables", str(out), "--out", str(cli_out / "tables")])
+    assert step.exit_code == 0, step.output
+    assert f"{len(tables['landmarks']):9d} rows" in step.output
+    again_tables = io.read_tables(cli_out / "tables")
+    assert again_tables.keys() == tables.keys()
+    for name, table in tables.items():
+        pd.testing.assert_frame_equal(again_tables[name], table, obj=name)
+    step = CliRunner().invoke(app, ["tables", str(tmp_path / "nothing"), "--out", str(cli_out)])
+    assert step.exit_code == 2 and "error:" in step.output
     step = CliRunner().invoke(
         app,
         [
