@@ -126,15 +126,64 @@ def fetch(
 
 
 @app.command()
-def demo(
-    patients: Annotated[int, typer.Option(help="Synthetic patients in the cohort.")] = 3,
-    out: Annotated[Path, typer.Option(help="Output folder.")] = Path("dentalkit-demo"),
+def tables(
+    store: Annotated[Path, typer.Argument(help="Store folder written by `dentalkit fetch`.")],
+    out: Annotated[
+        Path, typer.Option(help="Folder for the tables (Parquet; teeth as GeoParquet).")
+    ],
+    errors: Annotated[
+        str, typer.Option(help="'collect' malformed responses into problems, or 'raise'.")
+    ] = "collect",
 ) -> None:
-    """Run the whole study on the embedded sandbox: fetch, tables, analyses, figures."""
+    """Convert stored responses into tidy tables (one Parquet file per table).
+
+    Writes every table of the data contract plus problems.parquet; malformed responses are
+    listed there (errors=collect) or stop the run with the JSON path at fault (errors=raise).
+    Exit status 1 when there are problems, 2 when the store cannot be read.
+    """
+    from dentalkit import convert, io
+    from dentalkit.errors import DentalkitError
+    from dentalkit.store import read_responses
+
+    if errors not in ("collect", "raise"):
+        typer.echo("error: --errors must be 'collect' or 'raise'", err=True)
+        raise typer.Exit(2)
+    try:
+        responses = read_responses(store)
+        result = convert.tables(responses, errors=errors)
+    except DentalkitError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    io.write_tables(result, out)
+    for name, table in result.items():
+        typer.echo(f"{name:16s} {len(table):9d} rows")
+    typer.echo(f"wrote {len(result)} tables to {out}")
+    if len(result["problems"]):
+        typer.echo(f"{len(result['problems'])} problem(s): see {out / 'problems.parquet'}")
+        raise typer.Exit(1)
+
+
+@app.command()
+def demo(
+    patients: Annotated[int, typer.Option(help="Synthetic patients (two sessions each).")] = 50,
+    out: Annotated[Path, typer.Option(help="Output folder.")] = Path("dentalkit-demo"),
+    port: Annotated[int, typer.Option(help="Loopback port of the embedded sandbox.")] = 8766,
+    progress: Annotated[bool, typer.Option(help="Show the fetch progress bar.")] = True,
+) -> None:
+    """Run a whole study on the embedded sandbox: fetch, tables, analyses, figures, report.
+
+    The sandbox is a simulator of interface v2 (synthetic anatomy, no AI model). A second
+    run finds every response already stored and redraws the outputs.
+    """
     from dentalkit.demo import run_demo
+    from dentalkit.errors import ConfigurationError
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    run_demo(patients=patients, out=out, echo=typer.echo)
+    try:
+        run_demo(patients=patients, out=out, echo=typer.echo, port=port, progress=progress)
+    except ConfigurationError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 def main() -> None:

@@ -66,11 +66,15 @@ __all__ = [
     "GEOPARQUET_VERSION",
     "data_dictionary",
     "export",
+    "patient_bucket",
     "pseudonymize",
     "read_export",
     "read_geoparquet",
+    "read_partitioned",
     "read_tables",
     "write_geoparquet",
+    "write_parquet",
+    "write_partitioned",
     "write_tables",
 ]
 
@@ -88,6 +92,17 @@ _TYPE_NAMES = {
     6: "MultiPolygon",
     7: "GeometryCollection",
 }
+
+
+def write_parquet(table: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """Write any DataFrame to Parquet atomically (temp file, fsync, rename); no index.
+
+    For analysis tables and other outputs that are not part of the data contract (use
+    :func:`write_tables` for those: it also checks their schemas).
+    """
+    plain = table.copy(deep=False)
+    plain.attrs = {}  # attrs may hold tables (e.g. problems) that Parquet metadata cannot
+    return _atomic_write(pa.Table.from_pandas(plain, preserve_index=False), Path(path))
 
 
 def _atomic_write(table: pa.Table, path: Path) -> Path:
@@ -259,3 +274,13 @@ def read_tables(
         else:
             result[name] = schemas.conform(pq.read_table(path).to_pandas(), name)
     return result
+
+
+# Partitioned Parquet for cohorts that outgrow one file (dask.dataframe / DuckDB read it
+# partition by partition); implemented in dentalkit.distributed, re-exported here because
+# it is table I/O.
+from dentalkit.distributed import (  # noqa: E402
+    patient_bucket,
+    read_partitioned,
+    write_partitioned,
+)

@@ -1,9 +1,10 @@
 """Figures of landmark and measure agreement (matplotlib).
 
 Every function takes ``ax=None`` (a new figure when omitted) and returns the Axes
-(:func:`bland_altman_grid` returns the Figure). Colours are the Okabe–Ito palette,
-which stays distinguishable with the common colour-vision deficiencies (Okabe & Ito
-2008, *Color Universal Design*; Wong 2011, *Nat Methods* 8:441).
+(:func:`bland_altman_grid` returns the Figure). Colours are the Okabe–Ito palette of
+:mod:`dentalkit.plot.style`, which stays distinguishable with the common colour-vision
+deficiencies (Okabe & Ito 2008, *Color Universal Design*; Wong 2011, *Nat Methods*
+8:441); sizes and fonts follow the house style (``with dentalkit.plot.style():``).
 
 - :func:`landmark_errors` — per-landmark test − reference offsets drawn around each
   landmark's mean position, with 95 % ellipses, over the mean reference tracing.
@@ -33,6 +34,8 @@ import pandas as pd
 from scipy import stats as sps
 
 from dentalkit.errors import InputError
+from dentalkit.plot._common import new_axes, text_scale
+from dentalkit.plot.style import OKABE_ITO, figure
 
 __all__ = [
     "LATERAL_LINKS",
@@ -43,19 +46,10 @@ __all__ = [
     "sdr_bars",
 ]
 
-#: Okabe–Ito colours (black, orange, sky blue, bluish green, yellow, blue, vermillion,
-#: reddish purple).
-OKABE_ITO = {
-    "black": "#000000",
-    "orange": "#E69F00",
-    "sky_blue": "#56B4E9",
-    "bluish_green": "#009E73",
-    "yellow": "#F0E442",
-    "blue": "#0072B2",
-    "vermillion": "#D55E00",
-    "reddish_purple": "#CC79A7",
-}
-_RADIUS_COLOURS = ["#0072B2", "#56B4E9", "#009E73", "#E69F00", "#CC79A7", "#D55E00"]
+_RADIUS_COLOURS = [
+    OKABE_ITO[c]
+    for c in ("blue", "sky_blue", "bluish_green", "orange", "reddish_purple", "vermillion")
+]
 
 #: Lines drawn between named lateral landmarks to sketch the mean tracing (drawn when
 #: both ends are present): cranial base, Frankfort and palatal planes, ramus and
@@ -79,19 +73,14 @@ LATERAL_LINKS = (
 )
 
 
-def _axes(ax, figsize=(6.0, 4.5)):
-    if ax is not None:
-        return ax
-    import matplotlib.pyplot as plt
-
-    _, ax = plt.subplots(figsize=figsize, layout="constrained")
-    return ax
+def _axes(ax, size_mm=(85.0, 65.0)):
+    """``ax``, or a new journal-column figure (see :func:`dentalkit.plot.style.figure`)."""
+    return new_axes(ax, size_mm)
 
 
 def _tidy(ax) -> None:
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    ax.tick_params(labelsize=8)
 
 
 def _ellipse_axes(cov: np.ndarray, level: float) -> tuple[float, float, float]:
@@ -148,7 +137,7 @@ def landmark_errors(
         p = p[p[by].astype(object).isin(list(names))]
     if not len(p):
         raise InputError(f"no paired landmarks of view {view!r} to draw")
-    ax = _axes(ax, figsize=(6.0, 6.0))
+    ax = _axes(ax, (85.0, 85.0))
     key = p[by].astype(object).to_numpy()
     mean = p.groupby(key, sort=False)[["frame_x", "frame_y"]].mean()
     centre = mean.loc[key].to_numpy()
@@ -207,20 +196,23 @@ def landmark_errors(
             if n in groups or any(str(n).startswith(g + "_") for g in groups):
                 continue
             ax.annotate(
-                str(n), (x, y), xytext=(4, 4), textcoords="offset points", fontsize=7, zorder=5
+                str(n),
+                (x, y),
+                xytext=(4, 4),
+                textcoords="offset points",
+                fontsize="x-small",
+                zorder=5,
             )
     ax.set_aspect("equal", adjustable="datalim")
     if result.frame == "image":
         ax.invert_yaxis()
-        ax.set_xlabel(f"x ({unit}, image)", fontsize=9)
-        ax.set_ylabel(f"y ({unit}, image, down)", fontsize=9)
+        ax.set_xlabel(f"x ({unit}, image)")
+        ax.set_ylabel(f"y ({unit}, image, down)")
     else:
-        ax.set_xlabel(
-            f"{'anterior' if view == 'lateral' else 'patient left'} → ({unit})", fontsize=9
-        )
-        ax.set_ylabel(f"superior → ({unit})", fontsize=9)
-    ax.set_title(f"Landmark offsets, test − reference ({view}; offsets ×{magnify:g})", fontsize=10)
-    ax.legend(fontsize=7, frameon=False, loc="best")
+        ax.set_xlabel(f"{'anterior' if view == 'lateral' else 'patient left'} → ({unit})")
+        ax.set_ylabel(f"superior → ({unit})")
+    ax.set_title(f"Landmark offsets, test − reference ({view}; offsets ×{magnify:g})")
+    ax.legend(frameon=False, loc="best")
     _tidy(ax)
     return ax
 
@@ -311,28 +303,33 @@ def bland_altman(
                     textcoords="offset points",
                     ha="right",
                     va="bottom",
-                    fontsize=7,
+                    fontsize="x-small",
                     color=colour,
                 )
     u = f" ({unit})" if unit else ""
-    ax.set_xlabel(f"Mean of reference and test{u}", fontsize=9)
-    ax.set_ylabel(f"Test − reference{u}", fontsize=9)
-    ax.set_title(f"{measure} (n = {row['n']}; bands: {conf:.0%} CI)", fontsize=10)
+    ax.set_xlabel(f"Mean of reference and test{u}")
+    ax.set_ylabel(f"Test − reference{u}")
+    ax.set_title(f"{measure} (n = {row['n']}; bands: {conf:.0%} CI)")
     _tidy(ax)
     return ax
 
 
 def bland_altman_grid(
-    result: Any, measures: Sequence[str] | None = None, *, ncols: int = 3, panel_size=(3.2, 2.6)
+    result: Any,
+    measures: Sequence[str] | None = None,
+    *,
+    ncols: int = 3,
+    panel_mm: tuple[float, float] = (60.0, 50.0),
 ):
     """One Bland–Altman panel per measure (default all measures with ≥ 2 pairs).
+
+    ``panel_mm`` is each panel's size in millimetres in the house style (three 60 mm
+    panels fill a double journal column); larger fonts enlarge it in proportion.
 
     Returns
     -------
     matplotlib Figure
     """
-    import matplotlib.pyplot as plt
-
     s = result.summary
     ids = (
         list(measures) if measures is not None else list(s.loc[s["n"] >= 2, "measure"].astype(str))
@@ -341,13 +338,9 @@ def bland_altman_grid(
         raise InputError("no measure with at least 2 pairs to plot")
     ncols = max(1, min(ncols, len(ids)))
     nrows = -(-len(ids) // ncols)
-    fig, axes = plt.subplots(
-        nrows,
-        ncols,
-        figsize=(panel_size[0] * ncols, panel_size[1] * nrows),
-        layout="constrained",
-        squeeze=False,
-    )
+    k = text_scale()
+    fig = figure(min(300.0, k * panel_mm[0] * ncols), k * panel_mm[1] * nrows)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax, m in zip(axes.flat, ids, strict=False):
         bland_altman(result, m, ax=ax)
     for ax in axes.flat[len(ids) :]:
@@ -399,7 +392,7 @@ def sdr_bars(
     if not items:
         raise InputError(f"no SDR rows of view {view!r} to draw")
     radii = sorted(d["radius_mm"].unique())
-    ax = _axes(ax, figsize=(max(5.0, 0.09 * len(items) * len(radii) + 1.2), 3.4))
+    ax = _axes(ax, (min(180.0, max(85.0, 2.3 * len(items) * len(radii) + 30.0)), 65.0))
     width = 0.8 / len(radii)
     x = np.arange(len(items))
     table = d.set_index([d[by].astype(object), "radius_mm"])
@@ -422,18 +415,16 @@ def sdr_bars(
             error_kw={"elinewidth": 0.6, "capsize": 0, "ecolor": "#333333"},
             zorder=2,
         )
-    ax.set_xticks(x, [str(i) for i in items], rotation=60, ha="right", fontsize=8)
+    ax.set_xticks(x, [str(i) for i in items], rotation=60, ha="right", fontsize="small")
     ax.set_ylim(0, 105)
-    ax.set_ylabel("SDR (%)", fontsize=9)
+    ax.set_ylabel("SDR (%)")
     ax.yaxis.grid(True, color="#E5E5E5", lw=0.6, zorder=0)
     ax.set_axisbelow(True)
     ax.set_title(
         f"Success detection rate ({view}; Wilson {result.confidence:.0%} CI)",
-        fontsize=10,
         loc="left",
     )
     ax.legend(
-        fontsize=7,
         frameon=False,
         ncols=len(radii),
         loc="lower right",

@@ -1,4 +1,4 @@
-"""``dentalkit fetch`` and ``dentalkit demo`` on the command line."""
+"""``dentalkit fetch`` on the command line (the demo has tests/test_demo.py)."""
 
 from __future__ import annotations
 
@@ -54,11 +54,3 @@ def test_fetch_command_exit_codes(fresh, tmp_path):
     assert raised.exit_code == 2 and "row 3" in raised.output
     no_key = runner.invoke(app, args, env={"DENTALKIT_API_KEY": "", "DENTALKIT_BASE_URL": fresh.base_url})  # fmt: skip
     assert no_key.exit_code == 2 and "DENTALKIT_API_KEY" in no_key.output
-
-
-def test_demo_fetches_its_cohort_through_the_store(tmp_path):
-    result = CliRunner().invoke(app, ["demo", "--patients", "2", "--out", str(tmp_path / "demo")])
-    assert result.exit_code == 0, result.output
-    df = read_responses(tmp_path / "demo")
-    assert len(df) == 2 * 13 and df["endpoint"].nunique() == 13
-    assert len(result.output.splitlines()) <= 5

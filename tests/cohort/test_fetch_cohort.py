@@ -161,7 +161,7 @@ def test_many_threads_share_one_sqlite_cache(make_client, fresh, tmp_path):
 
 
 def test_tle_for_two_patients_with_one_query_is_one_call_and_two_rows(make_client, fresh, tmp_path):
-    from dentalkit.demo import DEMO_TLE
+    from tests.helpers import VALID_TLE_QUERY as DEMO_TLE
 
     m = pd.DataFrame(
         [{"patient_id": p, "timestamp": "2024-03-05", **DEMO_TLE} for p in ("P1", "P2")]

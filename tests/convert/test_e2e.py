@@ -21,9 +21,9 @@ def store(tmp_path_factory):
     try:
         from dentalkit.client import Client
         from dentalkit.cohort import fetch_cohort
-        from dentalkit.demo import DEMO_TLE
         from dentalkit.sandbox import running
         from dentalkit.store import read_responses
+        from tests.helpers import VALID_TLE_QUERY as DEMO_TLE
     except ImportError as exc:  # pragma: no cover - only before the client/simulator land
         pytest.skip(f"needs the sandbox, client and fetch_cohort: {exc}")
     # fixed image URLs (not the sandbox's, which carry its random port): the simulated

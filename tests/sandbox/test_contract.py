@@ -16,22 +16,11 @@ import requests
 
 from dentalkit.endpoints import ENDPOINTS, VersionFamily, image_endpoints
 from dentalkit.openapi import openapi_document
+from tests.helpers import VALID_TLE_QUERY
 
 UNAUTHORIZED = b'{"error":"Unauthorized","message":"Invalid or missing API key","statusCode":401}'
 IMAGE_EPS = image_endpoints()
-TLE_OK = {
-    "p01": "14",
-    "p02": "F",
-    "p03": "2",
-    "p04": "1",
-    "p05": "0",
-    "p06": "4.5",
-    "p07": "3.0",
-    "p08": "0",
-    "p09": "0",
-    "p10": "1",
-    "p11": "6.5",
-}
+TLE_OK = VALID_TLE_QUERY
 
 
 def body_for(

@@ -1,0 +1,350 @@
+"""The study pipeline behind ``dentalkit analyze``, ``dentalkit figures`` and the demo.
+
+Each stage reads only the output of the stage before it (DESIGN.md):
+tables → :func:`analyze` → analysis tables → :func:`make_figures` → figures, and
+:func:`write_report` links them. The functions are thin: every number comes from the
+concept modules (``ceph``, ``arch``, ``teeth``, ``findings``, ``tle``), every figure from
+``dentalkit.plot``.
+
+Calibration is explicit (millimetres only after ``mm_per_px``, never guessed): a mapping
+from endpoint name to millimetres per pixel, e.g. ``{"ceph_lateral_points": 0.1}``.
+Tables of endpoints without a calibration are measured in pixels.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dentalkit.errors import DentalkitWarning
+
+__all__ = ["analyze", "make_figures", "read_analyses", "write_analyses", "write_report"]
+
+log = logging.getLogger("dentalkit")
+
+Calibration = Mapping[str, float]
+
+
+def _with_scale(table: pd.DataFrame, mm_per_px: Calibration | None) -> pd.DataFrame:
+    """``table`` plus a ``mm_per_px`` column looked up by its ``endpoint`` (NaN = pixels)."""
+    out = table.copy()
+    lookup = dict(mm_per_px or {})
+    out["mm_per_px"] = out["endpoint"].astype("object").map(lookup).astype("float64")
+    return out
+
+
+def _arch_scale(table: pd.DataFrame, mm_per_px: Calibration | None) -> pd.DataFrame | None:
+    """Per-arch calibration table (session key, arch, mm_per_px) for ``dentalkit.arch``."""
+    scaled = _with_scale(table, mm_per_px)
+    keys = scaled[["patient_id", "timestamp", "arch", "mm_per_px"]].drop_duplicates(
+        ["patient_id", "timestamp", "arch"]
+    )
+    keys = keys.dropna(subset=["mm_per_px"])
+    return keys.reset_index(drop=True) if len(keys) else None
+
+
+def analyze(
+    tables: Mapping[str, pd.DataFrame],
+    mm_per_px: Calibration | None = None,
+    *,
+    groups: pd.DataFrame | None = None,
+    responses: pd.DataFrame | None = None,
+) -> dict[str, pd.DataFrame]:
+    """Run every cohort analysis that the tables allow.
+
+    Parameters
+    ----------
+    tables : mapping of str to DataFrame
+        Output of :func:`dentalkit.convert.tables` (or :func:`dentalkit.io.read_tables`).
+    mm_per_px : mapping, optional
+        Millimetres per pixel by endpoint name; endpoints without one stay in pixels.
+    groups : DataFrame, optional
+        A ``patient_id`` column plus group columns to compare (default: the skeletal
+        class of each patient's first session, from :func:`dentalkit.ceph.classify`).
+    responses : DataFrame, optional
+        The responses table; it tells which images were analysed for findings (images
+        with no detection leave no row in the findings tables but count in prevalence
+        denominators). Without it, findings prevalence is computed over the clinical
+        photographs only (their ``ImageContents`` lists every analysed image).
+
+    Returns
+    -------
+    dict of str to DataFrame
+        ``ceph_measures``, ``ceph_zscores``, ``ceph_classes``, ``ceph_change``,
+        ``ceph_summary``, ``arch_fits``, ``arch_measures``, ``arch_mean_forms``,
+        ``arch_compare``, ``tooth_measures``, ``tooth_symmetry``, ``missing_by_fdi``,
+        ``missing_patterns``, ``findings_prevalence`` — each present when its input
+        table has rows.
+    """
+    from dentalkit import arch, ceph, findings, teeth
+
+    out: dict[str, pd.DataFrame] = {}
+    landmarks = tables.get("landmarks")
+    with warnings.catch_warnings():
+        # Problems are collected into tables; a warning per stage would only repeat them.
+        warnings.simplefilter("ignore", DentalkitWarning)
+        if landmarks is not None and len(landmarks):
+            scaled = _with_scale(landmarks, mm_per_px)
+            measures, _ = ceph.measure(scaled, mm_per_px="mm_per_px", errors="collect")
+            out["ceph_measures"] = measures
+            out["ceph_zscores"] = ceph.zscores(measures)
+            lateral = measures[measures["view"] == "lateral"]
+            if len(lateral):
+                out["ceph_classes"] = ceph.classify(lateral)
+                out["ceph_change"] = ceph.change(lateral)
+                out["ceph_summary"] = ceph.summarize(lateral)
+        if groups is None and "ceph_classes" in out:
+            classes = out["ceph_classes"].sort_values(["patient_id", "timestamp"])
+            groups = classes.drop_duplicates("patient_id")[["patient_id", "skeletal_class"]]
+
+        points, keypoints = tables.get("arch_points"), tables.get("tooth_keypoints")
+        if points is not None and len(points):
+            scale = _arch_scale(points, mm_per_px)
+            fits = arch.fit(points, "all", tooth_keypoints=keypoints, mm_per_px=scale)
+            out["arch_fits"] = fits
+            if keypoints is not None and len(keypoints):
+                out["arch_measures"] = arch.measures(keypoints, points, mm_per_px=scale)
+            if groups is not None:
+                group_col = next(c for c in groups.columns if c != "patient_id")
+                grouped = _merge_groups(points, groups)
+                out["arch_mean_forms"] = arch.mean_form(
+                    grouped.dropna(subset=[group_col]), by=group_col, mm_per_px=scale
+                )
+                if "arch_measures" in out:
+                    am = _merge_groups(out["arch_measures"], groups).dropna(subset=[group_col])
+                    am = am[am["arch"].isin(["up", "lo"]) & (am["unit"] == "mm")]
+                    if am[group_col].nunique() >= 2:
+                        out["arch_compare"] = arch.compare(am, group_col)
+
+        teeth_table = tables.get("teeth")
+        if teeth_table is not None and len(teeth_table):
+            scaled = _with_scale(teeth_table, mm_per_px)
+            measured, _ = teeth.measure(scaled, mm_per_px="mm_per_px", errors="collect")
+            out["tooth_measures"] = measured
+            out["tooth_symmetry"] = teeth.symmetry(measured, "area").cohort
+            miss = teeth.missing(teeth_table)
+            out["missing_by_fdi"] = miss.by_fdi
+            out["missing_patterns"] = miss.patterns
+
+        det, counts = tables.get("findings"), tables.get("finding_counts")
+        if responses is not None and len(responses):
+            images = findings.analysed_images(responses)
+        elif counts is not None and len(counts):
+            images = counts[["patient_id", "timestamp", "source"]].drop_duplicates()
+            det = det[det["source"] == "clinical"] if det is not None else det
+        else:
+            images = None
+        if images is not None and len(images):
+            prev = findings.prevalence(det, counts, images=images)
+            out["findings_prevalence"] = prev.prevalence
+    return out
+
+
+def _merge_groups(table: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
+    left = table.assign(patient_id=table["patient_id"].astype("object"))
+    right = groups.assign(patient_id=groups["patient_id"].astype("object"))
+    return left.merge(right, on="patient_id", how="left")
+
+
+def write_analyses(analyses: Mapping[str, pd.DataFrame], out: str | Path) -> Path:
+    """Write each analysis table as ``out/<name>.parquet`` (atomic); return the folder."""
+    from dentalkit.io import write_parquet
+
+    out = Path(out)
+    for name, table in analyses.items():
+        write_parquet(table, out / f"{name}.parquet")
+    return out
+
+
+def read_analyses(folder: str | Path) -> dict[str, pd.DataFrame]:
+    """Read the tables written by :func:`write_analyses`."""
+    return {p.stem: pd.read_parquet(p) for p in sorted(Path(folder).glob("*.parquet"))}
+
+
+def make_figures(
+    tables: Mapping[str, pd.DataFrame],
+    analyses: Mapping[str, pd.DataFrame],
+    out: str | Path,
+    *,
+    mm_per_px: Calibration | None = None,
+    image_for: Callable[[str, str, str], Any] | None = None,
+    extra: Mapping[str, Callable[[Any], Any]] | None = None,
+) -> dict[str, list[Path]]:
+    """Draw the standard figure set; return ``{figure name: [files]}``.
+
+    Parameters
+    ----------
+    tables, analyses : mappings of DataFrames
+        Outputs of :func:`dentalkit.convert.tables` and :func:`analyze`.
+    out : path
+        Folder for the figures (PDF and PNG of each, 85 mm single-column width).
+    mm_per_px : mapping, optional
+        Calibration by endpoint name (used to label tracings in millimetres).
+    image_for : callable, optional
+        ``image_for(kind, patient_id, timestamp)`` → an image to draw under tracings,
+        tooth maps and findings (``kind`` as in :data:`dentalkit.sandbox.render.IMAGE_KINDS`);
+        ``None`` draws on blank canvases.
+    extra : mapping, optional
+        More figures: name → ``function(ax)`` drawing on a fresh single-column axes.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    from dentalkit import plot
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cal = dict(mm_per_px or {})
+    written: dict[str, list[Path]] = {}
+
+    def draw(name: str, fn: Callable[[Any], Any], width: str = "single") -> None:
+        try:
+            with plot.style():
+                fig = plot.figure(width)
+                ax = fig.add_subplot()
+                fn(ax)
+                written[name] = plot.savefig(fig, out / name, width=width, formats=("pdf", "png"))
+                plt.close(fig)
+        except Exception as exc:  # one bad figure must not cost the others
+            plt.close("all")
+            log.warning("figure %s was not drawn: %s", name, exc)
+
+    def image(kind: str, pid: str, ts: str) -> Any:
+        return None if image_for is None else image_for(kind, pid, ts)
+
+    lm = tables.get("landmarks")
+    if lm is not None and len(lm):
+        lateral = lm[lm["view"] == "lateral"]
+        pid, ts = _typical_session(lateral, analyses.get("ceph_measures"))
+        draw(
+            "ceph_tracing",
+            lambda ax: plot.ceph_tracing(
+                lateral,
+                (pid, ts),
+                image=image("lateral_ceph", pid, ts),
+                mm_per_px=cal.get("ceph_lateral_points"),
+                measures=["SNA", "SNB", "ANB", "SN_MP", "U1_SN", "IMPA"],
+                ax=ax,
+            ),
+        )
+        sessions = lateral[lateral["patient_id"].astype(str) == pid]
+        if sessions["timestamp"].nunique() >= 2:
+            draw(
+                "ceph_superimposition",
+                lambda ax: plot.ceph_superimposition(
+                    sessions, pid, mm_per_px=cal.get("ceph_lateral_points"), ax=ax
+                ),
+            )
+    measures = analyses.get("ceph_measures")
+    if measures is not None and len(measures):
+        from dentalkit import ceph
+
+        # Most shipped norms lack a verified SD (docs/measures.md); the chart shows the
+        # textbook SDs too and says so on its axis.
+        z = ceph.zscores(measures[measures["view"] == "lateral"], include_unverified=True)
+        if z["z"].notna().any():
+
+            def wiggle(ax: Any) -> None:
+                plot.ceph_wiggle(z, ax=ax)
+                ax.set_xlabel("z-score against textbook norms (SDs not all verified)")
+
+            draw("ceph_wiggle", wiggle)
+
+    points, fits = tables.get("arch_points"), analyses.get("arch_fits")
+    if points is not None and len(points) and fits is not None:
+        up = points[points["arch"] == "up"]
+        key = up.iloc[0][["patient_id", "timestamp"]].astype(str).tolist()
+        draw("arch_forms", lambda ax: plot.arch_forms(up, fits, tuple(key), ax=ax))
+    mf = analyses.get("arch_mean_forms")
+    if mf is not None and len(mf):
+        by = "skeletal_class" if "skeletal_class" in mf.columns else None
+        draw("mean_arch_forms", lambda ax: plot.mean_arch_forms(mf, by=by, ax=ax))
+
+    teeth_table, tm = tables.get("teeth"), analyses.get("tooth_measures")
+    if teeth_table is not None and len(teeth_table) and tm is not None:
+        pano = teeth_table[teeth_table["source"] == "pano"]
+        if len(pano):
+            key = pano.iloc[0][["patient_id", "timestamp"]].astype(str).tolist()
+            draw(
+                "tooth_map",
+                lambda ax: plot.tooth_map(
+                    pano, "area", tuple(key), values=tm, image=image("pano", *key), ax=ax
+                ),
+                width="double",
+            )
+    by_fdi = analyses.get("missing_by_fdi")
+    if by_fdi is not None and len(by_fdi):
+        draw("odontogram_missing", lambda ax: plot.odontogram(by_fdi, ax=ax))
+
+    det = tables.get("findings")
+    if det is not None and len(det):
+        clinical = det[det["source"] == "clinical"]
+        if len(clinical):
+            key = clinical.iloc[0][["patient_id", "timestamp"]].astype(str).tolist()
+            draw(
+                "finding_boxes",
+                lambda ax: plot.finding_boxes(
+                    clinical, tuple(key), image=image("intraoral_frontal", *key), ax=ax
+                ),
+            )
+    prev = analyses.get("findings_prevalence")
+    if prev is not None and len(prev):
+        draw("findings_prevalence", lambda ax: plot.prevalence_bars(prev, by="source", ax=ax))
+
+    for name, fn in (extra or {}).items():
+        draw(name, fn)
+    return written
+
+
+def _typical_session(lateral: pd.DataFrame, measures: pd.DataFrame | None) -> tuple[str, str]:
+    """The lateral session whose ANB is closest to the cohort median (first one otherwise)."""
+    first = lateral.sort_values(["patient_id", "timestamp"]).iloc[0]
+    choice = (str(first["patient_id"]), str(first["timestamp"]))
+    if measures is None or not len(measures):
+        return choice
+    anb = measures[(measures["measure"].astype(str) == "ANB") & (measures["view"] == "lateral")]
+    anb = anb.dropna(subset=["value"])
+    if not len(anb):
+        return choice
+    best = anb.iloc[int((anb["value"] - anb["value"].median()).abs().to_numpy().argmin())]
+    return str(best["patient_id"]), str(best["timestamp"])
+
+
+def write_report(
+    path: str | Path,
+    *,
+    title: str,
+    intro: str,
+    sections: list[tuple[str, str]],
+    figures: Mapping[str, list[Path]],
+) -> Path:
+    """Write a Markdown report: an introduction, text sections and the figures (PNG links)."""
+    path = Path(path)
+    lines = [f"# {title}", "", intro, ""]
+    for heading, body in sections:
+        lines += [f"## {heading}", "", body, ""]
+    if figures:
+        lines += ["## Figures", ""]
+        for name, files in figures.items():
+            png = next((f for f in files if f.suffix == ".png"), files[0])
+            pdf = next((f for f in files if f.suffix == ".pdf"), None)
+            rel = png.relative_to(path.parent) if png.is_relative_to(path.parent) else png
+            pdf_link = ""
+            if pdf is not None:
+                rel_pdf = pdf.relative_to(path.parent) if pdf.is_relative_to(path.parent) else pdf
+                pdf_link = f" ([PDF]({rel_pdf.as_posix()}))"
+            lines += [
+                f"### {name.replace('_', ' ')}{pdf_link}",
+                "",
+                f"![{name}]({rel.as_posix()})",
+                "",
+            ]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path

@@ -1,0 +1,280 @@
+"""Arch-form figures: one arch's points with fitted curves, and group mean arch forms.
+
+- :func:`forms` — the ``arch_points`` of one arch with the curve of every fitted model
+  (from :func:`dentalkit.arch.fit` / :func:`dentalkit.arch.curve`), in image pixels.
+- :func:`mean_forms` — group mean arch forms with their pointwise confidence bands
+  (from :func:`dentalkit.arch.mean_form`), in the canonical arch frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dentalkit.errors import InputError
+from dentalkit.plot._common import (
+    finish_pixel_axes,
+    new_axes,
+    place_legend,
+    require_columns,
+    select_session,
+    show_image,
+)
+from dentalkit.plot.style import CATEGORICAL
+
+__all__ = ["forms", "mean_forms"]
+
+_ARCH_NAME = {"up": "upper", "lo": "lower"}
+_MODEL_ORDER = ("catenary", "beta", "poly4", "poly6", "parabola")
+
+
+def _curves_from(fits_or_curves: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """Curve points in image pixels, and the fits (for RMSE) when fits were given."""
+    cols = set(fits_or_curves.columns)
+    if {"x_image", "y_image", "model"} <= cols:
+        return fits_or_curves, None
+    if {"model", "status"} <= cols:
+        from dentalkit import arch as _arch  # lazy: the arch module is optional here
+
+        return _arch.curve(fits_or_curves, frame="image"), fits_or_curves
+    raise InputError(
+        "fits must be the output of dentalkit.arch.fit (model, status, parameters, "
+        "transform) or of dentalkit.arch.curve(..., frame='image') (model, x_image, "
+        f"y_image); got columns {sorted(cols)}"
+    )
+
+
+def forms(
+    arch_points: pd.DataFrame,
+    fits: pd.DataFrame | None = None,
+    session: Any = None,
+    *,
+    arch: str | None = None,
+    models: Sequence[str] | None = None,
+    image: Any = None,
+    number_points: bool = False,
+    show_axes: bool = True,
+    legend: str | None = "above",
+    ax: Any = None,
+) -> Any:
+    """Catenary points of one arch with the fitted curve of each model, in image pixels.
+
+    Parameters
+    ----------
+    arch_points : DataFrame
+        The ``arch_points`` table (``patient_id``, ``timestamp``, ``arch``, ``index``,
+        ``x``, ``y`` in pixels, y down).
+    fits : DataFrame, optional
+        Output of :func:`dentalkit.arch.fit` (curves are evaluated with
+        :func:`dentalkit.arch.curve` in image pixels, and the legend gives each
+        model's RMSE), or a curve table with ``model``, ``x_image``, ``y_image``.
+        Without it only the points are drawn.
+    session : str, tuple or mapping, optional
+        Which session (see :func:`dentalkit.plot.ceph.tracing`).
+    arch : {"up", "lo"}, optional
+        Which arch; needed when the session has both.
+    models : sequence of str, optional
+        Models to draw (default: every model with a curve, in the order catenary,
+        beta, poly4, poly6, parabola).
+    image : array, PIL image, PNG bytes or path, optional
+        The dental-model photograph underneath.
+    number_points : bool
+        Write each point's ``index`` next to it.
+    show_axes : bool
+    legend : {"above", "right", "inside"} or None
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+        Image coordinates, equal aspect, **y inverted**; one line per model.
+    """
+    require_columns(arch_points, ["arch", "x", "y"], "arch_points")
+    pts = select_session(
+        _one_arch(arch_points, arch),
+        session,
+        what="arch_points",
+        keys=("patient_id", "timestamp", "arch"),
+    )
+    key = {c: pts[c].iloc[0] for c in ("patient_id", "timestamp", "arch") if c in pts}
+    if "index" in pts.columns:
+        pts = pts.sort_values("index", kind="stable")
+    ax = new_axes(ax, (85.0, 75.0))
+    has_image = image is not None
+    shape = None
+    if has_image:
+        shape = show_image(ax, image).shape
+    xs, ys = [pts["x"].to_numpy(float)], [pts["y"].to_numpy(float)]
+    if fits is not None:
+        curves, fit_table = _curves_from(fits)
+        mask = np.ones(len(curves), dtype=bool)
+        for c, v in key.items():
+            if c in curves.columns:
+                mask &= (curves[c].astype(str) == str(v)).to_numpy()
+        curves = curves[mask]
+        present = [m for m in _MODEL_ORDER if m in set(curves["model"].astype(str))]
+        present += sorted(set(curves["model"].astype(str)) - set(present))
+        chosen = present if models is None else list(models)
+        absent = [m for m in chosen if m not in present]
+        if absent:
+            raise InputError(f"no fitted curve of model(s) {absent} for {key}; have {present}")
+        for i, m in enumerate(chosen):
+            c = curves[curves["model"].astype(str) == m]
+            label = m + _rmse_text(fit_table, key, m)
+            ax.plot(
+                c["x_image"],
+                c["y_image"],
+                color=CATEGORICAL[i % len(CATEGORICAL)],
+                lw=1.0,
+                label=label,
+                zorder=3,
+                gid=f"model:{m}",
+            )
+            xs.append(c["x_image"].to_numpy(float))
+            ys.append(c["y_image"].to_numpy(float))
+    ax.scatter(
+        pts["x"],
+        pts["y"],
+        s=9,
+        color="white" if has_image else "black",
+        edgecolors="black",
+        linewidths=0.4,
+        zorder=4,
+        label="arch points",
+        gid="arch_points",
+    )
+    if number_points and "index" in pts.columns:
+        for x, y, i in zip(pts["x"], pts["y"], pts["index"], strict=True):
+            ax.annotate(
+                str(i), (x, y), xytext=(2, 2), textcoords="offset points", fontsize="xx-small"
+            )
+    finish_pixel_axes(
+        ax,
+        np.concatenate(xs),
+        np.concatenate(ys),
+        image_shape=shape,
+        crop=False,
+        show_axes=show_axes,
+    )
+    arch_name = _ARCH_NAME.get(str(key.get("arch")), key.get("arch"))
+    place_legend(ax, legend, ncols=3, title=f"{arch_name} arch")
+    return ax
+
+
+def _one_arch(table: pd.DataFrame, arch: str | None) -> pd.DataFrame:
+    if arch is not None:
+        rows = table[table["arch"].astype(str) == arch]
+        if not len(rows):
+            raise InputError(f"no rows of arch {arch!r}; arches: {sorted(table['arch'].unique())}")
+        return rows
+    return table
+
+
+def _rmse_text(fits: pd.DataFrame | None, key: dict, model: str) -> str:
+    if fits is None or "rmse" not in fits.columns:
+        return ""
+    mask = fits["model"].astype(str) == model
+    for c, v in key.items():
+        if c in fits.columns:
+            mask &= fits[c].astype(str) == str(v)
+    hit = fits.loc[mask]
+    if not len(hit) or not np.isfinite(hit["rmse"].iloc[0]):
+        return ""
+    unit = str(hit["unit"].iloc[0]) if "unit" in hit.columns else ""
+    return f" (RMSE {hit['rmse'].iloc[0]:.2g} {unit})".replace(" )", ")")
+
+
+def mean_forms(
+    mean_form: pd.DataFrame,
+    *,
+    by: str | None = None,
+    arch: str | None = None,
+    band: bool = True,
+    legend: str | None = "above",
+    ax: Any = None,
+) -> Any:
+    """Group mean arch forms with pointwise confidence bands, in the canonical frame.
+
+    Parameters
+    ----------
+    mean_form : DataFrame
+        Output of :func:`dentalkit.arch.mean_form`: the ``by`` columns, ``arch``,
+        ``model``, ``x``, ``y_mean``, ``y_lower``, ``y_upper``, ``n_arches``, ``unit``,
+        ``level``.
+    by : str, optional
+        The grouping column used for ``mean_form`` (one colour per group).
+    arch : {"up", "lo"}, optional
+        Only this arch (default: every arch present; lower arches dashed).
+    band : bool
+        Shade the pointwise confidence band ``y_lower`` … ``y_upper`` (at fixed x, as
+        ``mean_form`` computes it).
+    legend : {"above", "right", "inside"} or None
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+        x: toward the patient's left; y: posterior, drawn **downward** so the
+        incisors are at the top and the arch opens toward the bottom (an occlusal
+        view with the patient's right on the viewer's left). Equal aspect.
+    """
+    require_columns(
+        mean_form,
+        ["arch", "model", "x", "y_mean", "y_lower", "y_upper", "unit"],
+        "mean_form",
+        "Pass the output of dentalkit.arch.mean_form().",
+    )
+    table = mean_form
+    if by is not None:
+        require_columns(table, [by], "mean_form")
+    if arch is not None:
+        table = _one_arch(table, arch)
+    models = table["model"].astype(str).unique()
+    if len(models) > 1:
+        raise InputError(f"mean_form holds several models {list(models)}; give one")
+    units = table["unit"].astype(str).unique()
+    unit = units[0] if len(units) == 1 else "mixed units"
+    groups = [(None, table)] if by is None else list(table.groupby(by, observed=True, sort=True))
+    ax = new_axes(ax, (85.0, 70.0))
+    for gi, (g, part) in enumerate(groups):
+        colour = CATEGORICAL[gi % len(CATEGORICAL)]
+        for a, seg in part.groupby(part["arch"].astype(str), sort=False):
+            seg = seg.sort_values("x")
+            ls = "--" if a == "lo" else "-"
+            n = seg["n_arches"].iloc[0] if "n_arches" in seg.columns else None
+            name = _ARCH_NAME.get(a, a) if g is None else f"{g}, {_ARCH_NAME.get(a, a)}"
+            label = name + (f" (n = {n})" if n is not None else "")
+            ax.plot(
+                seg["x"],
+                seg["y_mean"],
+                color=colour,
+                ls=ls,
+                lw=1.1,
+                label=label,
+                zorder=3,
+                gid=f"mean:{g}:{a}",
+            )
+            if band:
+                ax.fill_between(
+                    seg["x"],
+                    seg["y_lower"],
+                    seg["y_upper"],
+                    color=colour,
+                    alpha=0.22,
+                    lw=0,
+                    zorder=2,
+                    gid=f"band:{g}:{a}",
+                )
+    ax.set_aspect("equal")
+    if not ax.yaxis_inverted():
+        ax.invert_yaxis()
+    ax.axvline(0.0, color="#9A9A9A", lw=0.5, ls=":", zorder=1)
+    ax.set_xlabel(f"patient's right ← x → patient's left ({unit})")
+    ax.set_ylabel(f"y, posterior ({unit})")
+    level = table["level"].iloc[0] if "level" in table.columns else None
+    title = f"{models[0]} mean" + (f", {level:.0%} CI" if band and level is not None else "")
+    place_legend(ax, legend, title=title)
+    return ax

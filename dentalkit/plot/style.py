@@ -1,0 +1,372 @@
+"""House style, colour-blind-safe palette and journal-ready saving.
+
+Nothing here changes matplotlib's global state on import. :func:`style` applies the
+house rcParams only inside a ``with`` block (it is :func:`matplotlib.rc_context`),
+and :func:`savefig` writes a figure at a journal column width without touching the
+caller's rcParams or leaving the figure resized.
+
+Examples
+--------
+>>> import matplotlib
+>>> matplotlib.use("Agg")
+>>> from dentalkit import plot
+>>> with plot.style():
+...     fig = plot.figure("single", height=60)
+...     ax = fig.subplots()
+...     _ = ax.plot([0, 1], [0, 1])
+>>> round(float(fig.get_figwidth()) * 25.4, 1)
+85.0
+>>> paths = plot.savefig(fig, "figure1", formats=("pdf",))  # doctest: +SKIP
+
+Note that ``dentalkit.plot.style`` (the package attribute) is the context manager;
+import this module's other names with ``from dentalkit.plot.style import ...``.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from dentalkit.errors import InputError, require
+
+__all__ = [
+    "CATEGORICAL",
+    "DIVERGING_CMAP",
+    "JOURNAL_WIDTHS_MM",
+    "MISSING_COLOUR",
+    "OKABE_ITO",
+    "RC_PARAMS",
+    "SEQUENTIAL_CMAP",
+    "colour_for",
+    "figure",
+    "savefig",
+    "style",
+]
+
+log = logging.getLogger("dentalkit")
+
+MM_PER_INCH = 25.4
+
+#: The Okabe–Ito palette: eight colours that stay distinct under the common
+#: colour-vision deficiencies (Okabe M, Ito K. *Color Universal Design (CUD): how to
+#: make figures and presentations that are friendly to colorblind people*, 2002/2008;
+#: Wong B. Points of view: Color blindness. *Nat Methods* 2011;8:441).
+OKABE_ITO: dict[str, str] = {
+    "black": "#000000",
+    "orange": "#E69F00",
+    "sky_blue": "#56B4E9",
+    "bluish_green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "reddish_purple": "#CC79A7",
+}
+
+#: Order in which categories (groups, models, classes, sessions) receive colours:
+#: the Okabe–Ito colours with the best contrast on white first; black (also used for
+#: reference lines and norms) and yellow (weak on white) come last.
+CATEGORICAL: tuple[str, ...] = (
+    OKABE_ITO["blue"],
+    OKABE_ITO["orange"],
+    OKABE_ITO["bluish_green"],
+    OKABE_ITO["vermillion"],
+    OKABE_ITO["reddish_purple"],
+    OKABE_ITO["sky_blue"],
+    OKABE_ITO["black"],
+    OKABE_ITO["yellow"],
+)
+
+#: Sequential colour map for magnitudes (prevalence, area): viridis, perceptually
+#: uniform and readable with colour-vision deficiencies and in greyscale (van der Walt
+#: S, Smith N. matplotlib colormaps, SciPy 2015).
+SEQUENTIAL_CMAP = "viridis"
+#: Diverging colour map for signed values centred on a reference (z-scores):
+#: ColorBrewer RdBu, reversed so that positive is red; rated colour-blind safe by
+#: ColorBrewer (Harrower M, Brewer CA. *Cartogr J* 2003;40:27–37).
+DIVERGING_CMAP = "RdBu_r"
+#: Fill of cells and teeth without a value (not assessed, no data).
+MISSING_COLOUR = "#D9D9D9"
+
+#: Journal column widths in millimetres: typical single- and double-column widths
+#: (publishers differ by a few mm, e.g. Elsevier's artwork guide gives 90/190 mm and
+#: Springer's 84/174 mm); pass a number of millimetres for a journal's exact width.
+JOURNAL_WIDTHS_MM: dict[str, float] = {"single": 85.0, "double": 180.0}
+
+#: The house rcParams applied by :func:`style`: 7 pt sans-serif text (journals ask
+#: for 6–8 pt at final size), thin lines, no top/right spines, Okabe–Ito colour cycle,
+#: embedded TrueType fonts in PDF/PS (editable text, never Type 3 bitmaps), text kept
+#: as text in SVG, deterministic SVG ids, constrained layout. :func:`style` adds the
+#: colour cycle (``axes.prop_cycle`` = :data:`CATEGORICAL`).
+RC_PARAMS: dict[str, Any] = {
+    "font.family": "sans-serif",
+    "font.sans-serif": ["Arial", "Helvetica", "Liberation Sans", "DejaVu Sans"],
+    "font.size": 7.0,
+    "axes.titlesize": 8.0,
+    "axes.labelsize": 7.0,
+    "xtick.labelsize": 6.5,
+    "ytick.labelsize": 6.5,
+    "legend.fontsize": 6.5,
+    "figure.titlesize": 8.0,
+    "axes.linewidth": 0.6,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.titleweight": "bold",
+    "axes.titlelocation": "left",
+    "xtick.major.width": 0.6,
+    "ytick.major.width": 0.6,
+    "xtick.major.size": 2.5,
+    "ytick.major.size": 2.5,
+    "lines.linewidth": 1.0,
+    "lines.markersize": 3.0,
+    "patch.linewidth": 0.5,
+    "hatch.linewidth": 0.6,
+    "legend.frameon": False,
+    "legend.handlelength": 1.6,
+    "image.cmap": SEQUENTIAL_CMAP,
+    "figure.dpi": 150,
+    "figure.constrained_layout.use": True,
+    "savefig.dpi": 600,
+    "pdf.fonttype": 42,
+    "ps.fonttype": 42,
+    "svg.fonttype": "none",
+    "svg.hashsalt": "dentalkit",
+}
+
+
+def _rc(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    from cycler import cycler
+
+    rc = dict(RC_PARAMS)
+    rc["axes.prop_cycle"] = cycler(color=list(CATEGORICAL))
+    if overrides:
+        rc.update(overrides)
+    return rc
+
+
+@contextmanager
+def style(rc: Mapping[str, Any] | None = None) -> Iterator[None]:
+    """Apply dentalkit's house style inside a ``with`` block (or as a decorator).
+
+    Parameters
+    ----------
+    rc : mapping, optional
+        rcParams that override the house style (e.g. ``{"font.size": 8}``).
+
+    Notes
+    -----
+    This is :func:`matplotlib.rc_context` with :data:`RC_PARAMS`: the previous
+    rcParams are restored on exit, so nothing leaks into the rest of a session.
+    Figures must be *created* inside the block to pick up sizes and layout; save
+    them inside it too (or with :func:`savefig`, which sets the output parameters
+    itself).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> before = matplotlib.rcParams["font.size"]
+    >>> with style():
+    ...     matplotlib.rcParams["font.size"]
+    7.0
+    >>> matplotlib.rcParams["font.size"] == before
+    True
+    """
+    import matplotlib as mpl
+
+    with mpl.rc_context(_rc(rc)):
+        yield
+
+
+def width_mm(width: str | float) -> float:
+    """Journal width name (``"single"``, ``"double"``) or millimetres → millimetres."""
+    if isinstance(width, str):
+        try:
+            return JOURNAL_WIDTHS_MM[width]
+        except KeyError:
+            raise InputError(
+                f"width {width!r} is not a journal width; use one of "
+                f"{sorted(JOURNAL_WIDTHS_MM)} or a number of millimetres"
+            ) from None
+    try:
+        mm = float(width)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"width must be 'single', 'double' or millimetres, got {width!r}"
+        ) from None
+    if not 20.0 <= mm <= 300.0:
+        raise InputError(f"width {mm} mm is outside 20–300 mm; give millimetres, not inches")
+    return mm
+
+
+def figure(width: str | float = "single", height: float | None = None, **kwargs: Any):
+    """A new matplotlib Figure at a journal width.
+
+    Parameters
+    ----------
+    width : {"single", "double"} or float
+        85 mm, 180 mm, or a width in millimetres.
+    height : float, optional
+        Height in millimetres; default 3/4 of the width.
+    **kwargs
+        Passed to :func:`matplotlib.pyplot.figure` (default ``layout="constrained"``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+
+    w = width_mm(width)
+    h = 0.75 * w if height is None else float(height)
+    if h <= 0:
+        raise InputError(f"height must be positive millimetres, got {height!r}")
+    kwargs.setdefault("layout", "constrained")
+    return plt.figure(figsize=(w / MM_PER_INCH, h / MM_PER_INCH), **kwargs)
+
+
+def colour_for(categories: Sequence[Any]) -> dict[Any, str]:
+    """Map categories to palette colours in order (cycling after eight).
+
+    >>> colour_for(["I", "II", "III"])["II"]
+    '#E69F00'
+    """
+    return {c: CATEGORICAL[i % len(CATEGORICAL)] for i, c in enumerate(categories)}
+
+
+_FORMATS = ("pdf", "svg", "png", "tiff")
+_RASTER = ("png", "tiff")
+
+
+def savefig(
+    fig: Any,
+    path: str | Path,
+    width: str | float | None = "single",
+    *,
+    height: float | None = None,
+    dpi: int = 600,
+    formats: Sequence[str] | None = None,
+    transparent: bool = False,
+) -> list[Path]:
+    """Save a figure at a journal width, as vector (PDF, SVG) and raster (PNG, TIFF) files.
+
+    Parameters
+    ----------
+    fig : matplotlib Figure, Axes or SubFigure
+        What to save (an Axes saves its figure).
+    path : str or Path
+        Output path. With a suffix (``fig1.pdf``) and no ``formats``, that format
+        only; without one (``figures/fig1``), one file per format.
+    width : {"single", "double"}, float or None
+        Final width: 85 mm, 180 mm, or millimetres. ``None`` keeps the figure's size.
+    height : float, optional
+        Final height in millimetres; default keeps the figure's aspect ratio.
+    dpi : int
+        Resolution of the raster formats (and of images embedded in vector
+        formats), 300–1200; default 600 (combination artwork; line art may need
+        1000–1200).
+    formats : sequence of {"pdf", "svg", "png", "tiff"}, optional
+        Default: the path's suffix, else all four.
+    transparent : bool
+        Transparent background (PNG/SVG/PDF only; TIFF is always flattened on white).
+
+    Returns
+    -------
+    list of Path
+        The files written, in ``formats`` order.
+
+    Notes
+    -----
+    Text stays text: TrueType fonts are embedded in PDF (``pdf.fonttype`` 42) and
+    SVG text is not converted to paths, so journals and editors can edit it.
+    TIFF files are RGB (no alpha channel), LZW-compressed, with the resolution
+    tag set to ``dpi``; they need Pillow. The figure's size is restored after
+    saving, and the caller's rcParams are not changed.
+    """
+    import matplotlib as mpl
+
+    fig = root_figure(fig)
+    if not 300 <= int(dpi) <= 1200:
+        raise InputError(f"dpi={dpi} is outside 300–1200 (journal artwork resolutions)")
+    path = Path(path)
+    suffix = path.suffix.lower().lstrip(".")
+    if formats is None:
+        formats = (suffix,) if suffix else _FORMATS
+    formats = tuple(f.lower().lstrip(".") for f in formats)
+    bad = [f for f in formats if f not in _FORMATS]
+    if bad:
+        raise InputError(f"unsupported format(s) {bad}; choose from {list(_FORMATS)}")
+    stem = path.with_suffix("") if suffix in _FORMATS else path
+    if "tiff" in formats:
+        require("PIL", "sandbox")
+
+    old = fig.get_size_inches().copy()
+    if width is not None:
+        w = width_mm(width) / MM_PER_INCH
+        h = height / MM_PER_INCH if height is not None else w * old[1] / old[0]
+        fig.set_size_inches(w, h)
+    elif height is not None:
+        fig.set_size_inches(old[0], height / MM_PER_INCH)
+    from dentalkit import __version__
+
+    written: list[Path] = []
+    rc = {
+        "pdf.fonttype": 42,
+        "ps.fonttype": 42,
+        "svg.fonttype": "none",
+        "svg.hashsalt": "dentalkit",
+    }
+    try:
+        with mpl.rc_context(rc):
+            for fmt in formats:
+                out = stem.with_name(stem.name + "." + ("tif" if fmt == "tiff" else fmt))
+                out.parent.mkdir(parents=True, exist_ok=True)
+                if fmt == "tiff":
+                    _save_tiff(fig, out, dpi)
+                else:
+                    fig.savefig(
+                        out,
+                        format=fmt,
+                        dpi=dpi,
+                        transparent=transparent,
+                        metadata=_metadata(fmt, __version__),
+                    )
+                log.info("wrote %s", out)
+                written.append(out)
+    finally:
+        fig.set_size_inches(old)
+    return written
+
+
+def root_figure(obj: Any):
+    """The top-level Figure of a Figure, SubFigure or Axes."""
+    from matplotlib.figure import Figure
+
+    seen = 0
+    while not isinstance(obj, Figure):
+        parent = getattr(obj, "figure", None)
+        if parent is None or parent is obj or seen > 8:
+            raise InputError(f"expected a matplotlib Figure or Axes, got {type(obj).__name__}")
+        obj, seen = parent, seen + 1
+    return obj
+
+
+def _metadata(fmt: str, version: str) -> dict[str, Any]:
+    creator = f"dentalkit {version} (matplotlib)"
+    if fmt == "pdf":
+        return {"Creator": creator, "CreationDate": None}
+    if fmt == "svg":
+        return {"Creator": creator, "Date": None}
+    return {"Software": creator}
+
+
+def _save_tiff(fig: Any, out: Path, dpi: int) -> None:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, facecolor="white", transparent=False)
+    buf.seek(0)
+    with Image.open(buf) as img:
+        img.convert("RGB").save(out, format="TIFF", compression="tiff_lzw", dpi=(dpi, dpi))

@@ -1,0 +1,75 @@
+"""``dentalkit demo`` runs the whole study end to end and resumes from its store."""
+
+from __future__ import annotations
+
+import socket
+
+import pandas as pd
+from typer.testing import CliRunner
+
+from dentalkit import io
+from dentalkit.cli import app
+from dentalkit.endpoints import image_endpoints
+from dentalkit.store import read_responses
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp_path):
+    out = tmp_path / "demo"
+    port = str(_free_port())
+    args = ["demo", "--patients", "3", "--out", str(out), "--port", port, "--no-progress"]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert "runs no AI model" in first.output
+
+    responses = read_responses(out)
+    # 3 patients x 2 sessions x 12 image endpoints, plus one /tle per patient.
+    assert len(responses) == 3 * 2 * len(image_endpoints()) + 3
+    assert responses["request_key"].is_unique
+
+    tables = io.read_tables(out / "tables")
+    assert set(tables["landmarks"]["view"]) == {"lateral", "frontal"}
+    assert tables["landmarks"]["patient_id"].nunique() == 3
+    assert len(tables["problems"]) == 0
+
+    measures = pd.read_parquet(out / "analyses" / "ceph_measures.parquet")
+    sna = measures[(measures["measure"] == "SNA") & (measures["view"] == "lateral")]
+    assert len(sna) == 6
+    assert sna["value"].between(60, 100).all()
+    assert (measures.loc[measures["measure"] == "N_Me", "unit"] == "mm").all()
+
+    figures = sorted(p.stem for p in (out / "figures").glob("*.png"))
+    for expected in (
+        "ceph_tracing",
+        "ceph_superimposition",
+        "arch_forms",
+        "tooth_map",
+        "tle_by_class",
+    ):
+        assert expected in figures
+    report = (out / "report.md").read_text()
+    for name in figures:
+        assert f"figures/{name}.png" in report
+
+    # Second run: every request is already stored, nothing is sent again.
+    second = CliRunner().invoke(app, args)
+    assert second.exit_code == 0, second.output
+    assert f"{len(responses)} already stored, 0 stored now" in second.output
+    assert len(read_responses(out)) == len(responses)
+
+
+def test_a_busy_port_is_a_clear_error(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = str(busy.getsockname()[1])
+        result = CliRunner().invoke(
+            app, ["demo", "--patients", "1", "--out", str(tmp_path), "--port", port]
+        )
+    assert result.exit_code == 2
+    assert "busy" in result.output
