@@ -112,3 +112,12 @@ def test_getting_started_example_runs(tmp_path: Path):
     assert "20 requests" in proc.stdout
     assert "skeletal_class" in proc.stdout
     assert (tmp_path / "study" / "responses").is_dir()
+
+
+def test_getting_started_shows_the_readme_commands():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = [line.strip() for line in readme.splitlines() if "python3 -m venv" in line]
+    assert len(commands) == 2, commands  # the demo and the tests
+    page = (DOCS / "getting-started.md").read_text(encoding="utf-8")
+    for command in commands:
+        assert command in page, f"getting-started.md lacks the README command {command!r}"
