@@ -178,8 +178,8 @@ def fetch_cohort(
 
     Parameters
     ----------
-    manifest : DataFrame or path
-        CSV / Parquet / DataFrame with ``patient_id``, ``timestamp``, ``image_url`` and an
+    manifest : DataFrame, list of dict or path
+        CSV / Parquet / DataFrame / list of row dicts with ``patient_id``, ``timestamp``, ``image_url`` and an
         ``endpoint`` column, or give ``endpoints=``. Optional option columns
         (``draw_contours`` …) and, for ``/tle`` rows, ``p01`` … ``p11``.
     endpoints : str or list of str, optional
