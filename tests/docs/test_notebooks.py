@@ -51,6 +51,17 @@ def test_notebook_is_stored_clean(path: Path):
     assert len(text) < 100_000, f"{path.name} is {len(text)} bytes; keep notebooks small"
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_uses_public_api_and_existing_docs(path: Path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    private = re.findall(r"dentalkit(?:\.\w+)*\._(?!_)\w+", code)
+    assert private == [], f"{path.name} imports private modules {private}"
+    prose = "\n".join("".join(c["source"]) for c in nb["cells"])
+    for page in set(re.findall(r"docs/([\w/-]+\.md)", prose)):
+        assert (ROOT / "docs" / page).is_file(), f"{path.name} cites docs/{page}, which is missing"
+
+
 @pytest.mark.slow
 def test_notebooks_run(tmp_path: Path):
     """All notebooks, executed by nbmake in one subprocess (two workers when xdist is there)."""
