@@ -98,6 +98,10 @@ _PLACEHOLDER = "{unit}"
 _ANALYSIS_UNITS = frozenset({"patient", "session", "image"})
 
 
+#: Other names of analysis tables (as :func:`dentalkit.pipeline.analyze` names them).
+TABLE_ALIASES: Mapping[str, str] = MappingProxyType({"arch_compare": "comparisons"})
+
+
 @cache
 def load_catalogue() -> pd.DataFrame:
     """The shipped column catalogue (``dentalkit/data/columns.csv``): table, column, unit, description.
@@ -218,7 +222,7 @@ def _lookup(table: str, column: str) -> tuple[str | None, str | None]:
     """Declared (unit, description) of a column, without user overrides."""
     index = _catalogue_index()
     unit = desc = None
-    specific = index.get((table, column))
+    specific = index.get((table, column)) or index.get((TABLE_ALIASES.get(table, ""), column))
     if specific is not None:
         unit, desc = specific[0] or None, specific[1] or None
     contract = _schema_doc(table, column)

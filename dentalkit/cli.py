@@ -1,8 +1,9 @@
-"""Command line: ``dentalkit demo | sandbox | openapi | fetch | tables | analyze | figures``.
+"""Command line: ``dentalkit demo | sandbox | openapi | fetch | tables | analyze | figures | export``.
 
 The study as shell steps: ``fetch`` (manifest → store) → ``tables`` (store → Parquet
 tables) → ``analyze`` (tables → analysis tables) → ``figures`` (tables + analyses →
-PDF/PNG). ``demo`` runs all of them on the embedded sandbox.
+PDF/PNG) → ``export`` (CSV + data dictionary, optionally pseudonymized). ``demo`` runs the
+study on the embedded sandbox.
 """
 
 from __future__ import annotations
@@ -258,6 +259,61 @@ def figures(
     for name, paths in written.items():
         typer.echo(f"{name:28s} " + " ".join(p.name for p in paths))
     typer.echo(f"wrote {len(written)} figures to {out}")
+
+
+@app.command()
+def export(
+    folders: Annotated[
+        list[Path],
+        typer.Argument(help="Folders of Parquet tables (from `tables` and/or `analyze`)."),
+    ],
+    out: Annotated[Path, typer.Option(help="Folder for CSV files and the data dictionary.")],
+    secret_env: Annotated[
+        str | None,
+        typer.Option(
+            help="Pseudonymize patient_id with the secret in this environment variable "
+            "(HMAC-SHA256; the secret is never an argument and never written)."
+        ),
+    ] = None,
+) -> None:
+    """Export tables as CSV with a data dictionary (CSV + JSON) for R, SPSS or Stata.
+
+    Geometries become WKT. With --secret-env, patient identifiers are replaced by keyed
+    pseudonyms first (see docs/publishing.md); the export refuses to run if an
+    identifier would remain in another column.
+    """
+    import os
+
+    import pandas as pd
+
+    from dentalkit import io
+    from dentalkit.errors import DentalkitError
+
+    try:
+        tables: dict[str, pd.DataFrame] = {}
+        for folder in folders:
+            if not folder.is_dir():
+                raise FileNotFoundError(f"{folder} is not a folder")
+            contract = io.read_tables(folder)
+            for path in sorted(folder.glob("*.parquet")):
+                tables[path.stem] = contract.get(path.stem, None)
+                if tables[path.stem] is None:
+                    tables[path.stem] = pd.read_parquet(path)
+        if not tables:
+            raise FileNotFoundError(f"no Parquet tables in {', '.join(map(str, folders))}")
+        if secret_env is not None:
+            secret = os.environ.get(secret_env)
+            if not secret:
+                typer.echo(
+                    f"error: environment variable {secret_env} is not set or empty", err=True
+                )
+                raise typer.Exit(2)
+            tables = io.pseudonymize(tables, secret)
+        written = io.export(tables, out)
+    except (DentalkitError, FileNotFoundError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"wrote {len(written)} files to {out}" + (" (pseudonymized)" if secret_env else ""))
 
 
 @app.command()

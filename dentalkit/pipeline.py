@@ -77,7 +77,7 @@ def analyze(
     dict of str to DataFrame
         ``ceph_measures``, ``ceph_zscores``, ``ceph_classes``, ``ceph_change``,
         ``ceph_summary``, ``arch_fits``, ``arch_measures``, ``arch_mean_forms``,
-        ``arch_compare``, ``tooth_measures``, ``tooth_symmetry``, ``missing_by_fdi``,
+        ``arch_compare``, ``tooth_measures``, ``tooth_symmetry_cohort``, ``missing_by_fdi``,
         ``missing_patterns``, ``findings_prevalence`` — each present when its input
         table has rows.
     """
@@ -126,7 +126,7 @@ def analyze(
             scaled = _with_scale(teeth_table, mm_per_px)
             measured, _ = teeth.measure(scaled, mm_per_px="mm_per_px", errors="collect")
             out["tooth_measures"] = measured
-            out["tooth_symmetry"] = teeth.symmetry(measured, "area").cohort
+            out["tooth_symmetry_cohort"] = teeth.symmetry(measured, "area").cohort
             miss = teeth.missing(teeth_table)
             out["missing_by_fdi"] = miss.by_fdi
             out["missing_patterns"] = miss.patterns

@@ -102,6 +102,31 @@ def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp
         assert round(png.info["dpi"][0]) == 300
         assert abs(png.width - 85 / 25.4 * 300) < 3  # 85 mm single column
 
+    # Export for R/SPSS users, pseudonymized with a secret read from the environment only.
+    secret = "k3Jx9-vQ2mZp7LwR4tYb8NcH1sDf6GaE0uIo5"
+    step = CliRunner().invoke(
+        app,
+        [
+            "export",
+            str(out / "tables"),
+            str(cli_out / "analyses"),
+            *["--out", str(cli_out / "export"), "--secret-env", "DK_TEST_SECRET"],
+        ],
+        env={"DK_TEST_SECRET": secret},
+    )
+    assert step.exit_code == 0, step.output
+    exported = io.read_export(cli_out / "export")
+    real_ids = set(tables["landmarks"]["patient_id"].astype(str))
+    pseudonyms = set(exported["landmarks"]["patient_id"].astype(str))
+    assert len(pseudonyms) == len(real_ids) and not pseudonyms & real_ids
+    assert set(exported["ceph_measures"]["patient_id"].astype(str)) == pseudonyms  # joins
+    everything = "".join(p.read_text() for p in (cli_out / "export").iterdir())
+    assert secret not in everything and not any(i in everything for i in real_ids)
+    step = CliRunner().invoke(
+        app, ["export", str(out / "tables"), "--out", str(cli_out / "x"), "--secret-env", "NOPE"]
+    )
+    assert step.exit_code == 2 and "NOPE" in step.output
+
     # Second run: every request is already stored, nothing is sent again.
     second = CliRunner().invoke(app, args)
     assert second.exit_code == 0, second.output
