@@ -32,3 +32,11 @@ def test_the_readme_study_runs(tmp_path, capsys):
     assert anb["patient_id"].tolist() == ["P001", "P002", "P003"]
     assert (anb["unit"] == "deg").all() and anb["value"].between(-10, 15).all()
     assert "skeletal_class" in capsys.readouterr().out
+
+
+def test_every_relative_link_in_the_readme_exists():
+    targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README.read_text())
+    local = [t for t in targets if not re.match(r"[a-z]+://", t)]
+    assert local, "the README links its docs and notebooks"
+    missing = [t for t in local if not (README.parent / t).exists()]
+    assert not missing
