@@ -180,40 +180,29 @@ def _draw_model(arch: str):
         from dentalkit.sandbox.simulate import _arch
 
         layout, tr = _arch(pid, sess, arch)
-        draw.rectangle((0, 0, spec.width, spec.height), fill=(40, 60, 90))
-        band = np.vstack([r["centre"] for r in layout["teeth"].values()])
-        draw.line(_xy(tr.apply(band)), fill=(225, 215, 190), width=int(14 / tr.mm_per_px))
-        _draw_teeth(draw, layout["teeth"], tr, (245, 240, 225), (120, 110, 90))
+        draw.rectangle((0, 0, spec.width, spec.height), fill=(40, 60, 90))  # backdrop
+        # the stone model: a horseshoe base under the teeth (14 mm wide), teeth on top
+        teeth = layout["teeth"]
+        rgt = [k for k in teeth if "_rgt_" in k]  # i1 … m3 of each side: run m3 → m3
+        order = rgt[::-1] + [k for k in teeth if "_lft_" in k]
+        band = tr.apply(np.vstack([teeth[k]["centre"] for k in order]))
+        width = round(14.0 / tr.mm_per_px)
+        draw.line(_xy(band), fill=(150, 140, 125), width=width, joint="curve")
+        for end in (band[0], band[-1]):
+            r = width / 2
+            draw.ellipse((end[0] - r, end[1] - r, end[0] + r, end[1] + r), fill=(150, 140, 125))
+        _draw_teeth(draw, layout["teeth"], tr, (250, 247, 238), (120, 110, 90))
 
     return drawer
 
 
 def _draw_intraoral(draw: ImageDraw.ImageDraw, pid: str, sess: str, spec: Any) -> None:
-    from dentalkit.sandbox.simulate import _frontal_photo
+    from dentalkit.sandbox.simulate import _photo_teeth
 
-    layout, tr = _frontal_photo(pid, sess)
+    layout, tr, _ = _photo_teeth(pid, sess, spec.kind)
     w, h = spec.width, spec.height
     draw.rectangle((0, 0.25 * h, w, 0.75 * h), fill=(200, 90, 100))
     _draw_teeth(draw, layout, tr, (240, 235, 220), (170, 160, 140))
-
-
-def _draw_intraoral_arch(arch: str):
-    def drawer(draw: ImageDraw.ImageDraw, pid: str, sess: str, spec: Any) -> None:
-        from dentalkit.sandbox.simulate import _arch
-
-        layout, tr0 = _arch(pid, sess, arch)
-        from dentalkit.sandbox._geometry import ImageTransform
-
-        tr = ImageTransform(
-            spec.mm_per_px * 2.0, tr0.rotation_deg, tr0.flip_x, tr0.flip_y,
-            (spec.width / 2, spec.height * (0.2 if arch == "up" else 0.8)),
-            spec.width, spec.height,
-        )  # fmt: skip
-        draw.ellipse((0.1 * spec.width, 0.05 * spec.height, 0.9 * spec.width, 0.95 * spec.height),
-                     fill=(200, 90, 100))  # fmt: skip
-        _draw_teeth(draw, layout["teeth"], tr, (240, 235, 220), (170, 160, 140))
-
-    return drawer
 
 
 def _draw_tmj(draw: ImageDraw.ImageDraw, pid: str, sess: str, spec: Any) -> None:
@@ -230,8 +219,8 @@ _DRAWERS = {
     "intraoral_frontal": _draw_intraoral,
     "intraoral_right": _draw_intraoral,
     "intraoral_left": _draw_intraoral,
-    "intraoral_upper": _draw_intraoral_arch("up"),
-    "intraoral_lower": _draw_intraoral_arch("lo"),
+    "intraoral_upper": _draw_intraoral,
+    "intraoral_lower": _draw_intraoral,
     "model_upper": _draw_model("up"),
     "model_lower": _draw_model("lo"),
     "tmj": _draw_tmj,
@@ -289,7 +278,12 @@ def output_image(
     if not ep.output_image:
         raise InputError(f"{ep.path} has no output image (the spec shows no OutputImageUrl)")
     kind = _output_kind(ep, request)
-    base = _base(kind, str(request["PatientID"]), str(request["TimeStamp"])).convert("RGB")
+    parsed = parse_sandbox_url(str(request.get("ImageName", "")))
+    if parsed is not None:  # the image the request names (answers are placed on it)
+        pid, sess = parsed[1], parsed[2]
+    else:
+        pid, sess = str(request["PatientID"]), str(request["TimeStamp"])
+    base = _base(kind, pid, sess).convert("RGB")
     overlay = Image.new("RGBA", base.size, (0, 0, 0, 0))
     draw = ImageDraw.Draw(overlay)
     font = _font()

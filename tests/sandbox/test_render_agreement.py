@@ -1,0 +1,153 @@
+"""The synthetic input images agree with the answers about them (pixel sampling).
+
+Each test decodes the PNG the sandbox serves with Pillow and samples its pixels at
+places the *endpoint* returned (tooth polygons, boxes, landmark contours), never at the
+renderer's own geometry. Requests use a full date-time ``TimeStamp`` while the image URL
+carries only the date, as the demo's manifest does (the case that used to misplace the
+answers: two sets of teeth in the demo's tooth map).
+
+Sample points are laid with shapely (grid points inside a polygon shrunk by a few pixels,
+or in a ring outside all teeth), independently of Pillow's polygon fill.
+"""
+
+import io
+
+import numpy as np
+import pytest
+import shapely
+
+from dentalkit.sandbox.simulate import respond
+
+PIL = pytest.importorskip("PIL")
+from PIL import Image  # noqa: E402
+
+from dentalkit.sandbox.render import input_image  # noqa: E402
+
+PATIENTS = ("P001", "P007", "Q-agree-3")
+TS = "2024-03-05T10:00:00Z"
+SESSION = "2024-03-05"
+
+
+def _url(kind: str, pid: str) -> str:
+    return f"http://127.0.0.1:9/_sandbox/images/{kind}/{pid}/{SESSION}.png"
+
+
+def _answer(endpoint: str, kind: str, pid: str) -> dict:
+    return respond(endpoint, {"PatientID": pid, "TimeStamp": TS, "ImageName": _url(kind, pid)})
+
+
+def _gray(kind: str, pid: str) -> np.ndarray:
+    png = input_image(f"{kind}/{pid}/{SESSION}.png")
+    return np.asarray(Image.open(io.BytesIO(png)).convert("L"), dtype=float)
+
+
+def _grid_in(geom, step: float = 4.0) -> np.ndarray:
+    """Integer pixel centres on a grid inside ``geom`` (shapely), shape (n, 2)."""
+    x0, y0, x1, y1 = geom.bounds
+    xs, ys = np.meshgrid(np.arange(np.ceil(x0), x1, step), np.arange(np.ceil(y0), y1, step))
+    xs, ys = xs.ravel(), ys.ravel()
+    inside = shapely.contains_xy(geom, xs, ys)
+    return np.column_stack([xs[inside], ys[inside]]).astype(int)
+
+
+def _sample(img: np.ndarray, pts: np.ndarray) -> np.ndarray:
+    h, w = img.shape
+    keep = (pts[:, 0] >= 0) & (pts[:, 0] < w) & (pts[:, 1] >= 0) & (pts[:, 1] < h)
+    pts = pts[keep]
+    return img[pts[:, 1], pts[:, 0]]
+
+
+def _teeth(body: dict) -> dict[str, shapely.Polygon]:
+    return {k: shapely.Polygon(r["points"]) for k, r in body["Results"].items() if not r["missing"]}
+
+
+def _check_teeth_drawn(img: np.ndarray, teeth: dict[str, shapely.Polygon]) -> None:
+    assert len(teeth) >= 10
+    union = shapely.union_all(list(teeth.values()))
+    ring = union.buffer(14).difference(union.buffer(5))
+    outside = _sample(img, _grid_in(ring))
+    assert len(outside) > 200
+    for key, poly in teeth.items():
+        inner = _sample(img, _grid_in(poly.buffer(-3)))
+        assert len(inner) > 20, key
+        # every tooth the endpoint reports is a bright tooth in the image …
+        assert np.median(inner) - np.median(outside) > 80, key
+        assert np.mean(inner > np.percentile(outside, 95)) > 0.9, key
+    # … and what surrounds the teeth is not tooth
+    all_inner = _sample(img, _grid_in(union.buffer(-3), step=8))
+    assert np.mean(outside > np.percentile(all_inner, 5)) < 0.05
+
+
+@pytest.mark.parametrize("pid", PATIENTS)
+def test_pano_teeth_are_drawn_where_pano_segmentation_puts_them(pid):
+    _check_teeth_drawn(_gray("pano", pid), _teeth(_answer("pano-segmentation", "pano", pid)))
+
+
+@pytest.mark.parametrize("pid", PATIENTS)
+def test_photo_teeth_are_drawn_where_frontal_segmentation_puts_them(pid):
+    body = _answer("frontal-segmentation", "intraoral_frontal", pid)
+    _check_teeth_drawn(_gray("intraoral_frontal", pid), _teeth(body))
+
+
+@pytest.mark.parametrize("arch", ["upper", "lower"])
+@pytest.mark.parametrize("pid", PATIENTS[:2])
+def test_model_teeth_are_drawn_where_occlusogram_seg_puts_them(pid, arch):
+    body = _answer(f"occlusogram-{arch}-seg", f"model_{arch}", pid)
+    _check_teeth_drawn(_gray(f"model_{arch}", pid), _teeth(body))
+
+
+def _boxes(body: dict) -> list[tuple[str, shapely.Polygon]]:
+    return [
+        (name, shapely.box(*d["TopLeft"], *d["BottomRight"]))
+        for name, dets in body["Results"].items()
+        for d in dets
+    ]
+
+
+def _tooth_level(img: np.ndarray, teeth: dict[str, shapely.Polygon]) -> float:
+    """A level between the teeth's brightness and the darkest tenth of the image."""
+    union = shapely.union_all(list(teeth.values()))
+    inner = np.median(_sample(img, _grid_in(union.buffer(-3), step=8)))
+    return 0.5 * (inner + np.percentile(img, 10))
+
+
+@pytest.mark.parametrize(
+    "kind", ["intraoral_frontal", "intraoral_right", "intraoral_upper", "intraoral_lower"]
+)
+def test_clinical_boxes_lie_on_drawn_teeth(kind):
+    n_boxes = 0
+    for i in range(12):
+        pid = f"CB{i}"
+        body = _answer("clinical-images", kind, pid)
+        if not body["Results"]:
+            continue
+        img = _gray(kind, pid)
+        # the tooth level from an independent answer about the same photo kind: bright
+        # pixels well above the background of the photo's corners
+        corners = np.concatenate([img[:40, :40].ravel(), img[-40:, -40:].ravel()])
+        for name, box in _boxes(body):
+            inside = _sample(img, _grid_in(box, step=2.0))
+            assert len(inside) > 10, (pid, name)
+            tooth_share = np.mean(inside > corners.max() + 60)
+            floor = 0.3 if name in ("gingivitis", "calculus") else 0.6
+            assert tooth_share > floor, (pid, name, box.bounds, tooth_share)
+            n_boxes += 1
+    assert n_boxes >= 15
+
+
+@pytest.mark.parametrize("pid", [f"PF{i}" for i in range(8)])
+def test_pano_finding_boxes_lie_on_drawn_teeth(pid):
+    body = _answer("panos-findings", "pano", pid)
+    teeth = _teeth(_answer("pano-segmentation", "pano", pid))
+    img = _gray("pano", pid)
+    level = _tooth_level(img, teeth)
+    for name, box in _boxes(body):
+        inside = _sample(img, _grid_in(box, step=2.0))
+        # periapical lesions are boxed around the apex: a root tip, then bone
+        floor = 0.1 if name == "periapical_lesion" else 0.4
+        assert np.mean(inside > level) > floor, (pid, name, box.bounds)
+
+
+def test_some_pano_findings_were_checked():
+    n = sum(len(_boxes(_answer("panos-findings", "pano", f"PF{i}"))) for i in range(8))
+    assert n >= 5
