@@ -80,6 +80,11 @@ TLE_APP = "dentalkit-sandbox-tle"
 
 #: Noise SDs (mm) of points that are not cephalometric landmarks.
 POINT_NOISE_SD_MM = {"centroid": 0.15, "keypoint": 0.2, "catenary": 0.12, "outline": 0.06}
+#: Correlation length (vertices) of the outline noise: the noise of a tooth outline is white
+#: noise smoothed along the (closed) outline by a Gaussian kernel of this SD, rescaled to the
+#: SD of ``POINT_NOISE_SD_MM["outline"]`` per coordinate, so neighbouring vertices move
+#: together and rounding to whole pixels leaves the outline simple (see docs/sandbox.md).
+OUTLINE_NOISE_CORRELATION_VERTICES = 1.5
 #: Box jitter SD (px) of detections.
 BOX_NOISE_SD_PX = 1.5
 
@@ -87,6 +92,10 @@ NOISE_MODEL = {
     "kind": "independent isotropic Gaussian noise per point, in mm, converted to pixels with "
     "the image's mm_per_px; seeded by (PatientID, TimeStamp, ImageName, endpoint), a sandbox "
     "image URL counting by its path only (host and port do not matter)",
+    "outline_noise": "tooth outlines: Gaussian noise of SD points_sd_mm['outline'] per "
+    "coordinate, correlated along the outline (white noise smoothed by a circular Gaussian "
+    "kernel of outline_correlation_vertices), so outlines stay simple after rounding",
+    "outline_correlation_vertices": OUTLINE_NOISE_CORRELATION_VERTICES,
     "ceph_lateral_sd_mm": ceph.LATERAL_NOISE_SD_MM,
     "ceph_frontal_sd_mm": ceph.FRONTAL_NOISE_SD_MM,
     "ceph_contour_sd_mm": ceph.CONTOUR_NOISE_SD_MM,
@@ -432,6 +441,24 @@ def _keypoints(
     return {"Teeth": teeth, "CatenaryPoints": dict(zip(names, cat, strict=True))}
 
 
+@lru_cache(maxsize=8)
+def _outline_smoother(n: int) -> np.ndarray:
+    """Circulant (n, n) matrix smoothing white noise along a closed outline of n vertices.
+
+    Row i is a Gaussian kernel of SD :data:`OUTLINE_NOISE_CORRELATION_VERTICES` over the
+    circular vertex distance to i, scaled to unit Euclidean norm, so that ``K @ z`` of
+    standard normal ``z`` is again standard normal per vertex (correlation between
+    vertices d apart: ``exp(-d² / (4 SD²))`` for an outline much longer than the kernel).
+    """
+    d = np.arange(n)
+    d = np.minimum(d, n - d)  # circular distance from vertex 0
+    w = np.exp(-0.5 * (d / OUTLINE_NOISE_CORRELATION_VERTICES) ** 2)
+    w /= np.sqrt(np.sum(w**2))
+    k = np.stack([np.roll(w, i) for i in range(n)])
+    k.flags.writeable = False
+    return k
+
+
 def _outlines(
     items: list[tuple[str, dict]], tr: ImageTransform, rng: np.random.Generator | None
 ) -> dict:
@@ -442,7 +469,9 @@ def _outlines(
         n = len(present[0][1]["outline"])
         px = tr.apply(np.vstack([r["outline"] for _, r in present]))
         if rng is not None:
-            px = px + rng.standard_normal(px.shape) * (POINT_NOISE_SD_MM["outline"] / tr.mm_per_px)
+            z = rng.standard_normal((len(present), n, 2))
+            smooth = _outline_smoother(n) @ z  # (teeth, n, 2): correlated along each outline
+            px = px + smooth.reshape(-1, 2) * (POINT_NOISE_SD_MM["outline"] / tr.mm_per_px)
             px[:, 0] = np.clip(px[:, 0], 0, tr.width - 1)
             px[:, 1] = np.clip(px[:, 1], 0, tr.height - 1)
             px = px.round().astype(int)
