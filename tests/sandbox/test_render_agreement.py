@@ -151,3 +151,118 @@ def test_pano_finding_boxes_lie_on_drawn_teeth(pid):
 def test_some_pano_findings_were_checked():
     n = sum(len(_boxes(_answer("panos-findings", "pano", f"PF{i}"))) for i in range(8))
     assert n >= 5
+
+
+# --- cephalograms --------------------------------------------------------------------
+#
+# Contour landmarks carry 0.8 mm (8 px) of noise, more than the drawn cortex is wide, so
+# the contours are sampled on the noise-free answer of the same request (the documented
+# ``noise=False`` switch: the geometry the endpoint answers before its noise).
+
+
+def _ceph_groups(endpoint: str, kind: str, pid: str, view: str) -> dict[str, np.ndarray]:
+    """Points (px) of the answer grouped by the shipped landmark map (not the simulator)."""
+    from dentalkit.landmark_map import key_to_name
+
+    body = respond(
+        endpoint,
+        {"PatientID": pid, "TimeStamp": TS, "ImageName": _url(kind, pid)},
+        noise=False,
+    )
+    names = key_to_name(view)
+    groups: dict[str, list] = {}
+    for key, p in body["Results"].items():
+        name = names[key]
+        group = name.rsplit("_", 1)[0] if name[-1].isdigit() else name
+        groups.setdefault(group, []).append((p["x_coordinate"], p["y_coordinate"]))
+    return {g: np.asarray(v, dtype=float) for g, v in groups.items()}
+
+
+def _along(poly: np.ndarray, step: float = 5.0) -> tuple[np.ndarray, np.ndarray]:
+    """Points every ``step`` px along a polyline and the unit normals there."""
+    seg = np.diff(poly, axis=0)
+    out, normals = [], []
+    for p0, d in zip(poly[:-1], seg, strict=True):
+        length = float(np.hypot(*d))
+        if length == 0:
+            continue
+        t = np.arange(0.0, length, step)[:, None] / length
+        out.append(p0 + t * d)
+        normals.append(np.repeat([[-d[1] / length, d[0] / length]], len(t), axis=0))
+    return np.vstack(out), np.vstack(normals)
+
+
+def _window_max(img: np.ndarray, pts: np.ndarray, r: int = 2) -> np.ndarray:
+    h, w = img.shape
+    xy = np.rint(pts).astype(int)
+    best = np.zeros(len(xy))
+    for dx in range(-r, r + 1):
+        for dy in range(-r, r + 1):
+            x = np.clip(xy[:, 0] + dx, 0, w - 1)
+            y = np.clip(xy[:, 1] + dy, 0, h - 1)
+            best = np.maximum(best, img[y, x])
+    return best
+
+
+def _check_lines(img: np.ndarray, groups: dict[str, np.ndarray], lines: tuple[str, ...]) -> None:
+    for g in lines:
+        pts, nrm = _along(groups[g])
+        on = _window_max(img, pts)
+        off = np.concatenate([
+            _sample(img, np.rint(pts + 25 * nrm).astype(int)),
+            _sample(img, np.rint(pts - 25 * nrm).astype(int)),
+        ])  # fmt: skip
+        assert np.median(on) > 170, g
+        assert np.median(on) - np.median(off) > 60, g
+
+
+@pytest.mark.parametrize("pid", PATIENTS)
+def test_lateral_ceph_outlines_follow_the_answered_contours(pid):
+    img = _gray("lateral_ceph", pid)
+    groups = _ceph_groups("ceph-lateral-points", "lateral_ceph", pid, "lateral")
+    _check_lines(img, groups, ("mandible_contour", "maxilla_contour", "cranial_base",
+                               "nasal_bone", "sella_contour"))  # fmt: skip
+    # incisors and molars: dense inside their outlines, not around them
+    for g in ("upper_incisor_outline", "lower_incisor_outline", "upper_molar_outline",
+              "lower_molar_outline"):  # fmt: skip
+        poly = shapely.Polygon(groups[g])
+        inner = _sample(img, _grid_in(poly.buffer(-3), step=2.0))
+        assert np.median(inner) > 220, g
+    # the soft-tissue profile is the edge of the head: inside (towards S) is tissue,
+    # outside (away from S) is air
+    pts, nrm = _along(groups["soft_tissue_profile"])
+    s = groups["S"][0]
+    towards_s = np.sign(np.sum((s - pts) * nrm, axis=1))[:, None]
+    inside = _sample(img, np.rint(pts + 15 * towards_s * nrm).astype(int))
+    outside = _sample(img, np.rint(pts - 15 * towards_s * nrm).astype(int))
+    assert np.median(inside) - np.median(outside) > 25
+    assert np.median(outside) < 20
+
+
+@pytest.mark.parametrize("pid", PATIENTS)
+def test_frontal_ceph_outlines_follow_the_answered_contours(pid):
+    img = _gray("frontal_ceph", pid)
+    groups = _ceph_groups("ceph-frontal-points", "frontal_ceph", pid, "frontal")
+    _check_lines(img, groups, ("skull_outline", "mandible_contour"))
+    for g in ("orbit_contour_R", "orbit_contour_L", "nasal_cavity"):
+        poly = shapely.Polygon(groups[g])
+        inner = _sample(img, _grid_in(poly.buffer(-8), step=3.0))
+        rim = _window_max(img, _along(np.vstack([groups[g], groups[g][:1]]))[0])
+        assert np.median(rim) - np.median(inner) > 100, g
+
+
+def test_noisy_ceph_answers_scatter_around_the_drawn_contours():
+    """The noisy answer (what a client gets) lies on the drawn mandible, within noise."""
+    pid = PATIENTS[0]
+    img = _gray("lateral_ceph", pid)
+    body = _answer("ceph-lateral-points", "lateral_ceph", pid)
+    from dentalkit.landmark_map import key_to_name
+
+    names = key_to_name("lateral")
+    pts = np.array([
+        (p["x_coordinate"], p["y_coordinate"])
+        for k, p in body["Results"].items()
+        if names[k].startswith("mandible_contour_")
+    ])  # fmt: skip
+    # within a 2.5-SD window (20 px) of each noisy point the bright cortex is found
+    assert np.mean(_window_max(img, pts, r=20) > 170) > 0.9
