@@ -273,11 +273,29 @@ def _draw_model(arch: str):
 
 
 def _draw_intraoral(draw: ImageDraw.ImageDraw, pid: str, sess: str, spec: Any) -> None:
+    """An intra-oral photo: cheeks, the dark mouth, gums behind the teeth, the teeth.
+
+    The teeth are those ``/frontal-segmentation`` (frontal view) or the arch layout
+    (occlusal views) place on this photo (``simulate._photo_teeth``); each tooth's gum is
+    its outline enlarged by a quarter and moved 1.5 mm towards its gingival point, so
+    the gum line is scalloped as in a photograph.
+    """
     from dentalkit.sandbox.simulate import _photo_teeth
 
-    layout, tr, _ = _photo_teeth(pid, sess, spec.kind)
-    w, h = spec.width, spec.height
-    draw.rectangle((0, 0.25 * h, w, 0.75 * h), fill=(200, 90, 100))
+    layout, tr, gingival = _photo_teeth(pid, sess, spec.kind)
+    outlines = np.stack([r["outline"] for r in layout.values()])
+    centres = outlines.mean(axis=1)
+    px = tr.apply(outlines.reshape(-1, 2))
+    lo, hi = px.min(axis=0), px.max(axis=0)
+    pad = 5.0 / tr.mm_per_px
+    draw.rectangle((0, 0, spec.width, spec.height), fill=(150, 60, 70))  # cheeks, lips
+    draw.ellipse((lo[0] - 3 * pad, lo[1] - 2 * pad, hi[0] + 3 * pad, hi[1] + 2 * pad),
+                 fill=(70, 22, 28))  # the mouth  # fmt: skip
+    towards = gingival - centres
+    towards /= np.maximum(np.hypot(*towards.T), 1e-9)[:, None]
+    gums = centres[:, None, :] + 1.25 * (outlines - centres[:, None, :]) + 1.5 * towards[:, None]
+    for g in gums:
+        draw.polygon(_xy(tr.apply(g)), fill=(205, 105, 115))
     _draw_teeth(draw, layout, tr, (240, 235, 220), (170, 160, 140))
 
 

@@ -89,8 +89,8 @@ OUTLINE_NOISE_CORRELATION_VERTICES = 1.5
 BOX_NOISE_SD_PX = 1.5
 
 NOISE_MODEL = {
-    "kind": "independent isotropic Gaussian noise per point, in mm, converted to pixels with "
-    "the image's mm_per_px; seeded by (PatientID, TimeStamp, ImageName, endpoint), a sandbox "
+    "kind": "isotropic Gaussian noise per point, in mm, converted to pixels with the image's "
+    "mm_per_px, independent between points except along a tooth outline; seeded by (PatientID, TimeStamp, ImageName, endpoint), a sandbox "
     "image URL counting by its path only (host and port do not matter)",
     "outline_noise": "tooth outlines: Gaussian noise of SD points_sd_mm['outline'] per "
     "coordinate, correlated along the outline (white noise smoothed by a circular Gaussian "
@@ -510,7 +510,17 @@ def _clinical(
 ) -> dict[str, list]:
     """Boxes of ``/clinical-images`` on a photo of ``kind``: on the teeth the photo shows."""
     spec = IMAGE_SPECS[kind]
-    layout, tr, gingival = _photo_teeth(pid, ts, kind, where)
+    boxes = _clinical_exact(pid, ts, kind, where or (pid, ts))
+    return _jitter(boxes, rng, spec.width, spec.height)
+
+
+@lru_cache(maxsize=4096)
+def _clinical_exact(
+    pid: str, ts: str, kind: str, where: Where
+) -> dict[str, list[tuple[int, int, int, int]]]:
+    """Noise-free clinical boxes (cached; callers never modify them)."""
+    spec = IMAGE_SPECS[kind]
+    layout, tr, gingival = _photo_teeth_at(pid, ts, kind, where)
     present = np.array([not r["missing"] for r in layout.values()])
     outlines = np.stack([r["outline"] for r in layout.values()])[present]
     teeth_px = tr.apply(outlines.reshape(-1, 2)).reshape(outlines.shape)
@@ -518,7 +528,7 @@ def _clinical(
         patient(pid), generator("clinical", pid, ts, kind), teeth_px,
         tr.apply(gingival[present]), spec.width, spec.height,
     )  # fmt: skip
-    return _jitter(boxes, rng, spec.width, spec.height)
+    return boxes
 
 
 def _jitter(boxes: dict[str, list], rng: np.random.Generator | None, w: int, h: int) -> dict:
