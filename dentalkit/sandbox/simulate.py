@@ -469,9 +469,11 @@ def _outlines(
         n = len(present[0][1]["outline"])
         px = tr.apply(np.vstack([r["outline"] for _, r in present]))
         if rng is not None:
-            z = rng.standard_normal((len(present), n, 2))
-            smooth = _outline_smoother(n) @ z  # (teeth, n, 2): correlated along each outline
-            px = px + smooth.reshape(-1, 2) * (POINT_NOISE_SD_MM["outline"] / tr.mm_per_px)
+            t = len(present)
+            # one (n, n) @ (n, 2t) product: column 2k + c is coordinate c of tooth k
+            smooth = _outline_smoother(n) @ rng.standard_normal((n, 2 * t))
+            smooth = smooth.reshape(n, t, 2).transpose(1, 0, 2).reshape(-1, 2)
+            px = px + smooth * (POINT_NOISE_SD_MM["outline"] / tr.mm_per_px)
             px[:, 0] = np.clip(px[:, 0], 0, tr.width - 1)
             px[:, 1] = np.clip(px[:, 1], 0, tr.height - 1)
             px = px.round().astype(int)
@@ -749,7 +751,9 @@ def truth(patient_id: str, timestamp: str, image_name: str | None = None) -> dic
         The session key (as in the requests).
     image_name : str, optional
         An image URL; adds an ``image`` section (recognised kind, stored name,
-        classifier category).
+        classifier category). For a sandbox image URL the reported transforms are
+        those of the image's placement key (its patient and session, see
+        ``docs/sandbox.md``), i.e. of the answers to requests naming it.
 
     Returns
     -------

@@ -266,3 +266,16 @@ def test_noisy_ceph_answers_scatter_around_the_drawn_contours():
     ])  # fmt: skip
     # within a 2.5-SD window (20 px) of each noisy point the bright cortex is found
     assert np.mean(_window_max(img, pts, r=20) > 170) > 0.9
+
+
+@pytest.mark.parametrize("arch", ["upper", "lower"])
+def test_model_keypoints_fall_on_drawn_teeth(arch):
+    pid = PATIENTS[1]
+    img = _gray(f"model_{arch}", pid)
+    body = _answer(f"occlusogram-{arch}-points", f"model_{arch}", pid)
+    teeth = _teeth(_answer(f"occlusogram-{arch}-seg", f"model_{arch}", pid))
+    level = _tooth_level(img, teeth)
+    present = [r for r in body["Teeth"].values() if not r["missing"]]
+    centroids = np.rint([r["centroid"] for r in present]).astype(int)
+    assert len(centroids) >= 10
+    assert np.all(_sample(img, centroids) > level)
