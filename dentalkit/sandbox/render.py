@@ -333,11 +333,13 @@ def _font() -> ImageFont.ImageFont:
 
 
 def _output_kind(ep: Endpoint, request: Mapping[str, Any]) -> str:
-    parsed = parse_sandbox_url(str(request.get("ImageName", "")))
-    default = default_image_kind(ep)
-    if ep.source == "clinical" and parsed is not None and parsed[0].startswith("intraoral"):
-        return parsed[0]
-    return default
+    """The image kind the answer was placed on (clinical: the photo kind it analysed)."""
+    if ep.source == "clinical":
+        from dentalkit.sandbox.simulate import _clinical_kind
+
+        url = str(request.get("ImageName", ""))
+        return _clinical_kind(ep, url, str(request.get("PatientID", "")))
+    return default_image_kind(ep)
 
 
 def output_image(

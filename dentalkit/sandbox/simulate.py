@@ -590,17 +590,26 @@ def _pano_boxes(
     return out
 
 
+def _clinical_kind(endpoint: Endpoint, url: str, pid: str) -> str:
+    """The intra-oral photo kind ``/clinical-images`` analyses for ``url``.
+
+    A sandbox URL's intra-oral kind; for any other URL (or a non-intra-oral sandbox
+    kind) one of the intra-oral kinds chosen by a hash of the URL.
+    """
+    kind, known = _image_kind(endpoint, url, pid)
+    if not known or not kind.startswith("intraoral"):
+        kinds = [k for k in IMAGE_SPECS if k.startswith("intraoral")]
+        kind = kinds[
+            int.from_bytes(generator("kind", image_identity(url)).bytes(2), "little") % len(kinds)
+        ]
+    return kind
+
+
 def _findings(
     endpoint: Endpoint, pid: str, ts: str, url: str, where: Where, rng: np.random.Generator | None
 ) -> dict:
     if endpoint.source == "clinical":
-        kind, known = _image_kind(endpoint, url, pid)
-        if not known or not kind.startswith("intraoral"):
-            kinds = [k for k in IMAGE_SPECS if k.startswith("intraoral")]
-            kind = kinds[
-                int.from_bytes(generator("kind", image_identity(url)).bytes(2), "little")
-                % len(kinds)
-            ]
+        kind = _clinical_kind(endpoint, url, pid)
         boxes = _clinical(pid, ts, kind, where, rng)
         contents = {name: len(boxes.get(name, ())) for name in CLINICAL_CLASSES}
         results = {

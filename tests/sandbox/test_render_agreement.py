@@ -279,3 +279,23 @@ def test_model_keypoints_fall_on_drawn_teeth(arch):
     centroids = np.rint([r["centroid"] for r in present]).astype(int)
     assert len(centroids) >= 10
     assert np.all(_sample(img, centroids) > level)
+
+
+def test_clinical_output_image_for_a_foreign_url_draws_the_analysed_photo():
+    """For a non-sandbox URL the boxes are on a photo kind chosen by the URL's hash; the
+    output image must show that photo (its boxes lie on its drawn teeth)."""
+    from dentalkit.sandbox.render import output_image
+
+    ep = "clinical-images"
+    for i in range(30):
+        req = {"PatientID": f"FX{i}", "TimeStamp": SESSION, "ImageName": f"https://x/{i}.jpg"}
+        body = respond(ep, req)
+        if sum(len(v) for v in body["Results"].values()) >= 2:
+            break
+    out = np.asarray(Image.open(io.BytesIO(output_image(ep, req, body))).convert("L"), float)
+    # the output image is the input photo with box outlines: sample box interiors shrunk
+    # by 4 px (inside the drawn outline); teeth are the brightest pixels of the photo
+    for _, box in _boxes(body):
+        inside = _sample(out, _grid_in(box.buffer(-4), step=2.0))
+        if len(inside):
+            assert np.mean(inside > 200) > 0.25, box.bounds
