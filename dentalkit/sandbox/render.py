@@ -300,10 +300,30 @@ def _draw_intraoral(draw: ImageDraw.ImageDraw, pid: str, sess: str, spec: Any) -
 
 
 def _draw_tmj(draw: ImageDraw.ImageDraw, pid: str, sess: str, spec: Any) -> None:
+    """Both joints side by side (the patient's right on the image's left), each a condyle
+    under its fossa, showing the conditions ``/tmj-xsectional`` reports for the patient:
+    flattening (the condyle's top cut flat), erosion (a dark notch in its cortex),
+    osteophyte (a bright spur at its anterior edge)."""
+    from dentalkit.sandbox._patient import patient
+
+    conditions = patient(pid).tmj
     w, h = spec.width, spec.height
-    draw.ellipse((0.3 * w, 0.25 * h, 0.7 * w, 0.6 * h), fill=190)
-    draw.rectangle((0.4 * w, 0.5 * h, 0.6 * w, 0.95 * h), fill=190)
-    draw.arc((0.2 * w, 0.1 * h, 0.8 * w, 0.6 * h), 180, 360, fill=230, width=10)
+    for side, x0 in (("right", 0.0), ("left", 0.5 * w)):
+        cx, half = x0 + 0.25 * w, 0.16 * w
+        found = conditions.get(side, ())
+        draw.rectangle((cx - 0.06 * w, 0.5 * h, cx + 0.06 * w, 0.95 * h), fill=170)  # neck
+        top = 0.27 * h
+        draw.ellipse((cx - 0.1 * w, top, cx + 0.1 * w, 0.6 * h), fill=170, outline=225, width=6)
+        if "flattening" in found:
+            draw.rectangle((cx - 0.1 * w, top - 4, cx + 0.1 * w, top + 0.05 * h), fill=8)
+            draw.line((cx - 0.085 * w, top + 0.05 * h, cx + 0.085 * w, top + 0.05 * h),
+                      fill=225, width=6)  # fmt: skip
+        if "erosion" in found:
+            draw.ellipse((cx - 0.03 * w, top + 0.03 * h, cx + 0.02 * w, top + 0.09 * h), fill=8)
+        if "osteophyte" in found:
+            draw.polygon([(cx + 0.08 * w, 0.33 * h), (cx + 0.16 * w, 0.3 * h),
+                          (cx + 0.095 * w, 0.4 * h)], fill=235)  # fmt: skip
+        draw.arc((cx - half, 0.12 * h, cx + half, 0.5 * h), 180, 360, fill=230, width=10)
 
 
 _DRAWERS = {

@@ -299,3 +299,20 @@ def test_clinical_output_image_for_a_foreign_url_draws_the_analysed_photo():
         inside = _sample(out, _grid_in(box.buffer(-4), step=2.0))
         if len(inside):
             assert np.mean(inside > 200) > 0.25, box.bounds
+
+
+def test_tmj_image_shows_the_flattening_the_answer_reports():
+    """The TMJ image draws both joints (patient's right on the image's left, documented
+    layout); a condyle reported flattened has no bone at the top of its head."""
+    seen = {True: 0, False: 0}
+    for i in range(120):
+        pid = f"T{i}"
+        sentence = _answer("tmj-xsectional", "tmj", pid)["Results"]["Finding"]
+        img = _gray("tmj", pid)
+        h, w = img.shape
+        for side, x in (("right", 0.25 * w), ("left", 0.75 * w)):
+            flat = f"Condylar flattening detected on the {side} condyle." in sentence
+            top = img[int(0.29 * h), int(x)]
+            assert (top < 40) if flat else (top > 150), (pid, side, sentence)
+            seen[flat] += 1
+    assert seen[True] >= 3
