@@ -8,7 +8,7 @@ modules (``dentalkit.convert``, ``dentalkit.ceph``, ``dentalkit.arch``,
 
 from __future__ import annotations
 
-from dentalkit import ceph, settings, tle
+from dentalkit import settings
 from dentalkit.client import ApiResult, Client, download_output_image
 from dentalkit.cohort import FetchReport, fetch_cohort
 from dentalkit.endpoints import ENDPOINTS, Endpoint, get_endpoint
@@ -23,6 +23,39 @@ from dentalkit.store import read_failures, read_responses
 
 __version__ = "0.1.0"
 
+# Concept modules load on first use (``dentalkit.plot`` imports matplotlib, ``dentalkit.arch``
+# scipy): ``import dentalkit`` stays cheap, and ``dentalkit.plot.…`` still works (PEP 562).
+_LAZY = (
+    "agreement",
+    "arch",
+    "ceph",
+    "convert",
+    "findings",
+    "io",
+    "pipeline",
+    "plot",
+    "sandbox",
+    "stats",
+    "teeth",
+    "tle",
+    "tracings",
+)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module = importlib.import_module(f"dentalkit.{name}")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'dentalkit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
+
 __all__ = [
     "ENDPOINTS",
     "ApiError",
@@ -35,12 +68,23 @@ __all__ = [
     "FetchReport",
     "ResponseFormatError",
     "__version__",
+    "agreement",
+    "arch",
     "ceph",
+    "convert",
     "download_output_image",
     "fetch_cohort",
+    "findings",
     "get_endpoint",
+    "io",
+    "pipeline",
+    "plot",
     "read_failures",
     "read_responses",
+    "sandbox",
     "settings",
+    "stats",
+    "teeth",
     "tle",
+    "tracings",
 ]

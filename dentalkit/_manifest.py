@@ -18,7 +18,7 @@ import os
 import re
 import reprlib
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +56,14 @@ for _e in ENDPOINTS.values():
 
 
 def read_manifest(manifest: Any) -> pd.DataFrame:
-    """Load a manifest from a DataFrame, ``.csv`` or ``.parquet`` path (CSV read as text)."""
+    """Load a manifest from a DataFrame, a list of row dicts, or a ``.csv``/``.parquet`` path.
+
+    CSV files are read as text (no type guessing on patient ids or timestamps).
+    """
     if isinstance(manifest, pd.DataFrame):
         return manifest.reset_index(drop=True)
+    if isinstance(manifest, list | tuple) and all(isinstance(r, Mapping) for r in manifest):
+        return pd.DataFrame(list(manifest))
     if isinstance(manifest, str | os.PathLike):
         path = Path(manifest)
         if not path.exists():
@@ -71,7 +76,8 @@ def read_manifest(manifest: Any) -> pd.DataFrame:
             return pd.read_csv(path, dtype=str, keep_default_na=False, sep=sep)
         raise InputError(f"manifest {path}: give a .csv or .parquet file (or a DataFrame)")
     raise InputError(
-        f"manifest must be a DataFrame or a .csv/.parquet path, got {type(manifest).__name__}"
+        "manifest must be a DataFrame, a list of row dicts or a .csv/.parquet path, "
+        f"got {type(manifest).__name__}"
     )
 
 

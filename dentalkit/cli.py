@@ -1,4 +1,9 @@
-"""Command line: ``dentalkit demo | sandbox | openapi`` (more commands join as the pipeline grows)."""
+"""Command line: ``dentalkit demo | sandbox | openapi | fetch | tables | analyze | figures``.
+
+The study as shell steps: ``fetch`` (manifest → store) → ``tables`` (store → Parquet
+tables) → ``analyze`` (tables → analysis tables) → ``figures`` (tables + analyses →
+PDF/PNG). ``demo`` runs all of them on the embedded sandbox.
+"""
 
 from __future__ import annotations
 
@@ -155,12 +160,104 @@ def tables(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     io.write_tables(result, out)
-    for name, table in result.items():
-        typer.echo(f"{name:16s} {len(table):9d} rows")
-    typer.echo(f"wrote {len(result)} tables to {out}")
+    _echo_counts(result, f"tables to {out}")
     if len(result["problems"]):
         typer.echo(f"{len(result['problems'])} problem(s): see {out / 'problems.parquet'}")
         raise typer.Exit(1)
+
+
+def _echo_counts(tables: dict, what: str) -> None:
+    """Print one line per table with its row count, then a total line."""
+    for name, table in tables.items():
+        typer.echo(f"{name:20s} {len(table):9d} rows")
+    typer.echo(f"wrote {len(tables)} {what}")
+
+
+def _calibration(pairs: list[str] | None) -> dict[str, float]:
+    """Parse ``ENDPOINT=MM_PER_PX`` options into a calibration mapping (or exit 2)."""
+    from dentalkit.endpoints import ENDPOINTS
+
+    cal: dict[str, float] = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        if not sep or name not in ENDPOINTS or not number > 0:
+            typer.echo(
+                f"error: --mm-per-px {pair!r}: expected ENDPOINT=VALUE with a registry endpoint "
+                f"name (e.g. ceph_lateral_points=0.1) and a positive number of millimetres "
+                "per pixel",
+                err=True,
+            )
+            raise typer.Exit(2)
+        cal[name] = number
+    return cal
+
+
+MM_PER_PX_HELP = (
+    "Calibration ENDPOINT=MM_PER_PX (repeatable, e.g. ceph_lateral_points=0.1); "
+    "endpoints without one stay in pixels."
+)
+
+
+@app.command()
+def analyze(
+    tables_dir: Annotated[Path, typer.Argument(help="Folder written by `dentalkit tables`.")],
+    out: Annotated[Path, typer.Option(help="Folder for the analysis tables (Parquet).")],
+    mm_per_px: Annotated[list[str] | None, typer.Option(help=MM_PER_PX_HELP)] = None,
+    store: Annotated[
+        Path | None,
+        typer.Option(help="Store folder: lists the analysed images (findings denominators)."),
+    ] = None,
+) -> None:
+    """Run every cohort analysis the tables allow (ceph, arch, teeth, findings).
+
+    Writes one Parquet file per analysis table (see ``dentalkit.pipeline.analyze``).
+    Millimetres only with --mm-per-px; nothing is guessed.
+    """
+    from dentalkit import io, pipeline
+    from dentalkit.errors import DentalkitError
+    from dentalkit.store import read_responses
+
+    cal = _calibration(mm_per_px)
+    try:
+        tables = io.read_tables(tables_dir)
+        responses = read_responses(store) if store is not None else None
+        analyses = pipeline.analyze(tables, cal or None, responses=responses)
+    except (DentalkitError, FileNotFoundError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    pipeline.write_analyses(analyses, out)
+    _echo_counts(analyses, f"analysis tables to {out}")
+
+
+@app.command()
+def figures(
+    tables_dir: Annotated[Path, typer.Argument(help="Folder written by `dentalkit tables`.")],
+    analyses_dir: Annotated[Path, typer.Argument(help="Folder written by `dentalkit analyze`.")],
+    out: Annotated[Path, typer.Option(help="Folder for the figures (PDF and PNG).")],
+    mm_per_px: Annotated[list[str] | None, typer.Option(help=MM_PER_PX_HELP)] = None,
+    dpi: Annotated[
+        int, typer.Option(min=300, max=1200, help="Resolution of the PNGs (and PDF images).")
+    ] = 600,
+) -> None:
+    """Draw the standard figure set (85 mm single column, PDF + PNG) on blank canvases."""
+    from dentalkit import io, pipeline
+    from dentalkit.errors import DentalkitError
+
+    cal = _calibration(mm_per_px)
+    try:
+        tables = io.read_tables(tables_dir)
+        analyses = pipeline.read_analyses(analyses_dir)
+    except (DentalkitError, FileNotFoundError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    written = pipeline.make_figures(tables, analyses, out, mm_per_px=cal or None, dpi=dpi)
+    for name, paths in written.items():
+        typer.echo(f"{name:28s} " + " ".join(p.name for p in paths))
+    typer.echo(f"wrote {len(written)} figures to {out}")
 
 
 @app.command()
@@ -169,6 +266,9 @@ def demo(
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("dentalkit-demo"),
     port: Annotated[int, typer.Option(help="Loopback port of the embedded sandbox.")] = 8766,
     progress: Annotated[bool, typer.Option(help="Show the fetch progress bar.")] = True,
+    dpi: Annotated[
+        int, typer.Option(min=300, max=1200, help="Figure resolution (PNG, images in PDFs).")
+    ] = 600,
 ) -> None:
     """Run a whole study on the embedded sandbox: fetch, tables, analyses, figures, report.
 
@@ -180,7 +280,7 @@ def demo(
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        run_demo(patients=patients, out=out, echo=typer.echo, port=port, progress=progress)
+        run_demo(patients=patients, out=out, echo=typer.echo, port=port, progress=progress, dpi=dpi)
     except ConfigurationError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -371,6 +371,14 @@ class Client:
                     timeout=spec.timeout,
                     force_refresh=refresh,
                 )
+            except requests.exceptions.SSLError as exc:
+                # A certificate that cannot be verified will not verify on a retry either.
+                raise TransportError(
+                    f"{ep.method} {ep.path} for patient {patient_id!r}: "
+                    f"{type(exc).__name__}: {scrub(str(exc), key)} — the server's TLS "
+                    "certificate could not be verified; check the base URL, or give the CA "
+                    "bundle with Client(verify='ca.pem') (settings.verify / REQUESTS_CA_BUNDLE)"
+                ) from None
             except (requests.ConnectionError, requests.Timeout) as exc:
                 last = TransportError(
                     f"{ep.method} {ep.path} for patient {patient_id!r}: "

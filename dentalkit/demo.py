@@ -95,6 +95,7 @@ def run_demo(
     *,
     port: int = DEMO_PORT,
     progress: bool = True,
+    dpi: int = 600,
 ) -> dict[str, Path]:
     """Run the whole study on the embedded sandbox and print where everything is.
 
@@ -113,6 +114,8 @@ def run_demo(
         by it.
     progress : bool
         Show the fetch progress bar.
+    dpi : int
+        Figure resolution (PNG and images inside PDFs), 300–1200.
 
     Returns
     -------
@@ -171,9 +174,9 @@ def run_demo(
     analyses["tle_summary"] = tle.summary(estimates, by="malocclusion_class")
     analyses["tle_calibration"] = tle.calibration(estimates, "observed_months")
     analyses["tle_sensitivity"] = curves
-    pipeline.write_analyses(
-        {k: v for k, v in analyses.items() if k != "tle_sensitivity"}, out / "analyses"
-    )
+    # The sensitivity curves carry their inputs in attrs and stay in memory (figure only).
+    stored = {k: v for k, v in analyses.items() if k != "tle_sensitivity"}
+    pipeline.write_analyses(stored, out / "analyses")
 
     from dentalkit import plot
 
@@ -189,6 +192,7 @@ def run_demo(
         mm_per_px=cal,
         image_for=lambda kind, pid, ts: input_image(f"{kind}/{pid}/{ts[:10]}.png"),
         extra=extra,
+        dpi=dpi,
     )
     report_path = pipeline.write_report(
         out / "report.md",
@@ -203,8 +207,8 @@ def run_demo(
         figures=figures,
     )
     elapsed = time.perf_counter() - t0
-    echo(f"analyses: {len(analyses)} tables in {out / 'analyses'}")
-    echo(f"figures: {len(figures)} in {out / 'figures'} (PDF and PNG, 85 mm wide)")
+    echo(f"analyses: {len(stored)} tables in {out / 'analyses'}")
+    echo(f"figures: {len(figures)} in {out / 'figures'} (PDF and PNG, 85 mm wide, {dpi} dpi)")
     echo(f"report: {report_path}")
     echo(f"done in {elapsed:.0f} s")
     return {

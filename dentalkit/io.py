@@ -1,4 +1,13 @@
-"""Table I/O: every table as Parquet, ``teeth`` as GeoParquet 1.1 — with pyarrow only.
+"""Table I/O: Parquet and GeoParquet for dentalkit, CSV and a data dictionary for publication.
+
+Storing tables
+    :func:`write_tables`, :func:`read_tables`, :func:`write_geoparquet`,
+    :func:`read_geoparquet` — every table as Parquet, ``teeth`` as GeoParquet 1.1.
+Publication hygiene
+    :func:`pseudonymize` — keyed HMAC-SHA256 pseudonyms of ``patient_id``, consistent
+    across tables; :func:`export` — CSV (and Parquet) for R / SPSS / Stata users with a
+    data dictionary (CSV + JSON) describing every column (:func:`data_dictionary`);
+    :func:`read_export` reads an export back with its dtypes. Guide: ``docs/publishing.md``.
 
 GeoParquet (https://geoparquet.org, version 1.1.0) is Parquet with a ``geo`` metadata
 entry describing the geometry columns. dentalkit writes it directly with pyarrow, so
@@ -47,12 +56,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import shapely
 
+from dentalkit._dictionary import data_dictionary
+from dentalkit._export import export, read_export
+from dentalkit._pseudonymize import pseudonymize
 from dentalkit.convert import schemas
 from dentalkit.errors import InputError
 
 __all__ = [
     "GEOPARQUET_VERSION",
+    "data_dictionary",
+    "export",
     "patient_bucket",
+    "pseudonymize",
+    "read_export",
     "read_geoparquet",
     "read_partitioned",
     "read_tables",

@@ -174,6 +174,7 @@ def make_figures(
     mm_per_px: Calibration | None = None,
     image_for: Callable[[str, str, str], Any] | None = None,
     extra: Mapping[str, Callable[[Any], Any]] | None = None,
+    dpi: int = 600,
 ) -> dict[str, list[Path]]:
     """Draw the standard figure set; return ``{figure name: [files]}``.
 
@@ -191,6 +192,9 @@ def make_figures(
         ``None`` draws on blank canvases.
     extra : mapping, optional
         More figures: name → ``function(ax)`` drawing on a fresh single-column axes.
+    dpi : int
+        Resolution of the PNG files and of images embedded in the PDFs (300–1200;
+        default 600, the usual requirement for combination artwork).
     """
     import matplotlib
 
@@ -210,7 +214,9 @@ def make_figures(
                 fig = plot.figure(width)
                 ax = fig.add_subplot()
                 fn(ax)
-                written[name] = plot.savefig(fig, out / name, width=width, formats=("pdf", "png"))
+                written[name] = plot.savefig(
+                    fig, out / name, width=width, formats=("pdf", "png"), dpi=dpi
+                )
                 plt.close(fig)
         except Exception as exc:  # one bad figure must not cost the others
             plt.close("all")
@@ -247,8 +253,10 @@ def make_figures(
         from dentalkit import ceph
 
         # Most shipped norms lack a verified SD (docs/measures.md); the chart shows the
-        # textbook SDs too and says so on its axis.
-        z = ceph.zscores(measures[measures["view"] == "lateral"], include_unverified=True)
+        # textbook SDs too and says so on its axis (so the warning is not repeated here).
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DentalkitWarning)
+            z = ceph.zscores(measures[measures["view"] == "lateral"], include_unverified=True)
         if z["z"].notna().any():
 
             def wiggle(ax: Any) -> None:

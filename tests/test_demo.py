@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from dentalkit import io
 from dentalkit.cli import app
+from dentalkit.demo import sandbox_calibration
 from dentalkit.endpoints import image_endpoints
 from dentalkit.store import read_responses
 
@@ -23,6 +24,7 @@ def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp
     out = tmp_path / "demo"
     port = str(_free_port())
     args = ["demo", "--patients", "3", "--out", str(out), "--port", port, "--no-progress"]
+    args += ["--dpi", "300"]  # the figures' content is the same; 600 dpi only costs time
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
     assert "runs no AI model" in first.output
@@ -56,6 +58,50 @@ def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp
     for name in figures:
         assert f"figures/{name}.png" in report
 
+    # The same study as shell steps: tables, analyze and figures.
+    cal = sandbox_calibration()
+    cli_out = tmp_path / "cli"
+    step = CliRunner().invoke(app, ["tables", str(out), "--out", str(cli_out / "tables")])
+    assert step.exit_code == 0, step.output
+    assert f"{len(tables['landmarks']):9d} rows" in step.output
+    again_tables = io.read_tables(cli_out / "tables")
+    assert again_tables.keys() == tables.keys()
+    for name, table in tables.items():
+        pd.testing.assert_frame_equal(again_tables[name], table, obj=name)
+    step = CliRunner().invoke(app, ["tables", str(tmp_path / "nothing"), "--out", str(cli_out)])
+    assert step.exit_code == 2 and "error:" in step.output
+    step = CliRunner().invoke(
+        app,
+        [
+            "analyze",
+            str(out / "tables"),
+            "--out",
+            str(cli_out / "analyses"),
+            "--store",
+            str(out),
+            *[f"--mm-per-px={name}={value}" for name, value in cal.items()],
+        ],
+    )
+    assert step.exit_code == 0, step.output
+    again = pd.read_parquet(cli_out / "analyses" / "ceph_measures.parquet")
+    pd.testing.assert_frame_equal(again, measures)
+    step = CliRunner().invoke(
+        app,
+        [
+            "figures",
+            str(out / "tables"),
+            str(cli_out / "analyses"),
+            *["--out", str(cli_out / "fig"), "--dpi", "300"],
+        ],
+    )
+    assert step.exit_code == 0, step.output
+    assert (cli_out / "fig" / "arch_forms.pdf").stat().st_size > 1000
+    from PIL import Image
+
+    with Image.open(out / "figures" / "arch_forms.png") as png:
+        assert round(png.info["dpi"][0]) == 300
+        assert abs(png.width - 85 / 25.4 * 300) < 3  # 85 mm single column
+
     # Second run: every request is already stored, nothing is sent again.
     second = CliRunner().invoke(app, args)
     assert second.exit_code == 0, second.output
@@ -73,3 +119,11 @@ def test_a_busy_port_is_a_clear_error(tmp_path):
         )
     assert result.exit_code == 2
     assert "busy" in result.output
+
+
+def test_a_bad_calibration_option_names_the_fix(tmp_path):
+    result = CliRunner().invoke(
+        app, ["analyze", str(tmp_path), "--out", str(tmp_path / "a"), "--mm-per-px", "ceph=0.1"]
+    )
+    assert result.exit_code == 2
+    assert "ENDPOINT=VALUE" in result.output

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dentalkit.tle.codebook import Codebook, Parameter, load_codebook
 from dentalkit.tle.encoding import decode, encode
-from dentalkit.tle.estimation import estimate, sensitivity
+from dentalkit.tle.estimation import estimate, problems, sensitivity
 from dentalkit.tle.example import example_patients
 from dentalkit.tle.stats import calibration, summary
 
@@ -28,6 +28,7 @@ __all__ = [
     "estimate",
     "example_patients",
     "load_codebook",
+    "problems",
     "sensitivity",
     "summary",
 ]

@@ -34,14 +34,14 @@ from dentalkit.tle.encoding import PROBLEM_COLUMNS, encode
 if TYPE_CHECKING:
     from dentalkit.client import Client
 
-__all__ = ["ESTIMATE_PROBLEM_COLUMNS", "estimate", "sensitivity"]
+__all__ = ["ESTIMATE_PROBLEM_COLUMNS", "estimate", "problems", "sensitivity"]
 
 log = logging.getLogger("dentalkit")
 
 _ENDPOINT = get_endpoint("tle")
 _PARAMS = [q.name for q in _ENDPOINT.query]
-#: Columns of ``attrs["problems"]`` of :func:`estimate`: the encoding problems' columns
-#: plus the error type and HTTP status of a failed call.
+#: Columns of :func:`problems` (of an :func:`estimate` or :func:`sensitivity` result): the
+#: encoding problems' columns plus the error type and HTTP status of a failed call.
 ESTIMATE_PROBLEM_COLUMNS = (*PROBLEM_COLUMNS, "error_type", "status_code")
 
 
@@ -70,8 +70,8 @@ def estimate(
         Show a tqdm progress bar over the distinct requests.
     errors : {"collect", "raise"}
         ``"collect"`` (default): invalid rows are not sent and failed calls do not stop the
-        run; both leave ``app``/``estimate_length_months`` missing and are listed in
-        ``result.attrs["problems"]`` (a :class:`~dentalkit.errors.DentalkitWarning` says how
+        run; both leave ``app``/``estimate_length_months`` missing and are listed by
+        :func:`problems` ``(result)`` (a :class:`~dentalkit.errors.DentalkitWarning` says how
         many). ``"raise"``: any invalid row raises :class:`~dentalkit.errors.ManifestError`
         before anything is sent; the first failed call raises its error.
     codebook : Codebook or path, optional
@@ -85,9 +85,11 @@ def estimate(
         The input rows (same index and order, input not modified) plus ``p01`` … ``p11``
         (the strings sent; missing for invalid rows), ``app`` (the estimator's name) and
         ``estimate_length_months`` (float64, months as the service answered).
-        ``attrs["problems"]`` holds one row per invalid value or failed call (columns
-        :data:`ESTIMATE_PROBLEM_COLUMNS`); ``attrs["requests"]`` the number of distinct
-        parameter sets and ``attrs["from_cache"]`` how many the HTTP cache answered.
+        :func:`problems` ``(result)`` gives one row per invalid value or failed call
+        (columns :data:`ESTIMATE_PROBLEM_COLUMNS`); ``attrs["requests"]`` is the number of
+        distinct parameter sets and ``attrs["from_cache"]`` how many the HTTP cache
+        answered. ``attrs`` hold plain values only (the problems as records), so results
+        concatenate with :func:`pandas.concat` and copy cheaply.
 
     Raises
     ------
@@ -143,18 +145,61 @@ def estimate(
     if len(failures):
         failed = encoded.reset_index(names="_pos").merge(failures, on=_PARAMS, how="inner")
         problems = pd.concat([problems, _failure_problems(failed, patients)], ignore_index=True)
-    out.attrs["problems"] = problems
+    out.attrs["problems"] = _records(problems)
     out.attrs["requests"] = len(unique)
     out.attrs["from_cache"] = from_cache
     if len(problems):
         n_rows = int(out["estimate_length_months"].isna().sum())
         warnings.warn(
             f"{n_rows} of {len(out)} patient row(s) have no estimate "
-            f"({len(problems)} problem(s)); see result.attrs['problems']",
+            f"({len(problems)} problem(s)); see dentalkit.tle.problems(result)",
             DentalkitWarning,
             stacklevel=2,
         )
     return out
+
+
+def problems(result: pd.DataFrame) -> pd.DataFrame:
+    """The problems of an :func:`estimate` or :func:`sensitivity` result, as a table.
+
+    Parameters
+    ----------
+    result : pandas.DataFrame
+        A result of :func:`estimate` or :func:`sensitivity` (or a frame derived from one
+        that kept its ``attrs``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per invalid value or failed call, columns :data:`ESTIMATE_PROBLEM_COLUMNS`
+        (``row`` is the label of the patient row in the input table); empty when there
+        were none.
+
+    Raises
+    ------
+    InputError
+        ``result`` carries no problems record (not a tle result, or its ``attrs`` were
+        dropped, as pandas does when concatenating results whose problems differ).
+    """
+    records = getattr(result, "attrs", {}).get("problems")
+    if records is None:
+        raise InputError(
+            "this table carries no tle problems record: pass a result of tle.estimate or "
+            "tle.sensitivity (pandas drops attrs when concatenated results differ in them; "
+            "collect problems(result) before concatenating)"
+        )
+    table = pd.DataFrame.from_records(list(records), columns=list(ESTIMATE_PROBLEM_COLUMNS))
+    text = [c for c in ESTIMATE_PROBLEM_COLUMNS if c not in ("row", "status_code")]
+    return table.astype({**dict.fromkeys(text, "str"), "status_code": "Int16"})
+
+
+def _records(table: pd.DataFrame) -> tuple[dict[str, Any], ...]:
+    """Problems as a tuple of plain-value dicts (comparable with ``==``, JSON-able)."""
+    clean = table.astype(object).where(table.notna(), None)
+    return tuple(
+        {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
+        for row in clean.to_dict("records")
+    )
 
 
 def _call_all(
@@ -381,7 +426,7 @@ def sensitivity(
     if len(out.attrs["problems"]):
         warnings.warn(
             f"{int(np.isnan(by_value).sum())} point(s) of the sensitivity curves have no "
-            "estimate; see result.attrs['problems']",
+            "estimate; see dentalkit.tle.problems(result)",
             DentalkitWarning,
             stacklevel=2,
         )

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from dentalkit._manifest import plan_requests, read_manifest
-from dentalkit.errors import DentalkitWarning, ManifestError
+from dentalkit.errors import DentalkitWarning, InputError, ManifestError
 
 URL = "https://img.example.org/{}.png"
 
@@ -151,6 +151,14 @@ def test_parquet_manifest(tmp_path):
     _manifest(3, draw_contours=[True, False, None]).to_parquet(path)
     plan = plan_requests(read_manifest(path), "pano_segmentation")
     assert [p[1].get("DrawContours") for p in plan.payloads] == [True, False, None]
+
+
+def test_a_list_of_row_dicts_is_a_manifest_and_other_objects_are_refused():
+    rows = [{"patient_id": "P1", "timestamp": "t", "image_url": URL.format(1)}]
+    plan = plan_requests(read_manifest(rows), "pano_segmentation")
+    assert plan.requests["patient_id"].tolist() == ["P1"]
+    with pytest.raises(InputError, match="list of row dicts"):
+        read_manifest([("P1", "t")])
 
 
 def test_tle_rows_of_different_sessions_share_one_http_request():

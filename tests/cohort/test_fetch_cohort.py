@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import orjson
 import pandas as pd
@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dentalkit.cohort import fetch_cohort
-from dentalkit.errors import ConfigurationError, ManifestError, ServerError
+from dentalkit.errors import ConfigurationError, InputError, ManifestError, ServerError
 from dentalkit.store import read_failures, read_responses
 
 pytestmark = pytest.mark.usefixtures("simulator")
@@ -147,6 +147,81 @@ def test_process_pool_executor_builds_clients_in_workers(make_client, fresh, tmp
         read_responses(tmp_path / "out")["body"].tolist()
         == read_responses(tmp_path / "out2")["body"].tolist()
     )
+
+
+class CountingExecutor(ThreadPoolExecutor):
+    """An external executor (as dask's would be) that counts the tasks it is given."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.tasks = 0
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.tasks += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+@pytest.mark.parametrize(("batch_size", "tasks"), [(None, 4), (1, 20), (3, 7)])
+def test_external_executors_get_batches_of_requests(
+    make_client, fresh, tmp_path, batch_size, tasks
+):
+    client = make_client()
+    reference = fetch_cohort(manifest(20), "classifier", tmp_path / "ref", client=make_client(cache=tmp_path / "ref.sqlite"), progress=False)  # fmt: skip
+    assert reference.stored == 20
+    fresh.reset_stats()
+    with CountingExecutor(max_workers=4) as pool:
+        rep = fetch_cohort(manifest(20), "classifier", tmp_path / "out", client=client, executor=pool, max_workers=4, batch_size=batch_size, progress=False)  # fmt: skip
+    # automatic: 20 requests over 4 workers -> batches of 5 (one full round, 4 tasks)
+    assert pool.tasks == tasks
+    assert (rep.stored, rep.failed) == (20, 0)
+    assert fresh.stats()["total"] == 20  # each request sent once, none lost in a batch
+    got, ref = read_responses(tmp_path / "out"), read_responses(tmp_path / "ref")
+    assert sorted(got["request_key"]) == sorted(ref["request_key"])
+    assert got.set_index("request_key")["body"].sort_index().tolist() == ref.set_index("request_key")["body"].sort_index().tolist()  # fmt: skip
+
+
+def test_a_failed_request_in_a_batch_fails_alone(make_client, fresh, tmp_path, monkeypatch):
+    import dentalkit.cohort as cohort
+    from dentalkit.errors import TransportError
+
+    real = cohort._fetch_one
+
+    def flaky(client, payload):  # the request of P002 fails, as a lost connection would
+        if payload[1]["PatientID"] == "P002":
+            return TransportError("simulated: connection reset")
+        return real(client, payload)
+
+    monkeypatch.setattr(cohort, "_fetch_one", flaky)
+    m = manifest(6)
+    with CountingExecutor(max_workers=2) as pool:
+        rep = fetch_cohort(m, "classifier", tmp_path / "out", client=make_client(), executor=pool, batch_size=3, progress=False)  # fmt: skip
+    assert pool.tasks == 2
+    stored = set(read_responses(tmp_path / "out")["patient_id"])
+    failed = read_failures(tmp_path / "out")
+    assert (rep.stored, rep.failed) == (5, 1)
+    assert failed["patient_id"].tolist() == ["P002"]
+    assert failed["error_type"].tolist() == ["TransportError"]
+    assert stored == set(m["patient_id"]) - {"P002"}
+
+
+def test_batch_size_must_be_positive(make_client, tmp_path):
+    with CountingExecutor(max_workers=1) as pool, pytest.raises(InputError, match="batch_size"):
+        fetch_cohort(manifest(2), "classifier", tmp_path / "out", client=make_client(), executor=pool, batch_size=0, progress=False)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("n", "workers", "batch"),
+    [
+        (800, 16, 5),  # ceil(800/(16*5)) * 5 = 50 request times = the ideal 800/16
+        (1_000_000, 16, 8),  # all batches within 0.01 % of ideal: the largest
+        (10, 16, 1),  # fewer requests than workers
+        (17, 16, 2),  # one round of 2 instead of two rounds of 1
+    ],
+)
+def test_automatic_batch_size_fills_the_last_round(n, workers, batch):
+    from dentalkit.cohort import _auto_batch
+
+    assert _auto_batch(n, workers) == batch
 
 
 def test_many_threads_share_one_sqlite_cache(make_client, fresh, tmp_path):

@@ -49,11 +49,19 @@ def test_client_refuses_a_certificate_it_cannot_verify(tls, which, monkeypatch):
     monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
     monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
     verify = True if which == "system store" else other_file
-    client = Client(sb.base_url, api_key=sb.api_key, cache="memory", verify=verify, max_retries=0)
+    # Retries are on: a certificate error must not be retried (it cannot heal).
+    client = Client(sb.base_url, api_key=sb.api_key, cache="memory", verify=verify, max_retries=3)
+    sent = []
+    real_request = client._session.request
+    monkeypatch.setattr(
+        client._session, "request", lambda *a, **k: sent.append(1) or real_request(*a, **k)
+    )
     before = sb.stats()["total"]
     with pytest.raises(TransportError, match=r"CERTIFICATE_VERIFY_FAILED|certificate verify failed") as info:  # fmt: skip
         client.classifier("T1", "t", IMG)
     assert "SSLError" in str(info.value) and "/classifier" in str(info.value)
+    assert "verify='ca.pem'" in str(info.value)  # says how to fix it
+    assert len(sent) == 1  # one attempt, no retries
     assert sb.stats()["total"] == before  # no request got through
     add_figure("bad inputs tried", 1)
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from dentalkit.errors import DentalkitWarning, InputError, ManifestError, ResponseFormatError
-from dentalkit.tle import encode, estimate, example_patients, sensitivity
+from dentalkit.tle import encode, estimate, example_patients, problems, sensitivity
 
 PARAMS = [f"p{i:02d}" for i in range(1, 12)]
 BASE = {
@@ -140,10 +140,20 @@ def test_invalid_rows_are_not_sent(sb, client):
     assert sb.stats()["total"] == 1
     assert est["estimate_length_months"].isna().tolist() == [False, True, True]
     assert est.loc["b", PARAMS].isna().all() and est.loc["a", PARAMS].notna().all()
-    problems = est.attrs["problems"]
-    assert problems["row"].tolist() == ["b", "c"]
-    assert problems["patient_id"].tolist() == ["PB", "PC"]
-    assert set(problems["error_type"]) == {"InputError"}
+    found = problems(est)
+    assert found["row"].tolist() == ["b", "c"]
+    assert found["patient_id"].tolist() == ["PB", "PC"]
+    assert set(found["error_type"]) == {"InputError"}
+    assert found["status_code"].isna().all() and str(found["status_code"].dtype) == "Int16"
+
+    # Results concatenate (attrs hold plain records, not DataFrames) and copy their records.
+    both = pd.concat([est, est.copy()])
+    assert len(both) == 6 and len(problems(both)) == 2
+    good = estimate(rows.loc[["a"]], client, progress=False)
+    assert problems(good).empty and list(problems(good).columns) == list(found.columns)
+    mixed = pd.concat([est, good])  # records differ: pandas drops attrs, and we say so
+    with pytest.raises(InputError, match="before concatenating"):
+        problems(mixed)
 
 
 def test_repeated_index_labels_map_back_by_position(client):
@@ -155,7 +165,7 @@ def test_repeated_index_labels_map_back_by_position(client):
     assert est.index.tolist() == [7, 7, 7]
     months = est["estimate_length_months"].to_numpy()
     assert months[1] > months[0] and np.isnan(months[2])
-    assert est.attrs["problems"]["row"].tolist() == [7]
+    assert problems(est)["row"].tolist() == [7]
 
 
 def test_failed_calls_are_collected_or_raised():
@@ -169,16 +179,12 @@ def test_failed_calls_are_collected_or_raised():
         with pytest.warns(DentalkitWarning, match="4 of 4 patient row"):
             est = estimate(patients, c, progress=False)
         assert est["estimate_length_months"].isna().all() and est["app"].isna().all()
-        problems = est.attrs["problems"]
-        assert len(problems) == 4
-        assert set(problems["error_type"]) == {"ServerError"}
-        assert problems["status_code"].tolist() == [500] * 4 or set(problems["status_code"]) <= {
-            500,
-            502,
-            503,
-        }
-        assert problems["patient_id"].tolist() == patients["patient_id"].tolist()
-        assert problems["value"].str.startswith("p01=").all()
+        found = problems(est)
+        assert len(found) == 4
+        assert set(found["error_type"]) == {"ServerError"}
+        assert set(found["status_code"]) <= {500, 502, 503}
+        assert found["patient_id"].tolist() == patients["patient_id"].tolist()
+        assert found["value"].str.startswith("p01=").all()
         with pytest.raises(ServerError):
             estimate(patients, c, progress=False, errors="raise")
 
@@ -226,6 +232,10 @@ def test_sensitivity_table_and_mean_curve(client):
         for value, months in zip(values, row, strict=True):
             query = encode(pd.DataFrame([{**patient.to_dict(), "difficulty_score": value}]))
             assert months == rule(query.iloc[0])
+    # curves of several factors make one table
+    crowding = sensitivity(patients, "crowding", ["none", "severe"], client)
+    both = pd.concat([curve, crowding], ignore_index=True)
+    assert set(both["parameter"]) == {"p11", "p04"} and problems(both).empty
 
 
 def test_sensitivity_single_patient_and_bad_values(sb, client):

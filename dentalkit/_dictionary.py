@@ -1,0 +1,426 @@
+"""The data dictionary: per exported column its type, unit, description and allowed values.
+
+Descriptions are declared once and read from where they live:
+
+* the data contract's tables (``landmarks``, ``teeth`` …): the ``doc`` of each field of
+  :data:`dentalkit.convert.schemas.SCHEMAS` (so the converters, ``docs/columns.md`` and
+  every exported dictionary say the same thing);
+* analysis tables (``ceph_measures``, ``arch_fits`` … see :data:`ANALYSIS_TABLES`) and
+  units of the contract's coordinate columns: ``dentalkit/data/columns.csv``;
+* patient-table columns of the treatment-length codebook (``age_years`` …): the codebook;
+* columns named after a cephalometric measure (a wide table): the measure reference.
+
+``docs/columns.md`` is generated from the same declarations by :func:`columns_markdown`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dentalkit._pseudonymize import PSEUDONYM_ATTR
+from dentalkit.convert import schemas
+
+__all__ = [
+    "ANALYSIS_TABLES",
+    "DICTIONARY_COLUMNS",
+    "column_type",
+    "columns_markdown",
+    "data_dictionary",
+    "load_catalogue",
+]
+
+#: Analysis tables the catalogue describes: export name → (what produces it, one row per).
+#: Export a result under this name and its columns are described without further ado.
+ANALYSIS_TABLES: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {
+        "ceph_measures": ("ceph.measure", "session × measure"),
+        "ceph_zscores": ("ceph.zscores", "session × measure"),
+        "ceph_classes": ("ceph.classify", "session"),
+        "ceph_change": ("ceph.change", "patient × measure × pair of consecutive sessions"),
+        "ceph_summary": ("ceph.summarize", "measure"),
+        "arch_fits": ("arch.fit", "arch × model"),
+        "arch_measures": ("arch.measures", "arch × dimension"),
+        "arch_mean_forms": ("arch.mean_form", "group × arch × abscissa"),
+        "tooth_measures": ("teeth.measure", "tooth × source"),
+        "tooth_symmetry": ("teeth.symmetry(...).pairs", "left/right pair of teeth"),
+        "tooth_symmetry_patients": ("teeth.symmetry(...).per_patient", "session × source"),
+        "tooth_symmetry_cohort": ("teeth.symmetry(...).cohort", "source × arch × tooth type"),
+        "missing_by_fdi": ("teeth.missing(...).by_fdi", "FDI tooth (and group)"),
+        "missing_by_type": ("teeth.missing(...).by_type", "arch × tooth type"),
+        "missing_by_arch": ("teeth.missing(...).by_arch", "arch"),
+        "missing_patterns": ("teeth.missing(...).patterns", "pattern"),
+        "missing_per_patient": ("teeth.missing(...).per_patient", "patient (or session)"),
+        "findings_prevalence": ("findings.prevalence(...).prevalence", "source × class"),
+        "finding_boxes": ("findings.prevalence(...).boxes", "detection"),
+        "finding_box_sizes": ("findings.prevalence(...).box_sizes", "source × class × measure"),
+        "tle_estimates": ("tle.estimate", "patient"),
+        "tle_summary": ("tle.summary", "group"),
+        "tle_sensitivity": ("tle.sensitivity", "patient × value, plus a mean row per value"),
+        "tle_calibration": ("tle.calibration", "statistic"),
+        "comparisons": ("stats.compare, arch.compare", "comparison"),
+        "descriptives": ("stats.describe", "group"),
+    }
+)
+
+#: Columns of the data dictionary table, in order.
+DICTIONARY_COLUMNS = (
+    "table",
+    "column",
+    "type",
+    "pandas_dtype",
+    "unit",
+    "description",
+    "allowed_values",
+    "n_missing",
+)
+
+_SESSION_TABLE = "landmarks"  # the session-key columns are the same in every contract table
+_SESSION_KEY = ("patient_id", "timestamp", "session_time", "endpoint", "model_version")
+_TLE_COLUMNS = (*(f"p{i:02d}" for i in range(1, 12)), "app", "estimate_length_months")
+_SUFFIX_UNITS = (
+    ("_mm", "mm"),
+    ("_deg", "deg"),
+    ("_months", "months"),
+    ("_years", "years"),
+    ("_px", "px"),
+    ("_pct", "%"),
+)
+_PLACEHOLDER = "{unit}"
+# values of a ``unit`` column that name the unit of analysis, not a unit of measurement
+_ANALYSIS_UNITS = frozenset({"patient", "session", "image"})
+
+
+@cache
+def load_catalogue() -> pd.DataFrame:
+    """The shipped column catalogue (``dentalkit/data/columns.csv``): table, column, unit, description.
+
+    ``table`` is a contract table, an analysis table of :data:`ANALYSIS_TABLES`, or ``*``
+    (any table). ``unit`` may contain ``{unit}``: the unit in the row's ``unit`` column.
+    """
+    path = resources.files("dentalkit.data") / "columns.csv"
+    with path.open(encoding="utf-8") as fh:
+        cat = pd.read_csv(fh, dtype=str, keep_default_na=False)
+    return cat
+
+
+@cache
+def _catalogue_index() -> dict[tuple[str, str], tuple[str, str]]:
+    cat = load_catalogue()
+    return {
+        (t, c): (u, d)
+        for t, c, u, d in zip(
+            cat["table"], cat["column"], cat["unit"], cat["description"], strict=True
+        )
+    }
+
+
+def _schema_doc(table: str, column: str) -> str | None:
+    schema = schemas.SCHEMAS.get(table)
+    if schema is None or column not in schema.names:
+        return None
+    meta = schema.field(column).metadata or {}
+    return meta.get(b"doc", b"").decode("utf-8") or None
+
+
+@cache
+def _codebook() -> dict[str, tuple[str, str, str]]:
+    """Patient-table column → (parameter, meaning, unit) of the shipped TLE codebook."""
+    from dentalkit.tle import load_codebook
+
+    table = load_codebook().table()
+    return {
+        c: (p, m, u)
+        for p, m, c, u in zip(
+            table["param"], table["meaning"], table["column"], table["unit"], strict=True
+        )
+    }
+
+
+@cache
+def _measure_reference() -> dict[str, tuple[str, str, str]]:
+    """Cephalometric measure id → (label, description, unit) of the measure reference."""
+    from dentalkit.ceph import reference_table
+
+    ref = reference_table()
+    return {
+        i: (lab, desc, unit)
+        for i, lab, desc, unit in zip(
+            ref["id"], ref["label"], ref["description"], ref["unit"], strict=True
+        )
+    }
+
+
+def column_type(dtype: Any) -> str:
+    """The exported (language-neutral) type of a pandas dtype.
+
+    One of ``categorical``, ``ordered categorical``, ``boolean``, ``integer``, ``number``, ``datetime``,
+    ``string``, ``geometry`` (WKT text in CSV) or ``text`` (anything else, as text).
+    """
+    if isinstance(dtype, pd.CategoricalDtype):
+        return "ordered categorical" if dtype.ordered else "categorical"
+    if pd.api.types.is_bool_dtype(dtype):
+        return "boolean"
+    if pd.api.types.is_integer_dtype(dtype):
+        return "integer"
+    if pd.api.types.is_float_dtype(dtype):
+        return "number"
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return "datetime"
+    if pd.api.types.is_string_dtype(dtype) and not (
+        isinstance(dtype, np.dtype) and dtype.kind == "O"
+    ):
+        return "string"
+    return "text"
+
+
+def _is_geometry(col: pd.Series) -> bool:
+    if col.dtype != object:
+        return False
+    import shapely
+
+    values = col.dropna()
+    return bool(len(values)) and bool(shapely.is_geometry(values.to_numpy()).all())
+
+
+def _units_in(df: pd.DataFrame) -> list[str] | None:
+    """Units of measurement named in the table's ``unit`` column (None: no such column)."""
+    if "unit" not in df.columns:
+        return None
+    units = sorted({str(u) for u in df["unit"].dropna().unique()})
+    if units and set(units) <= _ANALYSIS_UNITS:
+        return None
+    return units
+
+
+def _unit_text(raw: str, df: pd.DataFrame) -> str:
+    if _PLACEHOLDER not in raw:
+        return raw
+    units = _units_in(df)
+    if units is None:
+        return ""
+    if len(units) == 1:
+        return raw.replace(_PLACEHOLDER, units[0])
+    listed = ", ".join(units) if units else "none present"
+    return f"per row: column unit ({listed})" + (
+        "" if raw == _PLACEHOLDER else f"; {raw.replace(_PLACEHOLDER, 'unit')}"
+    )
+
+
+def _lookup(table: str, column: str) -> tuple[str | None, str | None]:
+    """Declared (unit, description) of a column, without user overrides."""
+    index = _catalogue_index()
+    unit = desc = None
+    specific = index.get((table, column))
+    if specific is not None:
+        unit, desc = specific[0] or None, specific[1] or None
+    contract = _schema_doc(table, column)
+    if contract is not None:
+        desc = contract
+    if desc is None and column in _SESSION_KEY:
+        desc = _schema_doc(_SESSION_TABLE, column)
+    if desc is None and column in _TLE_COLUMNS:
+        desc = _schema_doc("tle", column)
+        if unit is None and column == "estimate_length_months":
+            unit = index[("tle", column)][0]
+    if desc is None and column in _codebook():
+        param, meaning, cb_unit = _codebook()[column]
+        desc = f"{meaning} (treatment-length codebook, sent as {param})"
+        unit = unit or cb_unit or None
+    generic = index.get(("*", column))
+    if generic is not None:
+        unit = unit or generic[0] or None
+        desc = desc or generic[1] or None
+    if desc is None and column in _measure_reference():
+        label, text, m_unit = _measure_reference()[column]
+        desc = f"{label}: {text}"
+        unit = unit or m_unit
+    if unit is None:
+        for suffix, u in _SUFFIX_UNITS:
+            if column.endswith(suffix):
+                unit = u
+                break
+    return unit, desc
+
+
+def _override(mapping: Mapping[str, str] | None, table: str, column: str) -> str | None:
+    if not mapping:
+        return None
+    return mapping.get(f"{table}.{column}", mapping.get(column))
+
+
+def _allowed(table: str, column: str, col: pd.Series) -> list[str]:
+    if table in schemas.SCHEMAS and column in schemas.SCHEMAS[table].names:
+        fixed = schemas.categories(table, column)
+        if fixed is not None:
+            return list(fixed)
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return [str(c) for c in col.cat.categories]
+    if pd.api.types.is_bool_dtype(col.dtype):
+        return ["true", "false"]
+    return []
+
+
+def data_dictionary(
+    tables: Mapping[str, pd.DataFrame],
+    *,
+    descriptions: Mapping[str, str] | None = None,
+    units: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    """One row per column of every table: type, unit, description and allowed values.
+
+    Parameters
+    ----------
+    tables : mapping of str to pandas.DataFrame
+        Tables by export name. Contract tables (``landmarks`` …) and the analysis tables
+        of :data:`ANALYSIS_TABLES` are described from dentalkit's declarations; other
+        names get the generic declarations (session key, statistics columns, codebook
+        columns, measure ids as column names).
+    descriptions, units : mapping of str to str, optional
+        Your own entries, keyed ``"table.column"`` or ``"column"`` (all tables); they
+        take precedence over dentalkit's.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`DICTIONARY_COLUMNS`. ``type`` is the exported type
+        (:func:`column_type`; ``geometry`` for shapely columns), ``pandas_dtype`` the
+        exact dtype (what :func:`dentalkit.io.read_export` restores), ``allowed_values``
+        a list (categories in order; ``true``/``false`` for booleans), ``n_missing`` the
+        null count. A column nobody describes has an empty description.
+    """
+    rows = []
+    for table, df in tables.items():
+        pseudo = df.attrs.get(PSEUDONYM_ATTR) or {}
+        for column, col in df.items():
+            column = str(column)
+            unit, desc = _lookup(table, column)
+            if column == "unit" and "unit" in df.columns and _units_in(df) is None:
+                desc = "unit of analysis: patient, session or image"
+            desc = _override(descriptions, table, column) or desc or ""
+            unit = _override(units, table, column) or unit or ""
+            if pseudo.get("column") == column:
+                desc = (
+                    f"pseudonym: {pseudo.get('prefix', '')} + first {pseudo.get('length')} "
+                    f"hex digits of {pseudo.get('method')} keyed with the study's secret "
+                    "(not stored; irreversible without it). " + desc
+                ).strip()
+            geometry = _is_geometry(col)
+            rows.append(
+                {
+                    "table": table,
+                    "column": column,
+                    "type": "geometry" if geometry else column_type(col.dtype),
+                    "pandas_dtype": str(col.dtype),
+                    "unit": _unit_text(unit, df),
+                    "description": desc,
+                    "allowed_values": _allowed(table, column, col),
+                    "n_missing": int(col.isna().sum()),
+                }
+            )
+    out = pd.DataFrame(rows, columns=list(DICTIONARY_COLUMNS))
+    return out.astype({"n_missing": "int64"})
+
+
+def value_labels(table: str, column: str, col: pd.Series) -> dict[str, dict[str, str]]:
+    """Descriptions of the values of a ``measure`` column that holds cephalometric ids."""
+    if column != "measure":
+        return {}
+    ref = _measure_reference()
+    values = col.cat.categories if isinstance(col.dtype, pd.CategoricalDtype) else col.unique()
+    return {
+        str(v): {"label": ref[str(v)][0], "unit": ref[str(v)][2], "description": ref[str(v)][1]}
+        for v in values
+        if str(v) in ref
+    }
+
+
+def _md(text: str) -> str:
+    return re.sub(r"\|", r"\\|", text)
+
+
+def _pandas_dtype_text(table: str, name: str) -> str:
+    dtype = schemas.pandas_dtypes(table)[name]
+    if isinstance(dtype, pd.CategoricalDtype):
+        return "category"
+    return str(dtype)
+
+
+def columns_markdown() -> str:
+    """Markdown of ``docs/columns.md``: every contract and analysis column (deterministic)."""
+    lines = [
+        "# Column reference",
+        "",
+        "Generated from `dentalkit/convert/schemas.py` (the data contract's tables) and",
+        "`dentalkit/data/columns.csv` (units, and the analysis tables) by",
+        "`dentalkit._dictionary.columns_markdown()`; do not edit by hand (a test compares this",
+        "file with a fresh rendering). The same declarations fill the data dictionary that",
+        "`dentalkit.io.export` writes next to exported tables.",
+        "",
+        "`{unit}` in a unit means the unit named in the row's `unit` column (deg; mm or px;",
+        "%; months). Units of lengths are millimetres only after an explicit calibration",
+        "(`mm_per_px`); otherwise pixels.",
+        "",
+        "## Data contract tables",
+        "",
+    ]
+    for table, schema in schemas.SCHEMAS.items():
+        lines += [f"### `{table}`", "", "| column | dtype | unit | description | values |"]
+        lines.append("|---|---|---|---|---|")
+        for field in schema:
+            unit, desc = _lookup(table, field.name)
+            fixed = schemas.categories(table, field.name)
+            values = ", ".join(fixed) if fixed else ""
+            null = " (nullable)" if field.nullable else ""
+            lines.append(
+                f"| `{field.name}` | {_pandas_dtype_text(table, field.name)}{null} | "
+                f"{_md(unit or '')} | {_md(desc or '')} | {_md(values)} |"
+            )
+        lines.append("")
+    lines += [
+        "## Analysis tables",
+        "",
+        "Export an analysis result under these names (`dentalkit.io.export({'ceph_measures':",
+        "m, ...}, out_dir)`) and the dictionary describes its columns. Session-key columns",
+        "(`patient_id`, `timestamp`, `session_time`, `endpoint`, `model_version`) mean what",
+        "they mean in the contract tables; columns listed under *any table* below apply",
+        "wherever they appear.",
+        "",
+    ]
+    cat = load_catalogue()
+    for table, (producer, per) in ANALYSIS_TABLES.items():
+        rows = cat[cat["table"] == table]
+        lines += [
+            f"### `{table}`",
+            "",
+            f"From `dentalkit.{producer}`; one row per {per}.",
+            "",
+            "| column | unit | description |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| `{c}` | {_md(u)} | {_md(d)} |"
+            for c, u, d in zip(rows["column"], rows["unit"], rows["description"], strict=True)
+        ]
+        lines.append("")
+    rows = cat[cat["table"] == "*"]
+    lines += ["### Any table", "", "| column | unit | description |", "|---|---|---|"]
+    lines += [
+        f"| `{c}` | {_md(u)} | {_md(d)} |"
+        for c, u, d in zip(rows["column"], rows["unit"], rows["description"], strict=True)
+    ]
+    lines += [
+        "",
+        "Also described wherever they appear: the treatment-length codebook's patient",
+        "columns (`age_years`, `sex`, `malocclusion_class` …; `docs/tle.md`) and columns named",
+        "after a cephalometric measure id (`SNA`, `ANB` … in a wide table; `docs/measures.md`).",
+        "",
+    ]
+    return "\n".join(lines)

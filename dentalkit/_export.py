@@ -1,0 +1,360 @@
+"""Export tables for R / SPSS / Stata users: CSV (+ Parquet) and a data dictionary.
+
+Implementation of :func:`dentalkit.io.export` and :func:`dentalkit.io.read_export`.
+
+CSV conventions (also written into ``data_dictionary.json``):
+
+* UTF-8 without byte-order mark, comma separator, ``.`` decimal mark, LF line ends,
+  one header row, no index column;
+* missing values are empty fields;
+* numbers in the shortest form that reads back to the same float64 (Python's ``repr``);
+* booleans ``true`` / ``false``;
+* date-times ISO 8601 in UTC with a ``Z`` (``2024-03-05T10:00:00Z``; fractional seconds
+  to the microsecond when present); naive date-times without a zone;
+* categorical columns as their labels; the dictionary lists the allowed values in
+  their order (the levels of an R factor, SPSS value labels);
+* geometry columns as WKT (``POLYGON ((…))``) at full precision.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from dentalkit._dictionary import data_dictionary, value_labels
+from dentalkit._pseudonymize import PSEUDONYM_ATTR
+from dentalkit.errors import InputError
+
+__all__ = ["DICTIONARY_FORMAT", "FORMATS", "export", "read_export"]
+
+#: Formats :func:`export` writes besides the dictionary.
+FORMATS = ("csv", "parquet")
+
+#: ``format`` field of ``data_dictionary.json``.
+DICTIONARY_FORMAT = "dentalkit-data-dictionary/1"
+
+_CONVENTIONS = {
+    "encoding": "UTF-8 (no byte-order mark)",
+    "separator": ",",
+    "decimal_mark": ".",
+    "missing": "empty field",
+    "boolean": "true / false",
+    "datetime": "ISO 8601; UTC with Z (2024-03-05T10:00:00Z); naive values without a zone",
+    "categorical": "labels as text; allowed_values lists the levels in order",
+    "geometry": "WKT (OGC Well-Known Text), pixel or mm coordinates as the unit says",
+    "numbers": "shortest text that reads back to the same IEEE 754 double",
+}
+_NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+def _iso(col: pd.Series) -> pd.Series:
+    tz = getattr(col.dtype, "tz", None)
+    values = col.dt.tz_convert("UTC") if tz is not None else col
+    frac = values.dt.microsecond.fillna(0).to_numpy() != 0
+    fmt = "%Y-%m-%dT%H:%M:%S.%f" if frac.any() else "%Y-%m-%dT%H:%M:%S"
+    text = values.dt.strftime(fmt)
+    if tz is not None:
+        text = text + "Z"
+    return text.where(col.notna())
+
+
+def _csv_frame(df: pd.DataFrame, types: Mapping[str, str]) -> pd.DataFrame:
+    """The table with every column as the text CSV holds (None = missing)."""
+    import shapely
+
+    out = {}
+    for name, col in df.items():
+        kind = types[str(name)]
+        if kind == "geometry":
+            geoms = col.to_numpy(dtype=object)
+            geoms = np.where(pd.isna(col).to_numpy(), None, geoms)
+            out[name] = pd.Series(
+                shapely.to_wkt(geoms, rounding_precision=-1, trim=True), index=df.index
+            )
+        elif kind == "datetime":
+            out[name] = _iso(col)
+        elif kind == "boolean":
+            out[name] = col.map({True: "true", False: "false"}, na_action="ignore")
+        elif kind == "text":
+            out[name] = col.map(
+                lambda v: v if isinstance(v, str) else json.dumps(v, default=str),
+                na_action="ignore",
+            )
+        else:
+            out[name] = col
+    return pd.DataFrame(out, index=df.index)
+
+
+def _check_tables(tables: Mapping[str, pd.DataFrame]) -> None:
+    if not isinstance(tables, Mapping) or not tables:
+        raise InputError(
+            "export needs a non-empty mapping of table name → DataFrame, e.g. "
+            "{'ceph_measures': measures, 'landmarks': tables['landmarks']}"
+        )
+    for name, df in tables.items():
+        if not isinstance(name, str) or not name or set(name) - _NAME_OK:
+            raise InputError(
+                f"table name {name!r} becomes a file name: use letters, digits, '_' and '-'"
+            )
+        if name == "data_dictionary":
+            raise InputError(
+                "'data_dictionary' is the dictionary's own file name; rename the table"
+            )
+        if not isinstance(df, pd.DataFrame):
+            raise InputError(f"table {name!r} is a {type(df).__name__}, not a pandas DataFrame")
+        columns = [str(c) for c in df.columns]
+        if len(set(columns)) != len(columns):
+            dup = sorted({c for c in columns if columns.count(c) > 1})
+            raise InputError(f"table {name!r} has repeated column names {dup}")
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def export(
+    tables: Mapping[str, pd.DataFrame],
+    out_dir: str | os.PathLike,
+    *,
+    formats: Sequence[str] = ("csv",),
+    descriptions: Mapping[str, str] | None = None,
+    units: Mapping[str, str] | None = None,
+) -> dict[str, Path]:
+    """Write analysis tables for R, SPSS or Stata users, with a data dictionary.
+
+    Writes ``<name>.csv`` (and/or ``<name>.parquet``) per table plus
+    ``data_dictionary.csv`` and ``data_dictionary.json``: per column the table, name,
+    type, pandas dtype, unit, description, allowed values (categoricals, booleans) and
+    missing count. Descriptions and units come from dentalkit's declarations — the
+    data contract's schemas for ``landmarks``, ``teeth`` …, the column catalogue for the
+    analysis tables named in ``docs/columns.md`` (``ceph_measures``, ``arch_fits`` …),
+    the TLE codebook and the measure reference — so a reviewer can trace every column.
+
+    Parameters
+    ----------
+    tables : mapping of str to pandas.DataFrame
+        Tables by name (the file name). Pseudonymize first
+        (:func:`dentalkit.io.pseudonymize`) when they leave the study team.
+    out_dir : path-like
+        Folder (created). Files of the same names are replaced, each atomically.
+    formats : sequence of {"csv", "parquet"}
+        CSV as described in the module notes (geometry as WKT, ISO 8601 UTC times,
+        ``true``/``false``, empty = missing); Parquet keeps the exact dtypes (geometry
+        also as WKT text, so any Parquet reader can load it).
+    descriptions, units : mapping of str to str, optional
+        Entries for your own columns (``{"sex": "sex at birth"}``) or overrides, keyed
+        ``"table.column"`` or ``"column"``.
+
+    Returns
+    -------
+    dict of str to pathlib.Path
+        Every written file by file name.
+
+    Warns
+    -----
+    DentalkitWarning
+        Naming every exported column that has no description (pass ``descriptions=``).
+
+    Examples
+    --------
+    >>> import tempfile, pandas as pd
+    >>> from dentalkit import io
+    >>> m = pd.DataFrame(
+    ...     {
+    ...         "patient_id": ["P1", "P2"],
+    ...         "measure": ["SNA", "SNA"],
+    ...         "value": [81.2, 83.9],
+    ...         "unit": "deg",
+    ...     }
+    ... )
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     files = io.export({"ceph_measures": m}, d)
+    ...     print(sorted(files))
+    ...     dd = pd.read_csv(files["data_dictionary.csv"])
+    ['ceph_measures.csv', 'data_dictionary.csv', 'data_dictionary.json']
+    >>> dd.loc[dd["column"] == "value", ["unit", "description"]].iloc[0].tolist()
+    ['deg', 'value of the measure']
+    """
+    _check_tables(tables)
+    formats = (formats,) if isinstance(formats, str) else tuple(formats)
+    bad = [f for f in formats if f not in FORMATS]
+    if bad or not formats:
+        raise InputError(f"formats={formats!r}: choose from {FORMATS}")
+    dictionary = data_dictionary(tables, descriptions=descriptions, units=units)
+    undocumented = dictionary[dictionary["description"] == ""]
+    if len(undocumented):
+        import warnings
+
+        from dentalkit.errors import DentalkitWarning
+
+        names = ", ".join(
+            f"{t}.{c}" for t, c in zip(undocumented["table"], undocumented["column"], strict=True)
+        )
+        warnings.warn(
+            f"no description for {len(undocumented)} exported column(s): {names}. The "
+            "dictionary leaves them blank; pass descriptions={'column': '…'} to describe them",
+            DentalkitWarning,
+            stacklevel=2,
+        )
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    for name, df in tables.items():
+        types = dict(
+            zip(
+                dictionary.loc[dictionary["table"] == name, "column"],
+                dictionary.loc[dictionary["table"] == name, "type"],
+                strict=True,
+            )
+        )
+        frame = _csv_frame(df, types)
+        if "csv" in formats:
+            path = out / f"{name}.csv"
+            _write_text(path, frame.to_csv(index=False, lineterminator="\n"))
+            written[path.name] = path
+        if "parquet" in formats:
+            from dentalkit.io import _atomic_write  # io imports this module
+
+            typed = df.copy()
+            typed.attrs = {k: v for k, v in df.attrs.items() if k == PSEUDONYM_ATTR}
+            for column, kind in types.items():
+                if kind in ("geometry", "text"):
+                    typed[column] = frame[column].astype("str")
+            path = out / f"{name}.parquet"
+            _atomic_write(pa.Table.from_pandas(typed, preserve_index=False), path)
+            written[path.name] = path
+
+    csv_dict = dictionary.assign(allowed_values=dictionary["allowed_values"].map("|".join))
+    path = out / "data_dictionary.csv"
+    _write_text(path, csv_dict.to_csv(index=False, lineterminator="\n"))
+    written[path.name] = path
+    path = out / "data_dictionary.json"
+    _write_text(
+        path,
+        json.dumps(_json_dictionary(tables, dictionary, formats), indent=2, ensure_ascii=False)
+        + "\n",
+    )
+    written[path.name] = path
+    return dict(sorted(written.items()))
+
+
+def _json_dictionary(
+    tables: Mapping[str, pd.DataFrame], dictionary: pd.DataFrame, formats: Iterable[str]
+) -> dict[str, Any]:
+    from dentalkit import __version__
+
+    doc: dict[str, Any] = {
+        "format": DICTIONARY_FORMAT,
+        "dentalkit_version": __version__,
+        "conventions": _CONVENTIONS,
+        "tables": [],
+    }
+    for name, df in tables.items():
+        rows = dictionary[dictionary["table"] == name]
+        columns = []
+        for rec in rows.drop(columns="table").to_dict("records"):
+            labels = value_labels(name, rec["column"], df[rec["column"]])
+            if labels:
+                rec["value_labels"] = labels
+            columns.append(rec)
+        doc["tables"].append(
+            {
+                "name": name,
+                "files": [f"{name}.{f}" for f in formats],
+                "rows": len(df),
+                "pseudonymized": df.attrs.get(PSEUDONYM_ATTR),
+                "columns": columns,
+            }
+        )
+    return doc
+
+
+def _restore(col: pd.Series, rec: Mapping[str, Any]) -> pd.Series:
+    kind, dtype = rec["type"], rec["pandas_dtype"]
+    if kind in ("categorical", "ordered categorical"):
+        cats = pd.Index(list(rec["allowed_values"]), dtype="str")
+        ordered = kind == "ordered categorical"
+        return col.astype("str").astype(pd.CategoricalDtype(cats, ordered=ordered))
+    if kind == "boolean":
+        return col.map({"true": True, "false": False}, na_action="ignore").astype(dtype)
+    if kind == "datetime":
+        parsed = pd.to_datetime(col, utc="UTC" in dtype, format="ISO8601")
+        return parsed.astype(dtype)
+    if kind == "geometry":
+        import shapely
+
+        values = col.to_numpy(dtype=object)
+        values = np.where(pd.isna(col).to_numpy(), None, values)
+        return pd.Series(shapely.from_wkt(values), index=col.index, dtype=object)
+    if kind == "string":
+        # CSV cannot tell an empty string from a missing value; a column that had no
+        # missing values held empty strings
+        return (col.fillna("") if rec["n_missing"] == 0 else col).astype(dtype)
+    if kind == "integer":
+        return pd.to_numeric(col).astype(dtype)
+    if kind == "number":
+        return col.astype(object).map(float, na_action="ignore").astype(dtype)
+    return col.astype(object).where(col.notna(), None)
+
+
+def read_export(
+    out_dir: str | os.PathLike, names: Iterable[str] | None = None
+) -> dict[str, pd.DataFrame]:
+    """Read CSV tables written by :func:`export` back with their original dtypes.
+
+    The dictionary's ``pandas_dtype`` and ``allowed_values`` restore categoricals (all
+    levels, in order), booleans, nullable integers, UTC date-times and geometries (from
+    WKT). Round trip: floats, integers, booleans, strings, categories and WKT geometries
+    come back equal; date-times to the microsecond; ``text`` columns (lists, dicts …) stay
+    text.
+
+    Parameters
+    ----------
+    out_dir : path-like
+        The export folder (with ``data_dictionary.json``).
+    names : iterable of str, optional
+        Tables to read; default all.
+    """
+    folder = Path(out_dir)
+    path = folder / "data_dictionary.json"
+    if not path.exists():
+        raise InputError(f"{folder} has no data_dictionary.json: is it a dentalkit export?")
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    if doc.get("format") != DICTIONARY_FORMAT:
+        raise InputError(f"{path} has format {doc.get('format')!r}, expected {DICTIONARY_FORMAT!r}")
+    entries = {t["name"]: t for t in doc["tables"]}
+    wanted = list(entries) if names is None else list(names)
+    result = {}
+    for name in wanted:
+        if name not in entries:
+            raise InputError(f"no table {name!r} in {path}; tables: {', '.join(entries)}")
+        csv = folder / f"{name}.csv"
+        if not csv.exists():
+            raise InputError(f"{csv} does not exist (exported with formats without 'csv'?)")
+        columns = entries[name]["columns"]
+        raw = pd.read_csv(
+            csv,
+            dtype=str,
+            keep_default_na=False,
+            na_values=[""],
+            encoding="utf-8",
+        )
+        df = pd.DataFrame(
+            {rec["column"]: _restore(raw[rec["column"]], rec) for rec in columns}, index=raw.index
+        )
+        if entries[name].get("pseudonymized"):
+            df.attrs[PSEUDONYM_ATTR] = entries[name]["pseudonymized"]
+        result[name] = df
+    return result

@@ -1,0 +1,104 @@
+"""The research notebooks: stored clean, and every one runs end to end on the sandbox.
+
+The notebooks are executed by nbmake (``pytest --nbmake notebooks/``) in a subprocess, so
+a kernel crash or a hanging cell cannot take the main test session with it, and each
+notebook runs as a user runs it (working directory ``notebooks/``, a fresh kernel). The
+notebooks start their own embedded sandbox; ``06_real_service`` uses the real service only
+when both ``DENTALKIT_API_KEY`` and ``DENTALKIT_BASE_URL`` are set, so those variables are
+removed from the subprocess environment here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+EXPECTED = [f"{i:02d}" for i in range(1, 8)]
+#: Budgets: one cell < 120 s; all notebooks together < 3 min (each takes ~10–15 s).
+CELL_TIMEOUT_S = 120
+TOTAL_BUDGET_S = 180
+
+
+def test_all_seven_notebooks_exist():
+    assert [p.name[:2] for p in NOTEBOOKS] == EXPECTED, [p.name for p in NOTEBOOKS]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_is_stored_clean(path: Path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    assert nb["cells"][0]["cell_type"] == "markdown", "a notebook opens with its purpose"
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        # outputs stripped: numbers in the repository come from running, never from editing
+        assert cell.get("outputs", []) == [], f"cell {i} of {path.name} has stored outputs"
+        assert cell.get("execution_count") is None, f"cell {i} of {path.name} was executed"
+    text = path.read_text(encoding="utf-8")
+    # no key is ever written into a notebook: the key is read from the environment only
+    assert not re.search(r"DENTALKIT_API_KEY\"?\]?\s*=\s*[\"']", text), path.name
+    assert not re.search(r"api_key\s*=\s*[\"'][^\"']+[\"']", text), path.name
+    assert len(text) < 100_000, f"{path.name} is {len(text)} bytes; keep notebooks small"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_uses_public_api_and_existing_docs(path: Path):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    private = re.findall(r"dentalkit(?:\.\w+)*\._(?!_)\w+", code)
+    assert private == [], f"{path.name} imports private modules {private}"
+    prose = "\n".join("".join(c["source"]) for c in nb["cells"])
+    for page in set(re.findall(r"docs/([\w/-]+\.md)", prose)):
+        assert (ROOT / "docs" / page).is_file(), f"{path.name} cites docs/{page}, which is missing"
+
+
+@pytest.mark.slow
+def test_notebooks_run(tmp_path: Path):
+    """All notebooks, executed by nbmake in one subprocess (two workers when xdist is there)."""
+    pytest.importorskip("nbmake")
+    pytest.importorskip("ipykernel")
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("DENTALKIT_API_KEY", "DENTALKIT_BASE_URL")
+    }
+    env["MPLBACKEND"] = "Agg"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    # Entry-point plugins of the dev environment (schemathesis, hypothesis …) cost seconds
+    # of start-up and nothing here needs them: load only nbmake (and xdist).
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    plugins = ["-p", "nbmake"]
+    if importlib.util.find_spec("xdist") is not None:
+        plugins += ["-p", "xdist.plugin", "-n", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *plugins,
+        "--nbmake",
+        f"--nbmake-timeout={CELL_TIMEOUT_S}",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--durations=0",
+        f"--rootdir={tmp_path}",
+        "-c",
+        os.devnull,
+        *map(str, NOTEBOOKS),
+    ]
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=2 * TOTAL_BUDGET_S
+    )
+    elapsed = time.perf_counter() - t0
+    assert proc.returncode == 0, f"notebooks failed:\n{proc.stdout[-8000:]}\n{proc.stderr[-2000:]}"
+    assert f"{len(NOTEBOOKS)} passed" in proc.stdout, proc.stdout[-3000:]
+    assert elapsed < TOTAL_BUDGET_S, f"notebooks took {elapsed:.0f} s:\n{proc.stdout[-3000:]}"

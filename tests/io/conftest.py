@@ -1,0 +1,92 @@
+"""A small sandbox study: every contract table and every analysis table of the catalogue."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ENDPOINT_NAMES = (
+    "ceph_lateral_points",
+    "occlusogram_upper_points",
+    "occlusogram_lower_points",
+    "pano_segmentation",
+    "clinical_images",
+    "panos_findings",
+    "classifier",
+    "tmj_xsectional",
+)
+
+
+@pytest.fixture(scope="session")
+def study(sandbox, tmp_path_factory):
+    """(contract tables, analysis tables by their catalogue names)."""
+    from dentalkit import arch, ceph, convert, findings, stats, teeth, tle
+    from dentalkit.client import Client
+    from dentalkit.cohort import fetch_cohort
+
+    rows = [
+        {
+            "patient_id": f"IO{i:02d}",
+            "timestamp": ts,
+            "endpoint": name,
+            "image_url": f"https://images.example.org/{name}/{ts}.png",
+        }
+        for i in range(6)
+        for ts in ("2024-03-05", "2025-03-05")
+        for name in ENDPOINT_NAMES
+    ]
+    client = Client(sandbox.base_url, api_key=sandbox.api_key, cache="memory")
+    report = fetch_cohort(
+        pd.DataFrame(rows), out=tmp_path_factory.mktemp("io-store"), client=client, progress=False
+    )
+    assert report.failed == 0
+    responses = report.responses()
+    contract = convert.tables(responses)
+    contract.pop("problems")
+
+    m = ceph.measure(contract["landmarks"], mm_per_px=0.1)
+    fits = arch.fit(contract["arch_points"], "all", mm_per_px=0.08)
+    dims = arch.measures(contract["tooth_keypoints"], contract["arch_points"], mm_per_px=0.08)
+    groups = pd.DataFrame({"patient_id": [f"IO{i:02d}" for i in range(6)], "group": list("ABABAB")})
+    tm = teeth.measure(contract["teeth"], mm_per_px=0.1)
+    sym = teeth.symmetry(tm, "md_width")
+    mt = teeth.missing(contract["teeth"])
+    fp = findings.prevalence(
+        contract["findings"],
+        contract["finding_counts"],
+        images=findings.analysed_images(responses),
+    )
+    patients = tle.example_patients(6)
+    est = tle.estimate(patients, client, progress=False)
+    first = dims[dims["timestamp"] == "2024-03-05"].merge(groups, on="patient_id")
+    analysis = {
+        "ceph_measures": m,
+        "ceph_zscores": ceph.zscores(m),
+        "ceph_classes": ceph.classify(m),
+        "ceph_change": ceph.change(m),
+        "ceph_summary": ceph.summarize(m),
+        "arch_fits": fits,
+        "arch_measures": dims,
+        "arch_mean_forms": arch.mean_form(fits, model="catenary"),
+        "tooth_measures": tm,
+        "tooth_symmetry": sym.pairs,
+        "tooth_symmetry_patients": sym.per_patient,
+        "tooth_symmetry_cohort": sym.cohort,
+        "missing_by_fdi": mt.by_fdi,
+        "missing_by_type": mt.by_type,
+        "missing_by_arch": mt.by_arch,
+        "missing_patterns": mt.patterns,
+        "missing_per_patient": mt.per_patient,
+        "findings_prevalence": fp.prevalence,
+        "finding_boxes": fp.boxes,
+        "finding_box_sizes": fp.box_sizes,
+        "tle_estimates": est,
+        "tle_summary": tle.summary(est, by="sex"),
+        "tle_sensitivity": tle.sensitivity(patients.head(3), "overjet_mm", [2.0, 6.0], client),
+        "tle_calibration": tle.calibration(est, est["estimate_length_months"] + np.arange(6.0)),
+        "comparisons": arch.compare(first, by="group"),
+        "descriptives": stats.describe(tm, "md_width", ["fdi"]),
+    }
+    client.close()
+    return contract, analysis
