@@ -68,15 +68,43 @@ def tmj_sentence(conditions: Mapping[str, tuple[str, ...]]) -> str:
 
 
 def clinical_detections(
-    p: Patient, kind: str, rng: np.random.Generator, width: int, height: int
+    p: Patient,
+    rng: np.random.Generator,
+    teeth_px: np.ndarray,
+    gingival_px: np.ndarray,
+    width: int,
+    height: int,
 ) -> dict[str, list[tuple[int, int, int, int]]]:
     """Boxes per class on one intra-oral photo: ``class → [(x0, y0, x1, y1), …]`` (pixels).
 
-    Counts are Poisson with the patient's rate per class (brackets: one per
-    visible tooth, 8–12, when the patient wears them); boxes lie in the central
-    band of the photo where the teeth are.
+    Every box sits on a tooth drawn in the photo (``render.input_image`` draws the same
+    polygons). Counts are Poisson with the patient's rate per class, at most one box
+    per visible tooth and class (brackets: one per visible tooth, 8–12, when the patient
+    wears them). Relative to the tooth's bounding box (w × h): a bracket is a square of
+    side 0.45·min(w, h) at the crown centre; decay, white spot lesions and restorations
+    are boxes of 30–70 % of w and h centred in the middle half of the crown; gingivitis
+    and calculus are boxes as wide as the crown (calculus: 60 %) and 30 % (calculus 20 %)
+    of its height, centred on the gingival margin point.
+
+    Parameters
+    ----------
+    p : Patient
+        The patient (rates per class).
+    rng : numpy.random.Generator
+        The photo's detection stream.
+    teeth_px : ndarray, shape (n, k, 2)
+        Outlines (pixels) of the n visible teeth.
+    gingival_px : ndarray, shape (n, 2)
+        The gingival margin point of each visible tooth (pixels).
+    width, height : int
+        Image size (px); boxes are clipped to it.
     """
     out: dict[str, list[tuple[int, int, int, int]]] = {}
+    n = len(teeth_px)
+    if n == 0:
+        return out
+    lo, hi = teeth_px.min(axis=1), teeth_px.max(axis=1)  # (n, 2) bounding boxes
+    size, centre = hi - lo, 0.5 * (lo + hi)
     for name in CLINICAL_CLASSES:
         rate = p.clinical_rates[name]
         if rate <= 0.0:
@@ -85,15 +113,27 @@ def clinical_detections(
             count = int(rng.integers(8, 13))
         else:
             count = int(rng.poisson(rate))
+        count = min(count, n)
         if count == 0:
             continue
-        size = rng.uniform(40, 140, size=(count, 2))
+        picks = np.sort(rng.choice(n, size=count, replace=False))
+        s, c = size[picks], centre[picks]
         if name == "bracket":
-            size[:] = rng.uniform(45, 60)
-        x0 = rng.uniform(0.12 * width, 0.88 * width - size[:, 0])
-        y0 = rng.uniform(0.28 * height, 0.72 * height - size[:, 1])
-        boxes = np.column_stack([x0, y0, x0 + size[:, 0], y0 + size[:, 1]]).round().astype(int)
-        out[name] = [tuple(b) for b in boxes.tolist()]
+            half = np.repeat(0.225 * s.min(axis=1, keepdims=True), 2, axis=1)
+        elif name in ("gingivitis", "calculus"):
+            c = gingival_px[picks]
+            frac = (1.0, 0.3) if name == "gingivitis" else (0.6, 0.2)
+            half = 0.5 * s * np.array(frac)
+        else:
+            half = 0.5 * s * rng.uniform(0.3, 0.7, size=(count, 2))
+            c = c + (rng.uniform(-0.25, 0.25, size=(count, 2)) * s)
+        box = np.concatenate([c - half, c + half], axis=1)
+        box[:, [0, 2]] = np.clip(box[:, [0, 2]], 0, width - 1)
+        box[:, [1, 3]] = np.clip(box[:, [1, 3]], 0, height - 1)
+        box = np.rint(box).astype(int)
+        box[:, 2] = np.maximum(box[:, 2], box[:, 0] + 1)
+        box[:, 3] = np.maximum(box[:, 3], box[:, 1] + 1)
+        out[name] = [tuple(b) for b in box.tolist()]
     return out
 
 

@@ -41,7 +41,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 __all__ = ["IMAGE_KINDS", "IMAGE_SPECS", "default_image_kind", "input_image", "output_image"]
 
-_PNG_LEVEL = 6
+_PNG_LEVEL = 3  # zlib level: 6 doubles the time of a 1935 × 2400 image for 30 % less size
 
 
 def _png(img: Image.Image) -> bytes:
@@ -108,53 +108,129 @@ def _xy(points: np.ndarray) -> list[tuple[float, float]]:
     return [(float(x), float(y)) for x, y in points]
 
 
+def _ellipse(centre: np.ndarray, u: np.ndarray, v: np.ndarray, a: float, b: float) -> np.ndarray:
+    """72 points of the ellipse ``centre + a·cos t·u + b·sin t·v`` (px)."""
+    t = np.linspace(0.0, 2.0 * np.pi, 72, endpoint=False)
+    return centre + np.outer(a * np.cos(t), u) + np.outer(b * np.sin(t), v)
+
+
 def _draw_lateral(draw: ImageDraw.ImageDraw, pid: str, sess: str, spec: Any) -> None:
+    """A schematic lateral ceph drawn through the landmarks and contours of the session.
+
+    Every outline is the polyline of a landmark contour that ``/ceph-lateral-points``
+    answers (noise-free): mandible and maxilla filled as bone with a bright cortex, the
+    cranial base, sella, orbit, pterygomaxillary fissure and nasal bone as cortical
+    lines, the incisors and molars as dense teeth, the soft-tissue profile as the edge
+    of the head's silhouette. The cranial vault is an ellipse scaled by S–N (no
+    landmark lies on it).
+    """
     from dentalkit.sandbox.simulate import _lateral
 
     px = _lateral(pid, sess)[0]
     names = ceph.LATERAL_NAMES
+    idx = {n: i for i, n in enumerate(names)}
 
     def group(g: str) -> np.ndarray:
         return px[[i for i, n in enumerate(names) if n.startswith(g + "_")]]
 
-    idx = {n: i for i, n in enumerate(names)}
+    s, n = px[idx["S"]], px[idx["N"]]
+    length = float(np.hypot(*(n - s)))
+    u = (n - s) / length  # anterior
+    v = np.array([u[1], -u[0]])
+    if v[1] > 0:  # the image is upright: "up" points to smaller y
+        v = -v
+    mm = 1.0 / spec.mm_per_px
+    p = {k: px[idx[k]] for k in ("Ba", "Co", "Go", "PNS", "ANS", "Ptm", "L6_cusp", "Me'")}
+    # vault: an ellipse (skull length ≈ 2.6·S–N, height ≈ 1.35·S–N above S–N) whose
+    # front passes just ahead of N, cut below by the line Ba–N (the cranial base)
+    h, b, a = 0.35 * length, 1.0 * length, 1.3 * length
+    vault_c = s + (1.05 * length - a * np.sqrt(1.0 - (h / b) ** 2)) * u + h * v
+    base_n = np.array([-(n - p["Ba"])[1], (n - p["Ba"])[0]])
+    base_n = base_n if base_n @ v > 0 else -base_n  # normal of Ba–N pointing up
+
+    def above_base(pts: np.ndarray, shift: float) -> np.ndarray:
+        keep = (pts - p["Ba"]) @ base_n >= shift * np.hypot(*base_n)
+        start = int(np.argmax(keep & ~np.roll(keep, 1)))  # first kept point of the arc
+        return np.roll(pts, -start, axis=0)[: int(keep.sum())]
+
     soft = group("soft_tissue_profile")
-    back = px[idx["Ba"]] + (px[idx["Ba"]] - px[idx["N"]]) * 0.6
-    head = np.vstack(
-        [
-            soft,
-            [px[idx["Me'"]]],
-            [back + np.array([0.0, 400.0])],
-            [back - np.array([0.0, 900.0])],
-            [soft[0]],
-        ]
-    )
-    draw.polygon(_xy(head), fill=45)
-    for g in ("mandible_contour", "maxilla_contour", "cranial_base", "nasal_bone"):
-        draw.line(_xy(group(g)), fill=200, width=6)
-    for g in ("sella_contour", "orbit_contour", "ptm_fissure"):
-        draw.line(_xy(group(g)), fill=170, width=4)
+    # the head's silhouette: scalp around the vault, the face along the soft-tissue
+    # profile, the neck below the mandible
+    draw.polygon(_xy(_ellipse(vault_c, u, v, a + 7 * mm, b + 7 * mm)), fill=48)
+    neck_front = p["Me'"] - 28 * mm * v - 15 * mm * u
+    neck_back = p["Ba"] - 95 * mm * v - 25 * mm * u
+    draw.polygon(_xy(np.vstack([soft, [p["Me'"], neck_front, neck_back, p["Ba"] - 30 * mm * u]])),
+                 fill=48)  # fmt: skip
+    draw.polygon(_xy(above_base(_ellipse(vault_c, u, v, a, b), 0.0)), fill=120)  # bone
+    draw.polygon(_xy(above_base(_ellipse(vault_c, u, v, a - 6 * mm, b - 6 * mm), 6 * mm)),
+                 fill=62)  # brain  # fmt: skip
+    # midface: nasal bone, maxilla, pterygomaxillary region
+    nasal = group("nasal_bone")
+    draw.polygon(_xy(np.vstack([[n], nasal, [p["ANS"], p["PNS"], p["Ptm"]],
+                                [s + 0.35 * length * u]])), fill=82)  # fmt: skip
+    bone, cortex = 105, 215
+    # mandible: the contour (condyle … gonion … menton … alveolar crest), closed by the
+    # alveolar crest back to the molars, the anterior ramus, coronoid and sigmoid notch
+    mand = group("mandible_contour")
+    co = p["Co"]
+    closing = np.vstack([
+        p["L6_cusp"] - 4 * mm * v,
+        p["L6_cusp"] - 16 * mm * u - 6 * mm * v,
+        co + 30 * mm * u - 2 * mm * v,
+        co + 15 * mm * u - 12 * mm * v,
+    ])  # fmt: skip
+    for pts in (np.vstack([mand, closing]), group("maxilla_contour")):
+        draw.polygon(_xy(pts), fill=bone)
+        draw.line(_xy(np.vstack([pts, pts[:1]])), fill=cortex, width=7, joint="curve")
+    for g, width in (("cranial_base", 8), ("nasal_bone", 6), ("sella_contour", 5),
+                     ("orbit_contour", 5), ("ptm_fissure", 5)):  # fmt: skip
+        draw.line(_xy(group(g)), fill=cortex - 20, width=width, joint="curve")
     for g in ("upper_incisor_outline", "lower_incisor_outline", "upper_molar_outline",
               "lower_molar_outline"):  # fmt: skip
-        draw.polygon(_xy(group(g)), fill=230)
-    draw.line(_xy(soft), fill=110, width=3)
+        draw.polygon(_xy(group(g)), fill=238, outline=250)
+    draw.line(_xy(soft), fill=85, width=4, joint="curve")
 
 
 def _draw_frontal(draw: ImageDraw.ImageDraw, pid: str, sess: str, spec: Any) -> None:
+    """A schematic PA ceph through the contours of ``/ceph-frontal-points`` (noise-free).
+
+    Face outline filled as soft tissue; the skull outline as the vault's bone (a 6 mm
+    cortex around a darker brain); the midface between the vault and the mandible as
+    bone; the mandible filled with a bright cortex; orbits and nasal cavity as dark
+    openings with bright rims.
+    """
     from dentalkit.sandbox.simulate import _frontal
 
     px = _frontal(pid, sess)[0]
     names = ceph.FRONTAL_NAMES
+    mm = 1.0 / spec.mm_per_px
 
     def group(g: str) -> np.ndarray:
         return px[[i for i, n in enumerate(names) if n.startswith(g + "_")]]
 
-    draw.polygon(_xy(group("face_outline")), fill=40)
-    draw.line(_xy(group("skull_outline")), fill=200, width=8)
+    def shrink(pts: np.ndarray, by: float) -> np.ndarray:
+        c = pts.mean(axis=0)
+        r = np.hypot(*(pts - c).T)[:, None]
+        return c + (pts - c) * np.clip(1.0 - by / np.maximum(r, 1e-9), 0.0, None)
+
+    draw.polygon(_xy(group("face_outline")), fill=48)
+    skull, mand = group("skull_outline"), group("mandible_contour")
+    draw.polygon(_xy(skull), fill=120)
+    draw.polygon(_xy(shrink(skull, 6 * mm)), fill=62)
+    ends_skull = skull[[0, -1]]
+    ends_mand = mand[[0, -1]]
+    # midface: from the lower ends of the skull outline to the mandible's upper ends
+    mid = np.vstack([ends_skull, ends_mand[::-1]]) if (
+        np.hypot(*(ends_skull[-1] - ends_mand[-1])) < np.hypot(*(ends_skull[-1] - ends_mand[0]))
+    ) else np.vstack([ends_skull, ends_mand])  # fmt: skip
+    draw.polygon(_xy(mid), fill=88)
+    draw.polygon(_xy(mand), fill=105)
+    draw.line(_xy(mand), fill=215, width=7, joint="curve")
+    draw.line(_xy(skull), fill=205, width=8, joint="curve")
     for g in ("orbit_contour_R", "orbit_contour_L", "nasal_cavity"):
         pts = group(g)
-        draw.polygon(_xy(pts), outline=190, width=5)
-    draw.line(_xy(group("mandible_contour")), fill=210, width=7)
+        draw.polygon(_xy(pts), fill=35)
+        draw.line(_xy(np.vstack([pts, pts[:1]])), fill=195, width=5, joint="curve")
 
 
 def _draw_teeth(
@@ -180,47 +256,74 @@ def _draw_model(arch: str):
         from dentalkit.sandbox.simulate import _arch
 
         layout, tr = _arch(pid, sess, arch)
-        draw.rectangle((0, 0, spec.width, spec.height), fill=(40, 60, 90))
-        band = np.vstack([r["centre"] for r in layout["teeth"].values()])
-        draw.line(_xy(tr.apply(band)), fill=(225, 215, 190), width=int(14 / tr.mm_per_px))
-        _draw_teeth(draw, layout["teeth"], tr, (245, 240, 225), (120, 110, 90))
+        draw.rectangle((0, 0, spec.width, spec.height), fill=(40, 60, 90))  # backdrop
+        # the stone model: a horseshoe base under the teeth (14 mm wide), teeth on top
+        teeth = layout["teeth"]
+        rgt = [k for k in teeth if "_rgt_" in k]  # i1 … m3 of each side: run m3 → m3
+        order = rgt[::-1] + [k for k in teeth if "_lft_" in k]
+        band = tr.apply(np.vstack([teeth[k]["centre"] for k in order]))
+        width = round(14.0 / tr.mm_per_px)
+        draw.line(_xy(band), fill=(150, 140, 125), width=width, joint="curve")
+        for end in (band[0], band[-1]):
+            r = width / 2
+            draw.ellipse((end[0] - r, end[1] - r, end[0] + r, end[1] + r), fill=(150, 140, 125))
+        _draw_teeth(draw, layout["teeth"], tr, (250, 247, 238), (120, 110, 90))
 
     return drawer
 
 
 def _draw_intraoral(draw: ImageDraw.ImageDraw, pid: str, sess: str, spec: Any) -> None:
-    from dentalkit.sandbox.simulate import _frontal_photo
+    """An intra-oral photo: cheeks, the dark mouth, gums behind the teeth, the teeth.
 
-    layout, tr = _frontal_photo(pid, sess)
-    w, h = spec.width, spec.height
-    draw.rectangle((0, 0.25 * h, w, 0.75 * h), fill=(200, 90, 100))
+    The teeth are those ``/frontal-segmentation`` (frontal view) or the arch layout
+    (occlusal views) place on this photo (``simulate._photo_teeth``); each tooth's gum is
+    its outline enlarged by a quarter and moved 1.5 mm towards its gingival point, so
+    the gum line is scalloped as in a photograph.
+    """
+    from dentalkit.sandbox.simulate import _photo_teeth
+
+    layout, tr, gingival = _photo_teeth(pid, sess, spec.kind)
+    outlines = np.stack([r["outline"] for r in layout.values()])
+    centres = outlines.mean(axis=1)
+    px = tr.apply(outlines.reshape(-1, 2))
+    lo, hi = px.min(axis=0), px.max(axis=0)
+    pad = 5.0 / tr.mm_per_px
+    draw.rectangle((0, 0, spec.width, spec.height), fill=(150, 60, 70))  # cheeks, lips
+    draw.ellipse((lo[0] - 3 * pad, lo[1] - 2 * pad, hi[0] + 3 * pad, hi[1] + 2 * pad),
+                 fill=(70, 22, 28))  # the mouth  # fmt: skip
+    towards = gingival - centres
+    towards /= np.maximum(np.hypot(*towards.T), 1e-9)[:, None]
+    gums = centres[:, None, :] + 1.25 * (outlines - centres[:, None, :]) + 1.5 * towards[:, None]
+    for g in gums:
+        draw.polygon(_xy(tr.apply(g)), fill=(205, 105, 115))
     _draw_teeth(draw, layout, tr, (240, 235, 220), (170, 160, 140))
 
 
-def _draw_intraoral_arch(arch: str):
-    def drawer(draw: ImageDraw.ImageDraw, pid: str, sess: str, spec: Any) -> None:
-        from dentalkit.sandbox.simulate import _arch
-
-        layout, tr0 = _arch(pid, sess, arch)
-        from dentalkit.sandbox._geometry import ImageTransform
-
-        tr = ImageTransform(
-            spec.mm_per_px * 2.0, tr0.rotation_deg, tr0.flip_x, tr0.flip_y,
-            (spec.width / 2, spec.height * (0.2 if arch == "up" else 0.8)),
-            spec.width, spec.height,
-        )  # fmt: skip
-        draw.ellipse((0.1 * spec.width, 0.05 * spec.height, 0.9 * spec.width, 0.95 * spec.height),
-                     fill=(200, 90, 100))  # fmt: skip
-        _draw_teeth(draw, layout["teeth"], tr, (240, 235, 220), (170, 160, 140))
-
-    return drawer
-
-
 def _draw_tmj(draw: ImageDraw.ImageDraw, pid: str, sess: str, spec: Any) -> None:
+    """Both joints side by side (the patient's right on the image's left), each a condyle
+    under its fossa, showing the conditions ``/tmj-xsectional`` reports for the patient:
+    flattening (the condyle's top cut flat), erosion (a dark notch in its cortex),
+    osteophyte (a bright spur at its anterior edge)."""
+    from dentalkit.sandbox._patient import patient
+
+    conditions = patient(pid).tmj
     w, h = spec.width, spec.height
-    draw.ellipse((0.3 * w, 0.25 * h, 0.7 * w, 0.6 * h), fill=190)
-    draw.rectangle((0.4 * w, 0.5 * h, 0.6 * w, 0.95 * h), fill=190)
-    draw.arc((0.2 * w, 0.1 * h, 0.8 * w, 0.6 * h), 180, 360, fill=230, width=10)
+    for side, x0 in (("right", 0.0), ("left", 0.5 * w)):
+        cx, half = x0 + 0.25 * w, 0.16 * w
+        found = conditions.get(side, ())
+        draw.rectangle((cx - 0.06 * w, 0.5 * h, cx + 0.06 * w, 0.95 * h), fill=170)  # neck
+        top = 0.27 * h
+        draw.ellipse((cx - 0.1 * w, top, cx + 0.1 * w, 0.6 * h), fill=170, outline=225, width=6)
+        if "flattening" in found:
+            draw.rectangle((cx - 0.1 * w, top - 4, cx + 0.1 * w, top + 0.05 * h), fill=8)
+            draw.line((cx - 0.085 * w, top + 0.05 * h, cx + 0.085 * w, top + 0.05 * h),
+                      fill=225, width=6)  # fmt: skip
+        if "erosion" in found:
+            draw.ellipse((cx - 0.03 * w, top + 0.03 * h, cx + 0.02 * w, top + 0.09 * h), fill=8)
+        if "osteophyte" in found:
+            draw.polygon([(cx + 0.08 * w, 0.33 * h), (cx + 0.16 * w, 0.3 * h),
+                          (cx + 0.095 * w, 0.4 * h)], fill=235)  # fmt: skip
+        draw.arc((cx - half, 0.12 * h, cx + half, 0.5 * h), 180, 360, fill=230, width=10)
 
 
 _DRAWERS = {
@@ -230,8 +333,8 @@ _DRAWERS = {
     "intraoral_frontal": _draw_intraoral,
     "intraoral_right": _draw_intraoral,
     "intraoral_left": _draw_intraoral,
-    "intraoral_upper": _draw_intraoral_arch("up"),
-    "intraoral_lower": _draw_intraoral_arch("lo"),
+    "intraoral_upper": _draw_intraoral,
+    "intraoral_lower": _draw_intraoral,
     "model_upper": _draw_model("up"),
     "model_lower": _draw_model("lo"),
     "tmj": _draw_tmj,
@@ -250,11 +353,13 @@ def _font() -> ImageFont.ImageFont:
 
 
 def _output_kind(ep: Endpoint, request: Mapping[str, Any]) -> str:
-    parsed = parse_sandbox_url(str(request.get("ImageName", "")))
-    default = default_image_kind(ep)
-    if ep.source == "clinical" and parsed is not None and parsed[0].startswith("intraoral"):
-        return parsed[0]
-    return default
+    """The image kind the answer was placed on (clinical: the photo kind it analysed)."""
+    if ep.source == "clinical":
+        from dentalkit.sandbox.simulate import _clinical_kind
+
+        url = str(request.get("ImageName", ""))
+        return _clinical_kind(ep, url, str(request.get("PatientID", "")))
+    return default_image_kind(ep)
 
 
 def output_image(
@@ -289,7 +394,12 @@ def output_image(
     if not ep.output_image:
         raise InputError(f"{ep.path} has no output image (the spec shows no OutputImageUrl)")
     kind = _output_kind(ep, request)
-    base = _base(kind, str(request["PatientID"]), str(request["TimeStamp"])).convert("RGB")
+    parsed = parse_sandbox_url(str(request.get("ImageName", "")))
+    if parsed is not None:  # the image the request names (answers are placed on it)
+        pid, sess = parsed[1], parsed[2]
+    else:
+        pid, sess = str(request["PatientID"]), str(request["TimeStamp"])
+    base = _base(kind, pid, sess).convert("RGB")
     overlay = Image.new("RGBA", base.size, (0, 0, 0, 0))
     draw = ImageDraw.Draw(overlay)
     font = _font()

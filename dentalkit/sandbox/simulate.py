@@ -80,13 +80,22 @@ TLE_APP = "dentalkit-sandbox-tle"
 
 #: Noise SDs (mm) of points that are not cephalometric landmarks.
 POINT_NOISE_SD_MM = {"centroid": 0.15, "keypoint": 0.2, "catenary": 0.12, "outline": 0.06}
+#: Correlation length (vertices) of the outline noise: the noise of a tooth outline is white
+#: noise smoothed along the (closed) outline by a Gaussian kernel of this SD, rescaled to the
+#: SD of ``POINT_NOISE_SD_MM["outline"]`` per coordinate, so neighbouring vertices move
+#: together and rounding to whole pixels leaves the outline simple (see docs/sandbox.md).
+OUTLINE_NOISE_CORRELATION_VERTICES = 1.5
 #: Box jitter SD (px) of detections.
 BOX_NOISE_SD_PX = 1.5
 
 NOISE_MODEL = {
-    "kind": "independent isotropic Gaussian noise per point, in mm, converted to pixels with "
-    "the image's mm_per_px; seeded by (PatientID, TimeStamp, ImageName, endpoint), a sandbox "
+    "kind": "isotropic Gaussian noise per point, in mm, converted to pixels with the image's "
+    "mm_per_px, independent between points except along a tooth outline; seeded by (PatientID, TimeStamp, ImageName, endpoint), a sandbox "
     "image URL counting by its path only (host and port do not matter)",
+    "outline_noise": "tooth outlines: Gaussian noise of SD points_sd_mm['outline'] per "
+    "coordinate, correlated along the outline (white noise smoothed by a circular Gaussian "
+    "kernel of outline_correlation_vertices), so outlines stay simple after rounding",
+    "outline_correlation_vertices": OUTLINE_NOISE_CORRELATION_VERTICES,
     "ceph_lateral_sd_mm": ceph.LATERAL_NOISE_SD_MM,
     "ceph_frontal_sd_mm": ceph.FRONTAL_NOISE_SD_MM,
     "ceph_contour_sd_mm": ceph.CONTOUR_NOISE_SD_MM,
@@ -112,17 +121,42 @@ def stored_image_name(image_url: str) -> str:
 # --- session geometry in pixels (cached) ------------------------------------------
 
 
+Where = tuple[str, str]
+"""Placement key of an image: ``(patient id, session)`` seeding its transform (see ``_where``)."""
+
+
+@lru_cache(maxsize=4096)
+def _image_where(url: str) -> Where | None:
+    """``(patient_id, session)`` of a sandbox image URL, else ``None`` (cached)."""
+    parsed = parse_sandbox_url(url)
+    return None if parsed is None else (parsed[1], parsed[2])
+
+
+def _where(pid: str, ts: str, url: str | None) -> Where:
+    """The placement key of a request: the image's own ``(patient, session)``.
+
+    A sandbox image URL ``…/_sandbox/images/{kind}/{patient}/{session}.png`` names the
+    image, and the image is drawn (``render.input_image``) with the placement of that
+    ``(patient, session)``; the answer places its geometry the same way, so a response
+    lands on the pixels of the image it describes even when the request's ``TimeStamp``
+    is a full date-time and the URL carries only the date. Any other URL: the request's
+    ``(PatientID, TimeStamp)``.
+    """
+    return (_image_where(url) if url is not None else None) or (pid, ts)
+
+
 def _kind_transform_points(
-    pid: str, ts: str, kind: str, points_mm: np.ndarray, *, flip_x: int, flip_y: int,
+    where: Where, kind: str, points_mm: np.ndarray, *, flip_x: int, flip_y: int,
     rotation_sd: float, margin_px: float,
 ) -> tuple[ImageTransform, np.ndarray]:  # fmt: skip
-    """The session's placement of ``points_mm`` on an image of ``kind`` and the points in px.
+    """The placement of ``points_mm`` on an image of ``kind`` and the points in px.
 
-    Rotation ~ N(0, rotation_sd) clipped to ±2.5 SD, rounded to 1e-4 degrees; then a
-    uniform translation keeping every point ``margin_px`` inside (see ``place``).
+    Seeded by the image's placement key ``where`` (see :func:`_where`). Rotation ~
+    N(0, rotation_sd) clipped to ±2.5 SD, rounded to 1e-4 degrees; then a uniform
+    translation keeping every point ``margin_px`` inside (see ``place``).
     """
     spec = IMAGE_SPECS[kind]
-    rng = generator("transform", pid, ts, kind)
+    rng = generator("transform", *where, kind)
     lim = 2.5 * rotation_sd
     rot = min(max(float(rng.normal(0.0, rotation_sd)), -lim), lim)
     return place_points(
@@ -132,11 +166,11 @@ def _kind_transform_points(
 
 
 def _kind_transform(
-    pid: str, ts: str, kind: str, points_mm: np.ndarray, *, flip_x: int, flip_y: int,
+    where: Where, kind: str, points_mm: np.ndarray, *, flip_x: int, flip_y: int,
     rotation_sd: float, margin_px: float,
 ) -> ImageTransform:  # fmt: skip
     return _kind_transform_points(
-        pid, ts, kind, points_mm, flip_x=flip_x, flip_y=flip_y, rotation_sd=rotation_sd,
+        where, kind, points_mm, flip_x=flip_x, flip_y=flip_y, rotation_sd=rotation_sd,
         margin_px=margin_px,
     )[0]  # fmt: skip
 
@@ -149,24 +183,42 @@ def _noise_sd_px(view: str, mm_per_px: float) -> np.ndarray:
     return sd
 
 
+def _lateral(
+    pid: str, ts: str, where: Where | None = None
+) -> tuple[np.ndarray, ImageTransform, dict, np.ndarray]:
+    """Lateral landmarks (px), transform, measures and noise SDs (px) of a session."""
+    return _lateral_at(pid, ts, where or (pid, ts))
+
+
 @lru_cache(maxsize=4096)
-def _lateral(pid: str, ts: str) -> tuple[np.ndarray, ImageTransform, dict, np.ndarray]:
+def _lateral_at(
+    pid: str, ts: str, where: Where
+) -> tuple[np.ndarray, ImageTransform, dict, np.ndarray]:
     s = session(pid, ts)
     pts, measures = ceph.lateral_mm(s.ceph, s.chain)
-    facing_left = generator("facing", pid, ts).random() < 0.2
+    facing_left = generator("facing", *where).random() < 0.2
     tr, px = _kind_transform_points(
-        pid, ts, "lateral_ceph", pts, flip_x=-1 if facing_left else 1, flip_y=-1,
+        where, "lateral_ceph", pts, flip_x=-1 if facing_left else 1, flip_y=-1,
         rotation_sd=2.0, margin_px=80.0,
     )  # fmt: skip
     px.flags.writeable = False
     return px, tr, measures, _noise_sd_px("lateral", tr.mm_per_px)
 
 
+def _frontal(
+    pid: str, ts: str, where: Where | None = None
+) -> tuple[np.ndarray, ImageTransform, dict, np.ndarray]:
+    """Frontal landmarks (px), transform, measures and noise SDs (px) of a session."""
+    return _frontal_at(pid, ts, where or (pid, ts))
+
+
 @lru_cache(maxsize=4096)
-def _frontal(pid: str, ts: str) -> tuple[np.ndarray, ImageTransform, dict, np.ndarray]:
+def _frontal_at(
+    pid: str, ts: str, where: Where
+) -> tuple[np.ndarray, ImageTransform, dict, np.ndarray]:
     pts, measures = _frontal_mm(pid, ts)
     tr, px = _kind_transform_points(
-        pid, ts, "frontal_ceph", pts, flip_x=1, flip_y=-1, rotation_sd=1.2, margin_px=80.0
+        where, "frontal_ceph", pts, flip_x=1, flip_y=-1, rotation_sd=1.2, margin_px=80.0
     )
     px.flags.writeable = False
     return px, tr, measures, _noise_sd_px("frontal", tr.mm_per_px)
@@ -181,25 +233,34 @@ def _frontal_mm(pid: str, ts: str) -> tuple[np.ndarray, dict]:
     return pts, measures
 
 
+def _arch(pid: str, ts: str, arch: str, where: Where | None = None) -> tuple[dict, ImageTransform]:
+    """Arch layout and the model-photo transform; upper: incisors at the top, lower: bottom."""
+    return _arch_at(pid, ts, arch, where or (pid, ts))
+
+
 @lru_cache(maxsize=4096)
-def _arch(pid: str, ts: str, arch: str) -> tuple[dict, ImageTransform]:
-    """Arch layout and the photo transform; upper: incisors at the top, lower: at the bottom."""
+def _arch_at(pid: str, ts: str, arch: str, where: Where) -> tuple[dict, ImageTransform]:
     layout = dental.arch_layout(patient(pid), arch)
     outlines = np.vstack([t["outline"] for t in layout["teeth"].values()])
     kind = "model_upper" if arch == "up" else "model_lower"
     tr = _kind_transform(
-        pid, ts, kind, outlines, flip_x=1, flip_y=1 if arch == "up" else -1,
+        where, kind, outlines, flip_x=1, flip_y=1 if arch == "up" else -1,
         rotation_sd=4.0, margin_px=40.0,
     )  # fmt: skip
     return layout, tr
 
 
+def _pano(pid: str, ts: str, where: Where | None = None) -> tuple[dict, ImageTransform]:
+    """Pano layout (mm) and its transform."""
+    return _pano_at(pid, ts, where or (pid, ts))
+
+
 @lru_cache(maxsize=4096)
-def _pano(pid: str, ts: str) -> tuple[dict, ImageTransform]:
+def _pano_at(pid: str, ts: str, where: Where) -> tuple[dict, ImageTransform]:
     layout = dental.pano_layout(patient(pid))
     outlines = np.vstack([t["outline"] for t in layout.values()])
     tr = _kind_transform(
-        pid, ts, "pano", outlines, flip_x=1, flip_y=-1, rotation_sd=0.5, margin_px=60.0
+        where, "pano", outlines, flip_x=1, flip_y=-1, rotation_sd=0.5, margin_px=60.0
     )
     return layout, tr
 
@@ -211,15 +272,69 @@ def _lower_shift_and_overbite(pid: str, ts: str) -> tuple[float, float]:
     ]
 
 
+def _frontal_photo(
+    pid: str, ts: str, where: Where | None = None, kind: str = "intraoral_frontal"
+) -> tuple[dict, ImageTransform]:
+    """Frontal-view tooth layout (mm) and its transform on a photo of ``kind``."""
+    return _frontal_photo_at(pid, ts, where or (pid, ts), kind)
+
+
 @lru_cache(maxsize=4096)
-def _frontal_photo(pid: str, ts: str) -> tuple[dict, ImageTransform]:
+def _frontal_photo_at(pid: str, ts: str, where: Where, kind: str) -> tuple[dict, ImageTransform]:
     shift, overbite = _lower_shift_and_overbite(pid, ts)
     layout = dental.frontal_layout(patient(pid), shift, overbite)
     outlines = np.vstack([t["outline"] for t in layout.values()])
     tr = _kind_transform(
-        pid, ts, "intraoral_frontal", outlines, flip_x=1, flip_y=-1, rotation_sd=1.5, margin_px=60.0
+        where, kind, outlines, flip_x=1, flip_y=-1, rotation_sd=1.5, margin_px=60.0
     )
     return layout, tr
+
+
+#: Intra-oral photo kinds that show the frontal tooth layout (the buccal views reuse it).
+_FRONTAL_PHOTO_KINDS = ("intraoral_frontal", "intraoral_right", "intraoral_left")
+#: Occlusal photographs are taken at twice the photo's nominal spacing (the arch fills them).
+_OCCLUSAL_PHOTO_SCALE = 2.0
+
+
+def _photo_teeth(
+    pid: str, ts: str, kind: str, where: Where | None = None
+) -> tuple[dict[str, dict], ImageTransform, np.ndarray]:
+    """Teeth shown on an intra-oral photo of ``kind``: layout (mm), transform, gingival points.
+
+    The renderer draws these teeth and ``/clinical-images`` puts its boxes on them.
+    Frontal and buccal views show the frontal layout (``/frontal-segmentation``'s teeth on
+    ``intraoral_frontal``); occlusal views the arch layout at 0.08 mm/px. The gingival
+    point of a tooth (mm, shape (n, 2), in layout order) is the middle of its cervical
+    edge (frontal views) or halfway from its centre to its buccal edge (occlusal views).
+    """
+    return _photo_teeth_at(pid, ts, kind, where or (pid, ts))
+
+
+@lru_cache(maxsize=4096)
+def _photo_teeth_at(
+    pid: str, ts: str, kind: str, where: Where
+) -> tuple[dict[str, dict], ImageTransform, np.ndarray]:
+    if kind in _FRONTAL_PHOTO_KINDS:
+        layout, tr = _frontal_photo_at(pid, ts, where, kind)
+        outlines = np.stack([r["outline"] for r in layout.values()])
+        upper = np.array([k.endswith("_up") for k in layout])
+        top, bottom = outlines[:, 7:9].mean(axis=1), outlines[:, 23:25].mean(axis=1)
+        gingival = np.where(upper[:, None], top, bottom)
+        return layout, tr, gingival
+    arch = "up" if kind == "intraoral_upper" else "lo"
+    full = dental.arch_layout(patient(pid), arch)
+    layout = full["teeth"]
+    outlines = np.stack([r["outline"] for r in layout.values()])
+    spec = IMAGE_SPECS[kind]
+    rng = generator("transform", *where, kind)
+    rot = min(max(float(rng.normal(0.0, 3.0)), -7.5), 7.5)
+    tr, _ = place_points(
+        rng, outlines.reshape(-1, 2), mm_per_px=spec.mm_per_px * _OCCLUSAL_PHOTO_SCALE,
+        rotation_deg=round(rot, 4), flip_x=1, flip_y=1 if arch == "up" else -1,
+        width=spec.width, height=spec.height, margin_px=60.0,
+    )  # fmt: skip
+    centres = np.stack([r["centre"] for r in layout.values()])
+    return layout, tr, 0.5 * (centres + outlines[:, 7:9].mean(axis=1))
 
 
 # --- respond -------------------------------------------------------------------------
@@ -277,9 +392,11 @@ def _upper_px(width: int, height: int) -> np.ndarray:
     return hi
 
 
-def _landmarks(endpoint: Endpoint, pid: str, ts: str, rng: np.random.Generator | None) -> dict:
+def _landmarks(
+    endpoint: Endpoint, pid: str, ts: str, where: Where, rng: np.random.Generator | None
+) -> dict:
     lateral = endpoint.view == "lateral"
-    px, tr, _, sd = (_lateral if lateral else _frontal)(pid, ts)
+    px, tr, _, sd = (_lateral_at if lateral else _frontal_at)(pid, ts, where)
     keys = ceph.LATERAL_KEYS if lateral else ceph.FRONTAL_KEYS
     xy = iter(_noisy(px, sd, rng, (tr.width, tr.height)).ravel().tolist())  # x0, y0, x1, …
     return {
@@ -294,8 +411,10 @@ def _arch_keys(arch: str) -> list[str]:
     return [f"{t}_{side}_{arch}" for side in SIDES for t in TOOTH_TYPES]
 
 
-def _keypoints(endpoint: Endpoint, pid: str, ts: str, rng: np.random.Generator | None) -> dict:
-    layout, tr = _arch(pid, ts, endpoint.arch)
+def _keypoints(
+    endpoint: Endpoint, pid: str, ts: str, where: Where, rng: np.random.Generator | None
+) -> dict:
+    layout, tr = _arch_at(pid, ts, endpoint.arch, where)
     keys = _arch_keys(endpoint.arch)
     recs = [layout["teeth"][k] for k in keys]
     size = (tr.width, tr.height)
@@ -322,6 +441,24 @@ def _keypoints(endpoint: Endpoint, pid: str, ts: str, rng: np.random.Generator |
     return {"Teeth": teeth, "CatenaryPoints": dict(zip(names, cat, strict=True))}
 
 
+@lru_cache(maxsize=8)
+def _outline_smoother(n: int) -> np.ndarray:
+    """Circulant (n, n) matrix smoothing white noise along a closed outline of n vertices.
+
+    Row i is a Gaussian kernel of SD :data:`OUTLINE_NOISE_CORRELATION_VERTICES` over the
+    circular vertex distance to i, scaled to unit Euclidean norm, so that ``K @ z`` of
+    standard normal ``z`` is again standard normal per vertex (correlation between
+    vertices d apart: ``exp(-d² / (4 SD²))`` for an outline much longer than the kernel).
+    """
+    d = np.arange(n)
+    d = np.minimum(d, n - d)  # circular distance from vertex 0
+    w = np.exp(-0.5 * (d / OUTLINE_NOISE_CORRELATION_VERTICES) ** 2)
+    w /= np.sqrt(np.sum(w**2))
+    k = np.stack([np.roll(w, i) for i in range(n)])
+    k.flags.writeable = False
+    return k
+
+
 def _outlines(
     items: list[tuple[str, dict]], tr: ImageTransform, rng: np.random.Generator | None
 ) -> dict:
@@ -332,7 +469,11 @@ def _outlines(
         n = len(present[0][1]["outline"])
         px = tr.apply(np.vstack([r["outline"] for _, r in present]))
         if rng is not None:
-            px = px + rng.standard_normal(px.shape) * (POINT_NOISE_SD_MM["outline"] / tr.mm_per_px)
+            t = len(present)
+            # one (n, n) @ (n, 2t) product: column 2k + c is coordinate c of tooth k
+            smooth = _outline_smoother(n) @ rng.standard_normal((n, 2 * t))
+            smooth = smooth.reshape(n, t, 2).transpose(1, 0, 2).reshape(-1, 2)
+            px = px + smooth * (POINT_NOISE_SD_MM["outline"] / tr.mm_per_px)
             px[:, 0] = np.clip(px[:, 0], 0, tr.width - 1)
             px[:, 1] = np.clip(px[:, 1], 0, tr.height - 1)
             px = px.round().astype(int)
@@ -348,28 +489,48 @@ def _outlines(
     return results
 
 
-def _segmentation(endpoint: Endpoint, pid: str, ts: str, rng: np.random.Generator | None) -> dict:
+def _segmentation(
+    endpoint: Endpoint, pid: str, ts: str, where: Where, rng: np.random.Generator | None
+) -> dict:
     if endpoint.source == "pano":
-        layout, tr = _pano(pid, ts)
+        layout, tr = _pano_at(pid, ts, where)
         keys = [
             f"{t}_{side}_{arch}" for arch in ("up", "lo") for side in SIDES for t in TOOTH_TYPES
         ]
     elif endpoint.source == "frontal":
-        layout, tr = _frontal_photo(pid, ts)
+        layout, tr = _frontal_photo_at(pid, ts, where, "intraoral_frontal")
         keys = list(layout)
     else:
-        arch_layout, tr = _arch(pid, ts, endpoint.arch)
+        arch_layout, tr = _arch_at(pid, ts, endpoint.arch, where)
         layout = arch_layout["teeth"]
         keys = _arch_keys(endpoint.arch)
     return {"Results": _outlines([(k, layout[k]) for k in keys], tr, rng)}
 
 
-def _clinical(pid: str, ts: str, kind: str, rng: np.random.Generator | None) -> dict[str, list]:
+def _clinical(
+    pid: str, ts: str, kind: str, where: Where | None, rng: np.random.Generator | None
+) -> dict[str, list]:
+    """Boxes of ``/clinical-images`` on a photo of ``kind``: on the teeth the photo shows."""
     spec = IMAGE_SPECS[kind]
-    boxes = clinical_detections(
-        patient(pid), kind, generator("clinical", pid, ts, kind), spec.width, spec.height
-    )
+    boxes = _clinical_exact(pid, ts, kind, where or (pid, ts))
     return _jitter(boxes, rng, spec.width, spec.height)
+
+
+@lru_cache(maxsize=4096)
+def _clinical_exact(
+    pid: str, ts: str, kind: str, where: Where
+) -> dict[str, list[tuple[int, int, int, int]]]:
+    """Noise-free clinical boxes (cached; callers never modify them)."""
+    spec = IMAGE_SPECS[kind]
+    layout, tr, gingival = _photo_teeth_at(pid, ts, kind, where)
+    present = np.array([not r["missing"] for r in layout.values()])
+    outlines = np.stack([r["outline"] for r in layout.values()])[present]
+    teeth_px = tr.apply(outlines.reshape(-1, 2)).reshape(outlines.shape)
+    boxes = clinical_detections(
+        patient(pid), generator("clinical", pid, ts, kind), teeth_px,
+        tr.apply(gingival[present]), spec.width, spec.height,
+    )  # fmt: skip
+    return boxes
 
 
 def _jitter(boxes: dict[str, list], rng: np.random.Generator | None, w: int, h: int) -> dict:
@@ -387,13 +548,15 @@ def _jitter(boxes: dict[str, list], rng: np.random.Generator | None, w: int, h: 
     return out
 
 
-def _pano_boxes(pid: str, ts: str) -> dict[str, list[tuple[int, int, int, int]]]:
+def _pano_boxes(
+    pid: str, ts: str, where: Where | None = None
+) -> dict[str, list[tuple[int, int, int, int]]]:
     """Pano detections around drawn teeth; ``{}`` for a clean image (as in the spec example)."""
     p = patient(pid)
     rng = generator("pano-findings", pid, ts)
     if rng.random() < p.pano_empty:
         return {}
-    layout, tr = _pano(pid, ts)
+    layout, tr = _pano(pid, ts, where)
     present = [k for k, r in layout.items() if not r["missing"]]
     out: dict[str, list[tuple[int, int, int, int]]] = {}
     for name in PANO_CLASSES:
@@ -427,18 +590,27 @@ def _pano_boxes(pid: str, ts: str) -> dict[str, list[tuple[int, int, int, int]]]
     return out
 
 
+def _clinical_kind(endpoint: Endpoint, url: str, pid: str) -> str:
+    """The intra-oral photo kind ``/clinical-images`` analyses for ``url``.
+
+    A sandbox URL's intra-oral kind; for any other URL (or a non-intra-oral sandbox
+    kind) one of the intra-oral kinds chosen by a hash of the URL.
+    """
+    kind, known = _image_kind(endpoint, url, pid)
+    if not known or not kind.startswith("intraoral"):
+        kinds = [k for k in IMAGE_SPECS if k.startswith("intraoral")]
+        kind = kinds[
+            int.from_bytes(generator("kind", image_identity(url)).bytes(2), "little") % len(kinds)
+        ]
+    return kind
+
+
 def _findings(
-    endpoint: Endpoint, pid: str, ts: str, url: str, rng: np.random.Generator | None
+    endpoint: Endpoint, pid: str, ts: str, url: str, where: Where, rng: np.random.Generator | None
 ) -> dict:
     if endpoint.source == "clinical":
-        kind, known = _image_kind(endpoint, url, pid)
-        if not known or not kind.startswith("intraoral"):
-            kinds = [k for k in IMAGE_SPECS if k.startswith("intraoral")]
-            kind = kinds[
-                int.from_bytes(generator("kind", image_identity(url)).bytes(2), "little")
-                % len(kinds)
-            ]
-        boxes = _clinical(pid, ts, kind, rng)
+        kind = _clinical_kind(endpoint, url, pid)
+        boxes = _clinical(pid, ts, kind, where, rng)
         contents = {name: len(boxes.get(name, ())) for name in CLINICAL_CLASSES}
         results = {
             name: [
@@ -448,8 +620,8 @@ def _findings(
             for name, bs in boxes.items()
         }
         return {"ImageContents": contents, "Results": results}
-    tr = _pano(pid, ts)[1]
-    boxes = _jitter(_pano_boxes(pid, ts), rng, tr.width, tr.height)
+    tr = _pano_at(pid, ts, where)[1]
+    boxes = _jitter(_pano_boxes(pid, ts, where), rng, tr.width, tr.height)
     return {
         "Results": {
             name: [
@@ -513,14 +685,15 @@ def respond(
         raise InputError(f"{ep.path} is not an image endpoint; use estimate_tle() for /tle")
     pid, ts, url = _request_fields(ep, request)
     rng = generator("image", pid, ts, image_identity(url), ep.name) if noise else None
+    where = _image_where(url) or (pid, ts)
     if ep.kind is Kind.LANDMARKS:
-        body = _landmarks(ep, pid, ts, rng)
+        body = _landmarks(ep, pid, ts, where, rng)
     elif ep.kind is Kind.KEYPOINTS:
-        body = _keypoints(ep, pid, ts, rng)
+        body = _keypoints(ep, pid, ts, where, rng)
     elif ep.kind is Kind.SEGMENTATION:
-        body = _segmentation(ep, pid, ts, rng)
+        body = _segmentation(ep, pid, ts, where, rng)
     elif ep.kind is Kind.FINDINGS:
-        body = _findings(ep, pid, ts, url, rng)
+        body = _findings(ep, pid, ts, url, where, rng)
     elif ep.kind is Kind.CLASSIFIER:
         body = _classifier(ep, pid, ts, url)
     else:  # TMJ
@@ -587,7 +760,9 @@ def truth(patient_id: str, timestamp: str, image_name: str | None = None) -> dic
         The session key (as in the requests).
     image_name : str, optional
         An image URL; adds an ``image`` section (recognised kind, stored name,
-        classifier category).
+        classifier category). For a sandbox image URL the reported transforms are
+        those of the image's placement key (its patient and session, see
+        ``docs/sandbox.md``), i.e. of the answers to requests naming it.
 
     Returns
     -------
@@ -599,8 +774,9 @@ def truth(patient_id: str, timestamp: str, image_name: str | None = None) -> dic
     """
     p = patient(patient_id)
     s = session(patient_id, timestamp)
-    _, ltr, lmeas, _ = _lateral(patient_id, timestamp)
-    _, ftr, fmeas, _ = _frontal(patient_id, timestamp)
+    where = _where(patient_id, timestamp, image_name)
+    _, ltr, lmeas, _ = _lateral(patient_id, timestamp, where)
+    _, ftr, fmeas, _ = _frontal(patient_id, timestamp, where)
     anb = lmeas["ANB"]
     lateral = dict(lmeas)
     lateral.update({
@@ -624,7 +800,7 @@ def truth(patient_id: str, timestamp: str, image_name: str | None = None) -> dic
     arch: dict[str, Any] = {}
     teeth: dict[str, Any] = {}
     for a in ("up", "lo"):
-        layout, tr = _arch(patient_id, timestamp, a)
+        layout, tr = _arch(patient_id, timestamp, a, where)
         arch[a] = {
             **dental.arch_summary(layout),
             "catenary_a_px": layout["a"] / tr.mm_per_px,
@@ -641,13 +817,13 @@ def truth(patient_id: str, timestamp: str, image_name: str | None = None) -> dic
                 [(k, layout["teeth"][k]) for k in _arch_keys(a)], tr.mm_per_px, ("bl",)
             ),
         }
-    pano_layout, ptr = _pano(patient_id, timestamp)
+    pano_layout, ptr = _pano(patient_id, timestamp, where)
     teeth["pano"] = {
         "mm_per_px": ptr.mm_per_px,
         "transform": ptr.to_dict(),
         "teeth": _teeth_truth(list(pano_layout.items()), ptr.mm_per_px, ("length",)),
     }
-    photo, phtr = _frontal_photo(patient_id, timestamp)
+    photo, phtr = _frontal_photo(patient_id, timestamp, where)
     teeth["frontal"] = {
         "mm_per_px": phtr.mm_per_px,
         "transform": phtr.to_dict(),
@@ -656,9 +832,9 @@ def truth(patient_id: str, timestamp: str, image_name: str | None = None) -> dic
     clinical = {}
     for kind in IMAGE_SPECS:
         if kind.startswith("intraoral"):
-            boxes = _clinical(patient_id, timestamp, kind, None)
+            boxes = _clinical(patient_id, timestamp, kind, where, None)
             clinical[kind] = {name: len(boxes.get(name, ())) for name in CLINICAL_CLASSES}
-    pano_boxes = _pano_boxes(patient_id, timestamp)
+    pano_boxes = _pano_boxes(patient_id, timestamp, where)
     out: dict[str, Any] = {
         "simulator": "dentalkit sandbox simulator: synthetic anatomy, no AI model",
         "versions": {"analysis": ANALYSIS_VERSION, "keypoints": KEYPOINTS_VERSION},

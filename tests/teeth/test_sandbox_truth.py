@@ -123,7 +123,10 @@ def test_noise_free_frontal_apparent_width_and_visible_height(exact):
 def test_sizes_recovered_within_the_outline_noise(noisy):
     # Outline vertices carry N(0, 0.06 mm) noise and are rounded to whole pixels
     # (0.04–0.1 mm), so a width (difference of two extreme projections) is off by at most
-    # a few tenths of a millimetre, and on average by far less.
+    # a few tenths of a millimetre, and on average by far less. The noise is correlated
+    # along the outline (neighbouring vertices move together, docs/sandbox.md), so a whole
+    # stretch of a small crown can move out or in: areas vary more than widths, up to
+    # about 9 % for the smallest crowns (lower premolars on the frontal photo, ~2.5 mm).
     expected = {
         "occlusogram_upper": ("md_mm", "bl_width", "bl_mm"),
         "occlusogram_lower": ("md_mm", "bl_width", "bl_mm"),
@@ -136,7 +139,7 @@ def test_sizes_recovered_within_the_outline_noise(noisy):
             assert err.abs().max() < 0.5, source
             assert abs(err.mean()) < 0.2, source
         rel_area = sub["area"] / sub["area_mm2"] - 1
-        assert rel_area.abs().max() < 0.08, source
+        assert rel_area.abs().max() < 0.1, source
         assert abs(rel_area.mean()) < 0.02, source
 
 
