@@ -294,11 +294,10 @@ def export(
         for folder in folders:
             if not folder.is_dir():
                 raise FileNotFoundError(f"{folder} is not a folder")
-            contract = io.read_tables(folder)
+            contract = io.read_tables(folder)  # contract tables with their exact dtypes
             for path in sorted(folder.glob("*.parquet")):
-                tables[path.stem] = contract.get(path.stem, None)
-                if tables[path.stem] is None:
-                    tables[path.stem] = pd.read_parquet(path)
+                name = path.stem
+                tables[name] = contract[name] if name in contract else pd.read_parquet(path)
         if not tables:
             raise FileNotFoundError(f"no Parquet tables in {', '.join(map(str, folders))}")
         if secret_env is not None:

@@ -124,7 +124,7 @@ def _fetch_one(client: Client | ClientSpec, payload: tuple[str, Any, Any]) -> Ap
 def _fetch_batch(
     client: Client | ClientSpec, payloads: list[tuple[str, Any, Any]]
 ) -> list[ApiResult | Exception]:
-    """Worker: several requests one after another in one task (shares the task's cost)."""
+    """Worker: one or several requests, one after another, in one task (picklable)."""
     return [_fetch_one(client, payload) for payload in payloads]
 
 
@@ -208,8 +208,8 @@ def fetch_cohort(
     Parameters
     ----------
     manifest : DataFrame, list of dict or path
-        CSV / Parquet / DataFrame / list of row dicts with ``patient_id``, ``timestamp``, ``image_url`` and an
-        ``endpoint`` column, or give ``endpoints=``. Optional option columns
+        CSV / Parquet / DataFrame / list of row dicts with ``patient_id``, ``timestamp``,
+        ``image_url`` and an ``endpoint`` column, or give ``endpoints=``. Optional option columns
         (``draw_contours`` …) and, for ``/tle`` rows, ``p01`` … ``p11``.
     endpoints : str or list of str, optional
         Endpoint(s) for every row (registry name, path or slug) when there is no ``endpoint``
@@ -242,8 +242,8 @@ def fetch_cohort(
         Requests per task on an ``executor`` you pass: a task sends its batch one request
         after another, so the executor's per-task cost (on dask a few milliseconds of
         scheduler and worker CPU) is shared by the batch. Default: automatic — at most
-        :data:`MAX_BATCH`, chosen so that the last round of tasks is as full as possible. The built-in
-        thread pool always sends one request per task. Answers are stored as tasks finish;
+        :data:`MAX_BATCH`, chosen so that the last round of tasks is as full as
+        possible. The built-in thread pool always sends one request per task. Answers are stored as tasks finish;
         a task killed mid-way loses nothing that the shared HTTP cache already holds.
 
     Returns
@@ -357,20 +357,15 @@ def fetch_cohort(
                 chunk = next(queue, None)
                 if chunk is None:
                     break
-                if len(chunk) == 1:
-                    task = pool.submit(_fetch_one, worker_client, plan.payloads[chunk[0][0]])
-                else:
-                    payloads = [plan.payloads[group[0]] for group in chunk]
-                    task = pool.submit(_fetch_batch, worker_client, payloads)
-                pending[task] = chunk
+                payloads = [plan.payloads[group[0]] for group in chunk]
+                pending[pool.submit(_fetch_batch, worker_client, payloads)] = chunk
             if not pending:
                 break
             finished, _ = wait(pending, timeout=interval, return_when=FIRST_COMPLETED)
             for fut in finished:
                 chunk = pending.pop(fut)
                 try:
-                    out_ = fut.result()
-                    results = out_ if len(chunk) > 1 else [out_]
+                    results = fut.result()
                 except Exception as exc:  # a worker crash: record it like any failure
                     results = [exc] * len(chunk)
                 for group, res in zip(chunk, results, strict=True):
