@@ -20,13 +20,17 @@ Two comparisons (issue 8):
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import shapely
 
-from dentalkit.teeth import measure
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from dentalkit.teeth import measure  # noqa: E402
 
 TYPES = ["m3", "m2", "m1", "p2", "p1", "c", "i2", "i1"]
 KEYS = [f"{t}_rgt_up" for t in TYPES] + [f"{t}_lft_up" for t in reversed(TYPES)]
