@@ -30,7 +30,7 @@ import shapely
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dentalkit.teeth import measure  # noqa: E402
+from dentalkit.teeth import measure
 
 TYPES = ["m3", "m2", "m1", "p2", "p1", "c", "i2", "i1"]
 KEYS = [f"{t}_rgt_up" for t in TYPES] + [f"{t}_lft_up" for t in reversed(TYPES)]
