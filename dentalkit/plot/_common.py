@@ -275,9 +275,17 @@ def finish_pixel_axes(
 
 
 def scale_bar(
-    ax: Any, mm_per_px: float, length_mm: float | None = None, colour: str = "black"
+    ax: Any,
+    mm_per_px: float,
+    length_mm: float | None = None,
+    colour: str = "black",
+    backdrop: bool = False,
 ) -> Any:
-    """Draw a scale bar of ``length_mm`` (default 10 mm or a fitting round length)."""
+    """Draw a scale bar of ``length_mm`` (default 10 mm or a fitting round length).
+
+    ``backdrop=True`` puts it on a translucent dark box, legible over an image and over
+    the blank margin around it alike (use a light ``colour``).
+    """
     from mpl_toolkits.axes_grid1.anchored_artists import AnchoredSizeBar
 
     if not (mm_per_px and np.isfinite(mm_per_px) and mm_per_px > 0):
@@ -294,10 +302,12 @@ def scale_bar(
         pad=0.4,
         borderpad=0.6,
         sep=2,
-        frameon=False,
+        frameon=backdrop,
         color=colour,
         size_vertical=0,
     )
+    if backdrop:
+        bar.patch.set(facecolor="black", edgecolor="none", alpha=0.6)
     ax.add_artist(bar)
     return bar
 

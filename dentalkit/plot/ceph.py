@@ -207,10 +207,16 @@ def tracing(
 
     values = _values(rows, measures, mm_per_px, landmark_map, view)
     used = _draw_measures(ax, measures, points, catalog, values)
-    _label_points(ax, points, _label_names(label, used, names, in_contour), point_colour)
     finish_pixel_axes(ax, xy[:, 0], xy[:, 1], image_shape=shape, crop=crop, show_axes=show_axes)
+    # labels after the limits: their placement is decided in display space
+    _label_points(ax, points, _label_names(label, used, names, in_contour), point_colour)
     if mm_per_px is not None:
-        scale_bar(ax, float(mm_per_px), colour="white" if has_image else "black")
+        scale_bar(
+            ax,
+            float(mm_per_px),
+            colour="white" if has_image else "black",
+            backdrop=has_image,
+        )
     place_legend(ax, legend)
     return ax
 
@@ -306,15 +312,48 @@ def _label_names(
 
 
 def _label_points(ax: Any, points: dict, names: list[str], colour: str) -> None:
-    for n in names:
-        if n in points:
-            x, y = points[n]
-            ax.annotate(
-                n,
+    """Name the landmarks, each label placed where it overlaps no earlier label.
+
+    A label first goes outward (away from the centre of the labelled landmarks), then
+    tries the other seven compass directions; the first placement whose text box meets
+    no placed label wins, else the outward one. Greedy, in display space, so it needs
+    the axes limits set.
+    """
+    names = [n for n in names if n in points]
+    if not names:
+        return
+    xy = np.array([points[n] for n in names], dtype=float)
+    to_display = ax.transData.transform
+    centre = to_display(xy).mean(axis=0)
+    renderer = ax.figure.canvas.get_renderer()
+    placed: list[Any] = []
+    angles = np.deg2rad(np.arange(0, 360, 45))
+    for name, (x, y) in zip(names, xy, strict=True):
+        out = to_display([(x, y)])[0] - centre
+        start = np.arctan2(out[1], out[0]) if np.hypot(*out) > 1e-9 else np.pi / 4
+        order = start + np.concatenate([[0.0], angles[1:]])
+        best = None
+        for a in order:
+            dx, dy = 4.0 * np.cos(a), 4.0 * np.sin(a)
+            text = ax.annotate(
+                name,
                 (x, y),
-                xytext=(3, 3),
+                xytext=(dx, dy),
                 textcoords="offset points",
+                ha="left" if dx > 1 else ("right" if dx < -1 else "center"),
+                va="bottom" if dy > 1 else ("top" if dy < -1 else "center"),
                 fontsize="x-small",
                 color=colour,
                 zorder=5,
             )
+            box = text.get_window_extent(renderer)
+            if not any(box.overlaps(other) for other in placed):
+                if best is not None:
+                    best.remove()
+                best = text
+                break
+            if best is None:
+                best = text  # the outward placement, kept if nothing is free
+            else:
+                text.remove()
+        placed.append(best.get_window_extent(renderer))

@@ -216,3 +216,26 @@ def test_frontal_tracing():
 
 def test_exported_name_is_the_same_function():
     assert plot.ceph_tracing is pceph.tracing
+
+
+def test_landmark_labels_do_not_cover_each_other():
+    # The incisor tips and apices sit a few millimetres apart: labelled naively (all up
+    # and to the right) several overlap. Placement is checked on the drawn text boxes.
+    t = landmarks("P001", "2024-03-01")
+    ax = pceph.tracing(t, mm_per_px=0.1, measures=["SNA", "SNB", "U1_SN", "IMPA", "L1_NB_deg"])
+    renderer = ax.figure.canvas.get_renderer()
+    boxes = {text.get_text(): text.get_window_extent(renderer) for text in ax.texts}
+    assert {"U1_tip", "U1_apex", "L1_tip", "L1_apex"} <= set(boxes)
+    overlapping = [
+        (a, b)
+        for i, a in enumerate(boxes)
+        for b in list(boxes)[i + 1 :]
+        if boxes[a].overlaps(boxes[b])
+    ]
+    assert overlapping == []
+    # each label stays next to its landmark (within ~12 points of it)
+    points = t.dropna(subset=["name"]).set_index("name")[["x", "y"]]
+    for name, box in boxes.items():
+        px, py = ax.transData.transform(points.loc[name].to_numpy(dtype=float))
+        gap = max(box.x0 - px, px - box.x1, 0.0), max(box.y0 - py, py - box.y1, 0.0)
+        assert np.hypot(*gap) * 72 / ax.figure.dpi < 12, name
