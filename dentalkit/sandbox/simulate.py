@@ -292,8 +292,6 @@ def _frontal_photo_at(pid: str, ts: str, where: Where, kind: str) -> tuple[dict,
 
 #: Intra-oral photo kinds that show the frontal tooth layout (the buccal views reuse it).
 _FRONTAL_PHOTO_KINDS = ("intraoral_frontal", "intraoral_right", "intraoral_left")
-#: Occlusal photographs are taken at twice the photo's nominal spacing (the arch fills them).
-_OCCLUSAL_PHOTO_SCALE = 2.0
 
 
 def _photo_teeth(
@@ -301,11 +299,12 @@ def _photo_teeth(
 ) -> tuple[dict[str, dict], ImageTransform, np.ndarray]:
     """Teeth shown on an intra-oral photo of ``kind``: layout (mm), transform, gingival points.
 
-    The renderer draws these teeth and ``/clinical-images`` puts its boxes on them.
-    Frontal and buccal views show the frontal layout (``/frontal-segmentation``'s teeth on
-    ``intraoral_frontal``); occlusal views the arch layout at 0.08 mm/px. The gingival
-    point of a tooth (mm, shape (n, 2), in layout order) is the middle of its cervical
-    edge (frontal views) or halfway from its centre to its buccal edge (occlusal views).
+        The renderer draws these teeth and ``/clinical-images`` puts its boxes on them.
+        Frontal and buccal views show the frontal layout (``/frontal-segmentation``'s teeth on
+        ``intraoral_frontal``); occlusal views the arch layout at their image spec's spacing
+    (0.08 mm/px, so the arch fills the photo). The gingival
+        point of a tooth (mm, shape (n, 2), in layout order) is the middle of its cervical
+        edge (frontal views) or halfway from its centre to its buccal edge (occlusal views).
     """
     return _photo_teeth_at(pid, ts, kind, where or (pid, ts))
 
@@ -329,7 +328,7 @@ def _photo_teeth_at(
     rng = generator("transform", *where, kind)
     rot = min(max(float(rng.normal(0.0, 3.0)), -7.5), 7.5)
     tr, _ = place_points(
-        rng, outlines.reshape(-1, 2), mm_per_px=spec.mm_per_px * _OCCLUSAL_PHOTO_SCALE,
+        rng, outlines.reshape(-1, 2), mm_per_px=spec.mm_per_px,
         rotation_deg=round(rot, 4), flip_x=1, flip_y=1 if arch == "up" else -1,
         width=spec.width, height=spec.height, margin_px=60.0,
     )  # fmt: skip
