@@ -129,12 +129,14 @@ class _Gather:
         self, named: dict[str, complex], contours: dict[str, np.ndarray | list[complex]]
     ) -> np.ndarray:
         """``(n, 2)`` float array (x, y) in key order (contours: arrays or lists of complex)."""
-        pool = np.concatenate(
-            [np.array(self.get_named(named), dtype=complex), *self.get_contours(contours)]
-        )
+        # one flat list and one array: cheaper than an array per piece and a concatenate
+        pool = list(self.get_named(named))
+        for c in self.get_contours(contours):
+            pool += c if isinstance(c, list) else c.tolist()
+        arr = np.array(pool, dtype=complex)
         if not self.identity:
-            pool = pool[self.index]
-        return pool.view(np.float64).reshape(-1, 2)  # (real, imag) pairs
+            arr = arr[self.index]
+        return arr.view(np.float64).reshape(-1, 2)  # (real, imag) pairs
 
 
 _LATERAL = _Gather(LATERAL_NAMES, LATERAL_GROUPS)

@@ -534,7 +534,7 @@ def session(patient_id: str, timestamp: str) -> Session:
     # linear growth between the ages clipped to [6, growth stop]: value + rate·years
     years = min(max(age, 6.0), stop) - min(max(p.baseline_age, 6.0), stop)
     r = p.rates
-    c = dict(p.ceph)
+    c = p.ceph.copy()  # a dict; dict(mappingproxy) would copy key by key
     for key in _CEPH_GROWTH:
         c[key] = c[key] + r[key] * years
     chain = _chain(c)

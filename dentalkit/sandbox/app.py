@@ -315,9 +315,9 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
             message = "simulated server fault (sandbox fault injection); retry later"
             return decision.status, _error_payload(decision.status, message), usage
         if endpoint.is_image:
-            body = simulate.respond(endpoint, data, noise=config.noise)
+            extra = None
             if endpoint.output_image:
-                body["OutputImageUrl"] = links.sign_link(
+                link = links.sign_link(
                     root_url(request),
                     endpoint.slug,
                     data,
@@ -325,9 +325,10 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
                     ttl=config.link_ttl,
                     secret=config.link_secret,
                 )
+                extra = {"OutputImageUrl": link}
+            payload = simulate.respond_json(endpoint, data, noise=config.noise, extra=extra)
         else:
-            body = simulate.estimate_tle(data)
-        payload = orjson.dumps(body)
+            payload = orjson.dumps(simulate.estimate_tle(data))
         if decision.malformed:
             payload = payload[: max(1, len(payload) // 2)]
         return 200, payload, usage
