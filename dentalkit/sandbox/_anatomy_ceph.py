@@ -221,7 +221,7 @@ def _resample(z: np.ndarray, n: int) -> np.ndarray:
     """``n`` points at arc-length fractions (k + 0.5)/n of an open polyline (complex)."""
     cum = np.empty(len(z))
     cum[0] = 0.0
-    np.cumsum(np.abs(z[1:] - z[:-1]), out=cum[1:])
+    np.abs(z[1:] - z[:-1]).cumsum(out=cum[1:])  # the method: np.cumsum adds a Python wrapper
     s = _fractions(n) * cum[-1]
     out = np.empty(n, dtype=complex)
     out.real = np.interp(s, cum, z.real)

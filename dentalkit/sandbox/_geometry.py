@@ -176,10 +176,9 @@ def place_points(
     """:func:`place`, also returning ``points_mm`` in pixels (``transform.apply(points_mm)``)."""
     q = points_mm @ _linear_part(mm_per_px, rotation_deg, flip_x, flip_y).T
     t = []
-    # min/max of Python lists: a numpy reduction over a strided column of ~170 points
-    # costs more in call overhead than the whole list conversion
-    for col, size in zip(q.T.tolist(), (width, height), strict=True):
-        lo, hi = min(col), max(col)
+    for k, size in enumerate((width, height)):
+        col = q[:, k]
+        lo, hi = float(col.min()), float(col.max())
         a = margin_px - lo
         b = size - 1 - margin_px - hi
         t.append(float(rng.uniform(a, b)) if b > a else (size - 1 - hi - lo) / 2)

@@ -99,6 +99,8 @@ def parse_sandbox_url(url: str) -> tuple[str, str, str] | None:
     ``/_sandbox/images/{kind}/{patient_id}/{session}.png`` with a known kind
     (any host: the URL is never fetched).
     """
+    if SANDBOX_IMAGE_PREFIX not in url:  # the path is a substring of the URL: skip urlsplit
+        return None
     try:
         path = urlsplit(url).path
     except ValueError:

@@ -417,18 +417,17 @@ def _landmarks(
 
 
 @lru_cache(maxsize=2)
-def _results_template(keys: tuple[str, ...]) -> tuple[bytes, ...]:
-    """The JSON of a landmark ``Results`` object cut where its 2·n numbers go.
+def _results_template(keys: tuple[str, ...]) -> bytes:
+    """The JSON of a landmark ``Results`` object with ``%s`` where its 2·n numbers go.
 
-    ``b"".join(interleave(template, numbers))`` is ``orjson.dumps`` of
+    ``template % (x0, y0, x1, …)`` (numbers as JSON bytes) is ``orjson.dumps`` of
     ``{k: {"x_coordinate": x, "y_coordinate": y}, …}``.
     """
-    names = [orjson.dumps(k) for k in keys]  # JSON strings, escaped as orjson escapes
-    parts = [b"{" + names[0] + b':{"x_coordinate":']
-    for name in names[1:]:
-        parts += [b',"y_coordinate":', b"}," + name + b':{"x_coordinate":']
-    parts += [b',"y_coordinate":', b"}}"]
-    return tuple(parts)
+    names = [
+        orjson.dumps(k).replace(b"%", b"%%") for k in keys
+    ]  # JSON strings as orjson writes them
+    objects = [name + b':{"x_coordinate":%s,"y_coordinate":%s}' for name in names]
+    return b"{" + b",".join(objects) + b"}"
 
 
 def _landmarks_json(
@@ -438,17 +437,14 @@ def _landmarks_json(
 
     The same bytes as ``orjson.dumps`` of :func:`_landmarks`'s ``Results``, without
     building 2·n Python floats and n small dicts: orjson writes the numbers from the
-    array (the same shortest round-trip float text), and they are spliced into the
+    array (the same shortest round-trip float text), and they are put into the
     precomputed text of the object around them. The HTTP app's hot path (a ceph answer
     is ~170 landmark objects).
     """
     keys, xy = _landmark_px(endpoint, pid, ts, where, rng)
-    template = _results_template(keys)
     numbers = orjson.dumps(xy.ravel(), option=orjson.OPT_SERIALIZE_NUMPY)[1:-1].split(b",")
-    out: list[bytes] = [b""] * (2 * len(numbers) + 1)
-    out[0::2] = template
-    out[1::2] = numbers
-    return {"NumberOfPredictedPoints": len(keys), "Results": orjson.Fragment(b"".join(out))}
+    results = _results_template(keys) % tuple(numbers)
+    return {"NumberOfPredictedPoints": len(keys), "Results": orjson.Fragment(results)}
 
 
 def _arch_keys(arch: str) -> list[str]:

@@ -38,7 +38,9 @@ def test_malformed_bodies_are_cut_short_json():
 
 
 def test_rate_limit_answers_429_with_retry_after_and_usage_headers():
-    with running(faults={"rate_limit": 3, "rate_window": 30}) as sb:
+    # a long window: a fixed-window boundary falling between the four calls would reset the
+    # count (the test was flaky under load with 30 s)
+    with running(faults={"rate_limit": 3, "rate_window": 3600}) as sb:
         first = [call(sb) for _ in range(3)]
         assert [r.status_code for r in first] == [200, 200, 200]
         assert [r.headers["X-RateLimit-Remaining"] for r in first] == ["2", "1", "0"]
