@@ -150,7 +150,7 @@ class Patient:
     birth_date: date
     skeletal_class: str
     growth_stop: float
-    ceph: MappingProxyType  # baseline parameters (deg, mm, ratios)
+    ceph: MappingProxyType  # drawn baseline parameters (deg, mm, ratios); SNA… per session
     rates: MappingProxyType  # growth per year
     arch: MappingProxyType  # intermolar targets and arch extras
     draws: _Draws = field(repr=False, compare=False)
@@ -413,7 +413,8 @@ def patient(patient_id: str) -> Patient:
     )
     ceph = dict(zip(_CEPH_NAMES, vals[: i_go + 1], strict=True))
     ceph["Go_Me"] += _GO_ME_BY_CLASS[klass]
-    ceph.update(_derived(_chain(ceph)))
+    # SNA, SNB and N–Me follow from the chain at each session's age (session()); nothing
+    # reads them at the baseline, so the patient's chain is not built here
 
     size_factor = 1.0 + 0.035 * float(z_size)
     w_up = vals[_I["intermolar_up"]] * size_factor
