@@ -26,7 +26,8 @@ the same run"; target ratio >= 0.5):
 ``--breakdown`` splits one request's CPU time without HTTP: both apps are called in process
 through ASGI (no sockets, no h11), interleaved in small blocks so that machine load affects
 every part alike, and ``simulate.respond`` is timed on its own (cold: a new patient per
-call; warm: the same request again).
+call; warm: the same request again), as is ``simulate.respond_json``, which the app calls
+(the same body as JSON bytes).
 
     python benchmarks/sandbox.py               # full run (a minute or two)
     python benchmarks/sandbox.py --smoke       # tiny run for CI
@@ -257,6 +258,15 @@ def _breakdown(rounds: int, block: int = 40) -> None:
         "respond(), same request": lambda: _done(simulate.respond(SANDBOX_ENDPOINT, request)),
         "respond(), new patient": lambda: _done(
             simulate.respond(SANDBOX_ENDPOINT, {**request, "PatientID": f"BD-R-{next(counter)}"})
+        ),
+        # what the app calls: the same body as orjson bytes (the landmarks written from the array)
+        "respond_json(), same request": lambda: _done(
+            simulate.respond_json(SANDBOX_ENDPOINT, request)
+        ),
+        "respond_json(), new patient": lambda: _done(
+            simulate.respond_json(
+                SANDBOX_ENDPOINT, {**request, "PatientID": f"BD-J-{next(counter)}"}
+            )
         ),
     }
 
