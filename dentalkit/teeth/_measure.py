@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from dentalkit._calibration import MmPerPx, resolve_mm_per_px
 from dentalkit.errors import InputError
 from dentalkit.stats._tables import (
     check_errors_mode,
@@ -19,7 +20,6 @@ from dentalkit.stats._tables import (
     raise_if_problems,
     require_columns,
 )
-from dentalkit.teeth._calibration import MmPerPx, resolve_mm_per_px
 from dentalkit.teeth._outline import OutlineShape, outline_shape
 from dentalkit.teeth._widths import (
     MD_AXIS_CATEGORIES,
