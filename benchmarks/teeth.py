@@ -129,9 +129,9 @@ def run(n: int, vertices: int, repeat: int) -> dict[str, float]:
     res["bare_valid_s"] = _time(lambda: shapely.is_valid(geoms), repeat)
     res["outline_s"] = _time(lambda: outline_shape(geoms), repeat)
     res["proven_share"] = float(outline_shape(geoms).proven_valid.mean())
-    res["loop_functions_s"] = _time(lambda: _loop_functions(geoms))
-    res["loop_attributes_s"] = _time(lambda: _loop_attributes(geoms))
-    res["loop_attributes_valid_s"] = _time(lambda: _loop_attributes_valid(geoms))
+    res["loop_functions_s"] = _time(lambda: _loop_functions(geoms), repeat)
+    res["loop_attributes_s"] = _time(lambda: _loop_attributes(geoms), repeat)
+    res["loop_attributes_valid_s"] = _time(lambda: _loop_attributes_valid(geoms), repeat)
     res["measure_widths_s"] = _time(lambda: measure(table, measures=widths), repeat)
     res["bare_mrr_s"] = _time(lambda: shapely.minimum_rotated_rectangle(geoms), repeat)
 
@@ -145,7 +145,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000, help="number of tooth polygons")
     parser.add_argument("--vertices", type=int, default=24, help="vertices per outline")
-    parser.add_argument("--repeat", type=int, default=1, help="best of this many runs")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="best of this many runs (every timing alike)"
+    )
     parser.add_argument("--smoke", action="store_true", help="tiny run (1,600 polygons)")
     args = parser.parse_args(argv)
     n = 1_600 if args.smoke else args.n
