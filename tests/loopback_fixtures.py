@@ -8,26 +8,9 @@ import pytest
 from dentalkit.sandbox import running
 
 
-def has_simulator() -> bool:
-    try:
-        import dentalkit.sandbox.simulate  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-@pytest.fixture
-def simulator():
-    """Skip a test whose sandbox must answer 200s until the simulator has landed."""
-    if not has_simulator():
-        pytest.skip("needs dentalkit.sandbox.simulate (the simulator, branch sim)")
-
-
 @pytest.fixture(scope="module")
 def sb():
     """A sandbox for this module; tests set faults with ``sb.set_faults`` (which resets stats)."""
-    if not has_simulator():
-        pytest.skip("the sandbox needs dentalkit.sandbox.simulate (the simulator, branch sim)")
     with running(production_like_key="prod-like-key-7f3a9c1e55") as server:
         yield server
 

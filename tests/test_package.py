@@ -27,3 +27,12 @@ def test_plot_is_reachable_as_an_attribute():
     import dentalkit.plot as plot_module
 
     assert dentalkit.plot is plot_module
+
+
+def test_the_dev_install_has_every_optional_library_the_tests_use():
+    """A few tests ``importorskip`` optional libraries; with the dev extra (the README's
+    test command, CI) none may be missing, or those tests would skip silently."""
+    import importlib
+
+    for name in ("PIL", "geopandas", "duckdb", "statsmodels", "pingouin", "trustme", "redis"):
+        importlib.import_module(name)

@@ -10,6 +10,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from dentalkit._calibration import resolve_mm_per_px
 from dentalkit.ceph._catalog import (
     QUANTITIES,
     compile_default,
@@ -57,12 +58,14 @@ def measure(
         Measure ids and/or analysis names (``"Steiner"``, ``"McNamara"``, ``"frontal"``
         …) to compute; default all. A DataFrame is used as the whole catalogue
         (see :func:`dentalkit.ceph.load_measures`; add a row to add a measure).
-    mm_per_px : float, str or Series, optional
+    mm_per_px : float, str, Series or DataFrame, optional
         Calibration. A scalar for all sessions; the name of a column of
-        ``landmarks`` (constant within a session); or a Series indexed by session
+        ``landmarks`` (constant within a session); a Series indexed by session
         key columns (index names must be session columns, e.g. ``patient_id`` or
-        (``patient_id``, ``timestamp``)). Without it lengths are in ``px``.
-        Millimetres are never guessed.
+        (``patient_id``, ``timestamp``)); or a table with those key columns and a
+        ``mm_per_px`` column (the same forms as :func:`dentalkit.teeth.measure`).
+        Without it lengths are in ``px``. Millimetres are never guessed; a session
+        left uncovered gets NaN lengths and a problem row.
     landmark_map : path-like or DataFrame, optional
         Key → name map used where ``name`` is null (default: the shipped map, see
         :func:`dentalkit.landmark_map.load_landmark_map`).
@@ -312,23 +315,16 @@ def _orientation_unknown(frame: np.ndarray, names: list[str], view: str, determi
 
 
 def _calibration(mm_per_px, rows: pd.DataFrame, arr, session_cols: list[str]) -> np.ndarray | None:
-    n_s = len(arr.sessions)
+    """One scale per session (NaN where uncovered or not > 0; problems_table reports those).
+
+    Every form is parsed by the shared resolver (``dentalkit._calibration``) against the
+    sessions table; a column of the landmarks table is read per row and must hold one
+    value per image.
+    """
     if mm_per_px is None:
         return None
-    if isinstance(mm_per_px, (int, float, np.floating, np.integer)) and not isinstance(
-        mm_per_px, bool
-    ):
-        value = float(mm_per_px)
-        if not np.isfinite(value) or value <= 0:
-            raise InputError(f"mm_per_px must be a positive number, got {mm_per_px!r}")
-        return np.full(n_s, value)
     if isinstance(mm_per_px, str):
-        if mm_per_px not in rows.columns:
-            raise InputError(
-                f"mm_per_px={mm_per_px!r} is not a column of the landmarks table; pass a "
-                "number, a column name or a Series indexed by session columns"
-            )
-        vals = pd.to_numeric(rows[mm_per_px], errors="coerce").to_numpy(dtype=float)
+        vals, _ = resolve_mm_per_px(rows, mm_per_px, np.zeros(len(rows), bool), "landmarks")
         first = vals[arr.first_rows]  # the session's value, checked against every row
         codes = arr.session_codes
         differs = ~np.isclose(vals, first[codes], rtol=1e-9, atol=0.0, equal_nan=True)
@@ -338,26 +334,12 @@ def _calibration(mm_per_px, rows: pd.DataFrame, arr, session_cols: list[str]) ->
                 f"column {mm_per_px!r} varies within session {who}; calibration must be "
                 "one value per image"
             )
-        return np.where(first > 0, first, np.nan)
-    if isinstance(mm_per_px, pd.Series):
-        names = [n for n in mm_per_px.index.names if n is not None]
-        if not names or any(n not in session_cols for n in names):
-            raise InputError(
-                "a mm_per_px Series must be indexed by session columns "
-                f"(index names ⊆ {session_cols}), got index names {list(mm_per_px.index.names)}"
-            )
-        if mm_per_px.index.duplicated().any():
-            raise InputError("the mm_per_px Series has duplicate index entries")
-        keys = arr.sessions[names]
-        key_index = pd.MultiIndex.from_frame(keys) if len(names) > 1 else pd.Index(keys[names[0]])
-        s = mm_per_px.copy()
-        if len(names) == 1:
-            s.index = pd.Index(s.index, name=names[0])
-        vals = pd.to_numeric(s.reindex(key_index), errors="coerce").to_numpy(dtype=float)
-        return np.where(vals > 0, vals, np.nan)
-    raise InputError(
-        f"mm_per_px must be a number, a column name or a Series, got {type(mm_per_px).__name__}"
+        return first
+    sessions = arr.sessions
+    scale, _ = resolve_mm_per_px(
+        sessions, mm_per_px, np.zeros(len(sessions), bool), "the landmarks' sessions"
     )
+    return scale
 
 
 def _long_table(

@@ -8,6 +8,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from dentalkit._calibration import MmPerPx, resolve_mm_per_px
 from dentalkit.errors import InputError
 from dentalkit.findings._images import (
     COUNTED_SOURCES,
@@ -26,7 +27,6 @@ from dentalkit.stats._tables import (
     raise_if_problems,
     require_columns,
 )
-from dentalkit.teeth._calibration import MmPerPx, resolve_mm_per_px
 
 __all__ = ["UNITS", "FindingsPrevalence", "prevalence"]
 

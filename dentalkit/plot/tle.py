@@ -21,7 +21,7 @@ from dentalkit import tle as _tle
 from dentalkit.errors import InputError
 from dentalkit.plot._common import new_axes, number, require_columns
 from dentalkit.plot.style import CATEGORICAL, OKABE_ITO, figure
-from dentalkit.tle.stats import PREDICTED, _pair
+from dentalkit.tle.stats import PREDICTED, paired_months
 
 __all__ = ["bland_altman", "calibration_plot", "distribution", "sensitivity"]
 
@@ -288,7 +288,7 @@ def bland_altman(
         loa_z=loa_z,
         loa_ci=loa_ci,
     )
-    pred, obs = _pair(estimates, observed_months, predicted)
+    pred, obs = paired_months(estimates, observed_months, predicted)
     ok = np.isfinite(pred) & np.isfinite(obs)
     mean, diff = (pred[ok] + obs[ok]) / 2, pred[ok] - obs[ok]
     s = stats.set_index("statistic")
@@ -349,7 +349,7 @@ def calibration_plot(
         Equal scales on both axes; lines with gids ``"identity"`` and ``"calibration"``.
     """
     stats = _tle.calibration(estimates, observed_months, predicted=predicted).set_index("statistic")
-    pred, obs = _pair(estimates, observed_months, predicted)
+    pred, obs = paired_months(estimates, observed_months, predicted)
     ok = np.isfinite(pred) & np.isfinite(obs)
     ax = new_axes(ax, (85.0, 80.0))
     ax.scatter(

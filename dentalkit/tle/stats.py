@@ -26,7 +26,7 @@ from scipy import stats as sps
 
 from dentalkit.errors import DentalkitWarning, InputError
 
-__all__ = ["LOA_CI_METHODS", "calibration", "summary"]
+__all__ = ["LOA_CI_METHODS", "calibration", "paired_months", "summary"]
 
 #: Column holding predicted months in the tables of :func:`dentalkit.tle.estimate`.
 PREDICTED = "estimate_length_months"
@@ -247,7 +247,7 @@ def calibration(
         raise InputError(f"loa_ci must be one of {LOA_CI_METHODS}, got {loa_ci!r}")
     if not 0 < confidence_level < 1:
         raise InputError(f"confidence_level must be between 0 and 1, got {confidence_level}")
-    pred, obs = _pair(estimates, observed_months, predicted)
+    pred, obs = paired_months(estimates, observed_months, predicted)
     complete = ~(np.isnan(pred) | np.isnan(obs))
     n_excluded = int((~complete).sum())
     x, y = pred[complete], obs[complete]
@@ -296,7 +296,36 @@ def calibration(
     return out
 
 
-def _pair(estimates: Any, observed: Any, predicted: str) -> tuple[np.ndarray, np.ndarray]:
+def paired_months(
+    estimates: Any, observed: Any, predicted: str = PREDICTED
+) -> tuple[np.ndarray, np.ndarray]:
+    """Predicted and observed treatment lengths as two aligned float arrays (months).
+
+    The one place that pairs predictions with outcomes, for :func:`calibration` and the
+    TLE figures alike.
+
+    Parameters
+    ----------
+    estimates : DataFrame or array-like
+        A table holding ``predicted`` (e.g. from :func:`dentalkit.tle.estimate`), or the
+        predicted months themselves.
+    observed : str, Series or array-like
+        A column of ``estimates``; a Series aligned on its index labels; or one value per
+        estimate, in order.
+    predicted : str
+        Column of predicted months in ``estimates``.
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        Predicted and observed months, float64, NaN where missing (pairs are not dropped).
+
+    Raises
+    ------
+    InputError
+        Absent columns, misaligned or repeated labels, lengths that differ, non-numeric or
+        infinite values.
+    """
     if isinstance(estimates, pd.DataFrame):
         if predicted not in estimates.columns:
             raise InputError(

@@ -17,8 +17,7 @@ import pytest
 
 from dentalkit import arch
 from dentalkit.endpoints import get_endpoint
-
-simulate = pytest.importorskip("dentalkit.sandbox.simulate")
+from dentalkit.sandbox import simulate
 
 PATIENTS = [f"ARCH{i:03d}" for i in range(24)]
 SESSION = "2024-05-01"

@@ -217,3 +217,17 @@ def test_row_order_does_not_matter():
     b, pb = measure(shuffled, IDS, mm_per_px=0.1, errors="collect")
     pd.testing.assert_frame_equal(a, b)
     assert len(pa) == len(pb)
+
+
+def test_mm_per_px_table_form_matches_the_series_form():
+    # the calibration forms are shared with teeth.measure (dentalkit._calibration)
+    t = _cohort()
+    s = pd.Series([0.1, 0.2], index=pd.Index(["p1", "p2"], name="patient_id"))
+    frame = pd.DataFrame({"patient_id": ["p1", "p2"], "mm_per_px": [0.1, 0.2]})
+    a = measure(t, ["S_N"], mm_per_px=s, view="lateral")
+    b = measure(t, ["S_N"], mm_per_px=frame, view="lateral")
+    sn = math.hypot(70, 5)
+    assert b["value"].tolist() == pytest.approx([sn, 2 * sn])
+    pd.testing.assert_frame_equal(a, b)
+    with pytest.raises(InputError, match="several rows for the same key"):
+        measure(t, ["S_N"], mm_per_px=pd.concat([frame, frame]), view="lateral")

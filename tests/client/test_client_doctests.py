@@ -12,6 +12,6 @@ import pytest
     "module",
     ["dentalkit._http", "dentalkit.store", "dentalkit.client", "dentalkit.cohort"],
 )
-def test_docstring_examples(module, simulator):
+def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

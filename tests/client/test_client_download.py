@@ -10,8 +10,6 @@ import pytest
 from dentalkit.client import ApiResult, download_output_image
 from dentalkit.errors import ExpiredLinkError, InputError
 
-pytestmark = pytest.mark.usefixtures("simulator")
-
 IMG = "https://images.example.org/P001/ceph.png"
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -91,10 +91,9 @@ def test_connection_refused_is_a_transport_error(tmp_path):
     assert err.value.__cause__ is None
 
 
-# ---- the sandbox must answer 200s (simulator) ---------------------------------------
+# ---- the sandbox answers 200s ----------------------------------------------------------
 
 
-@pytest.mark.usefixtures("simulator")
 def test_second_call_is_a_cache_hit_without_any_request(make_client, fresh):
     client = make_client()
     first = client.ceph_lateral_points("P001", "2024-03-05", IMG)
@@ -106,7 +105,6 @@ def test_second_call_is_a_cache_hit_without_any_request(make_client, fresh):
     assert abs((second.fetched_at - first.fetched_at).total_seconds()) < 1.0
 
 
-@pytest.mark.usefixtures("simulator")
 @pytest.mark.parametrize("kind", ["c.sqlite", "fs-dir", "memory"])
 def test_a_cache_hit_returns_the_exact_bytes_received(make_client, fresh, tmp_path, kind):
     client = make_client(cache=kind if kind == "memory" else tmp_path / kind)
@@ -120,7 +118,6 @@ def test_a_cache_hit_returns_the_exact_bytes_received(make_client, fresh, tmp_pa
     assert second.from_cache and second.text == first.text
 
 
-@pytest.mark.usefixtures("simulator")
 def test_bodies_differing_only_in_key_order_hit_the_same_entry(make_client, fresh):
     client = make_client()
     a = client.frontal_segmentation("P001", "t", IMG, standard_name="ICON", plot_labels=True)
@@ -137,7 +134,6 @@ def test_bodies_differing_only_in_key_order_hit_the_same_entry(make_client, fres
     assert _n(fresh) == 1 and c.content.decode() == a.text
 
 
-@pytest.mark.usefixtures("simulator")
 def test_different_keys_hit_the_same_entry(make_client, fresh, tmp_path):
     cache = tmp_path / "shared.sqlite"
     sandbox_key = make_client(cache=cache).classifier("P001", "t", IMG)
@@ -146,7 +142,6 @@ def test_different_keys_hit_the_same_entry(make_client, fresh, tmp_path):
     assert _n(fresh) == 1
 
 
-@pytest.mark.usefixtures("simulator")
 def test_refresh_bypasses_the_cache_read_and_stores_the_fresh_answer(make_client, fresh):
     client = make_client()
     client.classifier("P001", "t", IMG)
@@ -155,7 +150,6 @@ def test_refresh_bypasses_the_cache_read_and_stores_the_fresh_answer(make_client
     assert client.classifier("P001", "t", IMG).from_cache and _n(fresh) == 2
 
 
-@pytest.mark.usefixtures("simulator")
 def test_429_retry_after_is_honoured(make_client, fresh):
     fresh.set_faults(rate_limit=1, rate_window=1.0)
     client = make_client(max_retries=4, backoff_base=0.001, backoff_max=5.0)
@@ -174,7 +168,6 @@ def test_429_retry_after_is_honoured(make_client, fresh):
     assert len(slept) == statuses["429"] and all(s >= 1.0 for s in slept)
 
 
-@pytest.mark.usefixtures("simulator")
 def test_429_after_all_retries_is_rate_limited_error_with_retry_after(make_client, fresh):
     fresh.set_faults(rate_limit=1, rate_window=60.0)
     client = make_client(max_retries=0)
@@ -189,7 +182,6 @@ def test_429_after_all_retries_is_rate_limited_error_with_retry_after(make_clien
     assert err.value.status == 429 and 1 <= err.value.retry_after <= 60
 
 
-@pytest.mark.usefixtures("simulator")
 def test_malformed_200_bodies_are_retried_and_never_cached(make_client, fresh):
     fresh.set_faults(malformed_rate=1.0)
     client = make_client(max_retries=2)
@@ -201,7 +193,6 @@ def test_malformed_200_bodies_are_retried_and_never_cached(make_client, fresh):
     assert not good.from_cache and _cached(client) == 1
 
 
-@pytest.mark.usefixtures("simulator")
 def test_usage_headers_are_returned(make_client, fresh):
     fresh.set_faults(rate_limit=100, rate_window=60.0)
     res = make_client().classifier("P001", "t", IMG)
@@ -231,7 +222,6 @@ def test_requests_exceptions_do_not_carry_the_key_into_messages(tmp_path):
     assert not any(isinstance(x, requests.RequestException) for x in chain)
 
 
-@pytest.mark.usefixtures("simulator")
 def test_expiry_is_configurable(make_client, fresh):
     client = make_client(expire_after=2)  # seconds
     client.classifier("P001", "t", IMG)

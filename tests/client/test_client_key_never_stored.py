@@ -9,8 +9,6 @@ import pytest
 
 from dentalkit.errors import AuthError, ServerError
 
-pytestmark = pytest.mark.usefixtures("simulator")
-
 PROD_LIKE = "prod-like-key-7f3a9c1e55"  # accepted by the module sandbox (see conftest)
 IMG = "https://images.example.org/P001/pano.png"
 

@@ -1,3 +1,3 @@
 """Own sandboxes (faults change per test) and client factories: see tests/loopback_fixtures.py."""
 
-from tests.loopback_fixtures import fresh, make_client, sb, simulator  # noqa: F401
+from tests.loopback_fixtures import fresh, make_client, sb  # noqa: F401

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import pandas as pd
-import pytest
 from typer.testing import CliRunner
 
 from dentalkit.cli import app
 from dentalkit.store import read_responses
-
-pytestmark = pytest.mark.usefixtures("simulator")
 
 
 def _manifest(path, bad_row=False):

@@ -6,14 +6,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 import pandas as pd
-import pytest
 
 from dentalkit.client import Client
 from dentalkit.cohort import fetch_cohort
 from dentalkit.sandbox import running
 from dentalkit.store import read_responses
-
-pytestmark = pytest.mark.usefixtures("simulator")
 
 ENDPOINTS = ["classifier", "pano_segmentation"]
 

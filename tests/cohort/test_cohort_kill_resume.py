@@ -28,10 +28,7 @@ from dentalkit.endpoints import ENDPOINTS
 from dentalkit.sandbox import running
 from dentalkit.store import read_responses
 
-pytestmark = [
-    pytest.mark.usefixtures("simulator"),
-    pytest.mark.skipif(os.name == "nt", reason="SIGKILL is POSIX"),
-]
+pytestmark = pytest.mark.skipif(os.name == "nt", reason="SIGKILL is POSIX")
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = """

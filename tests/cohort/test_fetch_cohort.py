@@ -14,8 +14,6 @@ from dentalkit.cohort import fetch_cohort
 from dentalkit.errors import ConfigurationError, InputError, ManifestError, ServerError
 from dentalkit.store import read_failures, read_responses
 
-pytestmark = pytest.mark.usefixtures("simulator")
-
 KEY_PROD = "prod-like-key-7f3a9c1e55"
 
 

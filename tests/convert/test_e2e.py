@@ -18,14 +18,12 @@ pytestmark = pytest.mark.filterwarnings("error::dentalkit.errors.DentalkitWarnin
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    try:
-        from dentalkit.client import Client
-        from dentalkit.cohort import fetch_cohort
-        from dentalkit.sandbox import running
-        from dentalkit.store import read_responses
-        from tests.helpers import VALID_TLE_QUERY as DEMO_TLE
-    except ImportError as exc:  # pragma: no cover - only before the client/simulator land
-        pytest.skip(f"needs the sandbox, client and fetch_cohort: {exc}")
+    from dentalkit.client import Client
+    from dentalkit.cohort import fetch_cohort
+    from dentalkit.sandbox import running
+    from dentalkit.store import read_responses
+    from tests.helpers import VALID_TLE_QUERY as DEMO_TLE
+
     # fixed image URLs (not the sandbox's, which carry its random port): the simulated
     # answers, seeded by the request, are then the same on every run
     rows = []
@@ -153,9 +151,8 @@ def test_written_tables_read_back_everywhere(tables, tmp_path):
 
 def test_the_analyses_read_the_tables(store, tables):
     """The tables are what the analysis modules read (a smoke test across modules)."""
-    teeth = pytest.importorskip("dentalkit.teeth")
-    ceph = pytest.importorskip("dentalkit.ceph")
-    findings = pytest.importorskip("dentalkit.findings")
+    from dentalkit import arch, ceph, findings, teeth
+
     measured = teeth.measure(tables["teeth"])
     assert len(measured) == len(tables["teeth"])
     teeth.symmetry(measured)
@@ -166,6 +163,5 @@ def test_the_analyses_read_the_tables(store, tables):
     )
     assert len(result.problems) == 0
     assert len(result.prevalence) > 0
-    arch = pytest.importorskip("dentalkit.arch")
     fitted = arch.fit(tables["arch_points"], "parabola", tooth_keypoints=tables["tooth_keypoints"])
     assert len(fitted) > 0

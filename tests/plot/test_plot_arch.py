@@ -67,8 +67,9 @@ def test_model_choice_and_errors():
         parch.forms(pts, pd.DataFrame({"model": ["catenary"]}))
 
 
-def test_forms_from_fits_when_the_arch_module_is_there():
-    arch = pytest.importorskip("dentalkit.arch")
+def test_forms_from_fits():
+    from dentalkit import arch
+
     pts = arch_points("P003", "2024-03-01", "up")
     fits = arch.fit(pts, ["catenary", "parabola"])
     ax = parch.forms(pts, fits)

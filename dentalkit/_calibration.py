@@ -1,4 +1,4 @@
-"""Pixel → millimetre calibration of measurement tables (private).
+"""Pixel → millimetre calibration of measurement tables (private; teeth, findings, ceph).
 
 Millimetres appear only after an explicit calibration, never guessed
 (docs/data-contract.md). :func:`resolve_mm_per_px` turns every accepted form
@@ -70,8 +70,9 @@ def resolve_mm_per_px(
     elif isinstance(mm_per_px, pd.Series):
         if any(n is None for n in mm_per_px.index.names):
             raise InputError(
-                "a mm_per_px Series must have a named index of key columns "
-                "(e.g. a (patient_id, timestamp, source) MultiIndex)"
+                "a mm_per_px Series must be indexed by session columns or other key "
+                "columns, with a named index (e.g. a (patient_id, timestamp, source) "
+                "MultiIndex)"
             )
         scale = _from_frame(table, mm_per_px.rename("mm_per_px").reset_index(), name)
     elif isinstance(mm_per_px, Mapping):
@@ -115,7 +116,9 @@ def _check_scalar(value: Any, what: str = "mm_per_px") -> None:
     except (TypeError, ValueError):
         raise InputError(f"{what}={value!r} is not a number") from None
     if not np.isfinite(v) or v <= 0:
-        raise InputError(f"{what}={value!r} must be finite and > 0 (millimetres per pixel)")
+        raise InputError(
+            f"{what}={value!r} is not a positive number: give millimetres per pixel, finite and > 0"
+        )
 
 
 def _from_frame(table: pd.DataFrame, frame: pd.DataFrame, name: str) -> np.ndarray:
