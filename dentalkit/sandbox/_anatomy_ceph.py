@@ -101,6 +101,40 @@ def noise_sd(view: str) -> np.ndarray:
     return sd
 
 
+#: Correlation length (points) of the contour noise: along each contour the noise is white
+#: noise smoothed by a Gaussian kernel of this SD over the point index, rescaled so every
+#: point keeps its own SD. An AI tracing draws smooth contours; independent noise of
+#: 0.8 mm on points ~5 mm apart made them zig-zag.
+CONTOUR_NOISE_CORRELATION_POINTS = 2.0
+
+
+@lru_cache(maxsize=2)
+def noise_mixer(view: str) -> np.ndarray:
+    """``(n, n)`` matrix that turns independent standard normals into the view's noise.
+
+    Identity for named landmarks (independent); within each contour group a Gaussian
+    kernel of :data:`CONTOUR_NOISE_CORRELATION_POINTS` over the index distance along the
+    contour (an open chain), each row scaled to unit Euclidean norm, so ``M @ z`` of
+    standard normal ``z`` is again standard normal per point (neighbours correlated).
+    """
+    names = LATERAL_NAMES if view == "lateral" else FRONTAL_NAMES
+    n = len(names)
+    mixer = np.eye(n)
+    chains: dict[str, list[tuple[int, int]]] = {}
+    for i, name in enumerate(names):
+        if _is_contour(name):
+            group, _, num = name.rpartition("_")
+            chains.setdefault(group, []).append((int(num), i))
+    for members in chains.values():
+        idx = np.array([i for _, i in sorted(members)])
+        d = np.arange(len(idx))
+        w = np.exp(-0.5 * ((d[:, None] - d[None, :]) / CONTOUR_NOISE_CORRELATION_POINTS) ** 2)
+        w /= np.sqrt((w**2).sum(axis=1, keepdims=True))
+        mixer[np.ix_(idx, idx)] = w
+    mixer.flags.writeable = False
+    return mixer
+
+
 class _Gather:
     """Precomputed gather of named points + contour groups into key order."""
 

@@ -92,8 +92,9 @@ BOX_NOISE_SD_PX = 1.5
 
 NOISE_MODEL = {
     "kind": "isotropic Gaussian noise per point, in mm, converted to pixels with the image's "
-    "mm_per_px, independent between points except along a tooth outline; seeded by (PatientID, TimeStamp, ImageName, endpoint), a sandbox "
-    "image URL counting by its path only (host and port do not matter)",
+    "mm_per_px, independent between points except along a tooth outline or a ceph contour; "
+    "seeded by (PatientID, TimeStamp, ImageName, endpoint), a sandbox image URL counting by "
+    "its path only (host and port do not matter)",
     "outline_noise": "tooth outlines: Gaussian noise of SD points_sd_mm['outline'] per "
     "coordinate, correlated along the outline (white noise smoothed by a circular Gaussian "
     "kernel of outline_correlation_vertices), so outlines stay simple after rounding",
@@ -101,6 +102,10 @@ NOISE_MODEL = {
     "ceph_lateral_sd_mm": ceph.LATERAL_NOISE_SD_MM,
     "ceph_frontal_sd_mm": ceph.FRONTAL_NOISE_SD_MM,
     "ceph_contour_sd_mm": ceph.CONTOUR_NOISE_SD_MM,
+    "ceph_contour_noise": "ceph contour points (names {group}_{NN}): Gaussian noise of SD "
+    "ceph_contour_sd_mm per coordinate, correlated along each contour (white noise smoothed "
+    "by a Gaussian kernel of ceph_contour_correlation_points over the point index)",
+    "ceph_contour_correlation_points": ceph.CONTOUR_NOISE_CORRELATION_POINTS,
     "points_sd_mm": POINT_NOISE_SD_MM,
     "box_sd_px": BOX_NOISE_SD_PX,
     "rounding": "with noise: landmarks, centroids, keypoints and catenary points rounded to "
@@ -370,14 +375,18 @@ def _noisy(
     sd_px: np.ndarray | float,
     rng: np.random.Generator | None,
     size: tuple[int, int],
+    mixer: np.ndarray | None = None,
 ) -> np.ndarray:
     """``px`` plus Gaussian noise (SD ``sd_px`` per point: a scalar or an (n,) or (n, 1)
-    array), clipped to the image and rounded to 0.01 px; ``px`` itself without ``rng``."""
+    array), clipped to the image and rounded to 0.01 px; ``px`` itself without ``rng``.
+    ``mixer`` (n, n) correlates the points' standard normals (see ``ceph.noise_mixer``)."""
     if rng is None:
         return px
     if isinstance(sd_px, np.ndarray) and sd_px.ndim == 1:
         sd_px = sd_px[:, None]
     out = rng.standard_normal(px.shape)
+    if mixer is not None:
+        out = mixer @ out
     out *= sd_px
     out += px
     np.maximum(out, 0.0, out=out)
@@ -400,7 +409,8 @@ def _landmark_px(
     lateral = endpoint.view == "lateral"
     px, tr, _, sd = (_lateral_at if lateral else _frontal_at)(pid, ts, where)
     keys = ceph.LATERAL_KEYS if lateral else ceph.FRONTAL_KEYS
-    return keys, _noisy(px, sd, rng, (tr.width, tr.height))
+    mixer = ceph.noise_mixer(endpoint.view)
+    return keys, _noisy(px, sd, rng, (tr.width, tr.height), mixer)
 
 
 def _landmarks(
