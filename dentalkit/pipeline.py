@@ -261,7 +261,7 @@ def make_figures(
 
             def wiggle(ax: Any) -> None:
                 plot.ceph_wiggle(z, ax=ax)
-                ax.set_xlabel("z-score against textbook norms (SDs not all verified)")
+                ax.set_xlabel("z-score against textbook norms\n(SDs not all verified)")
 
             draw("ceph_wiggle", wiggle)
 

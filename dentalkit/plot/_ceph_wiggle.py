@@ -121,7 +121,7 @@ def wiggle(
         half = np.where(count > 1, t * stat["std"].to_numpy(dtype=float) / np.sqrt(count), np.nan)
         y = np.arange(len(measures)) + offsets[gi]
         colour = CATEGORICAL[gi % len(CATEGORICAL)]
-        label = "mean" if g is None else str(g)
+        label = f"mean, {level:.0%} CI" if g is None else f"{g} (mean, {level:.0%} CI)"
         ax.errorbar(
             stat["mean"].to_numpy(dtype=float),
             y,
@@ -132,7 +132,7 @@ def wiggle(
             ms=3,
             capsize=1.5,
             elinewidth=0.7,
-            label=f"{label} (mean, {level:.0%} CI)",
+            label=label,
             zorder=4,
         )
     lim = max(3.0, float(np.ceil(np.nanmax(np.abs(data["z"])))) + 0.5)

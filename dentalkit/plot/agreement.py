@@ -211,7 +211,7 @@ def landmark_errors(
     else:
         ax.set_xlabel(f"{'anterior' if view == 'lateral' else 'patient left'} → ({unit})")
         ax.set_ylabel(f"superior → ({unit})")
-    ax.set_title(f"Landmark offsets, test − reference ({view}; offsets ×{magnify:g})")
+    ax.set_title(f"Landmark offsets, test − reference\n({view}; offsets ×{magnify:g})")
     ax.legend(frameon=False, loc="best")
     _tidy(ax)
     return ax

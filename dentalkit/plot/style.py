@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from dentalkit.errors import InputError, require
+from dentalkit.errors import DentalkitWarning, InputError, require
 
 __all__ = [
     "CATEGORICAL",
@@ -277,6 +277,12 @@ def savefig(
     list of Path
         The files written, in ``formats`` order.
 
+    Warns
+    -----
+    DentalkitWarning
+        When text would be cut off at the figure's edge at the final size (see
+        :func:`clipped_text`), naming it.
+
     Notes
     -----
     Text stays text: TrueType fonts are embedded in PDF (``pdf.fonttype`` 42) and
@@ -311,6 +317,17 @@ def savefig(
         fig.set_size_inches(old[0], height / MM_PER_INCH)
     from dentalkit import __version__
 
+    cut = clipped_text(fig)
+    if cut:
+        import warnings
+
+        names = "; ".join(repr(t) for t in cut[:3]) + (" …" if len(cut) > 3 else "")
+        warnings.warn(
+            f"text runs past the figure's edge at {fig.get_size_inches()[0] * MM_PER_INCH:.0f} "
+            f"mm and will be cut off: {names}. Shorten it, break it into lines, or save wider",
+            DentalkitWarning,
+            stacklevel=2,
+        )
     written: list[Path] = []
     rc = {
         "pdf.fonttype": 42,
@@ -338,6 +355,78 @@ def savefig(
     finally:
         fig.set_size_inches(old)
     return written
+
+
+def clipped_text(fig: Any, tolerance_pt: float = 0.5) -> list[str]:
+    """Texts of ``fig`` that run past its edges at its current size (so a file would cut them).
+
+    The figure is laid out without rendering; if the bounding box of everything drawn
+    (what ``bbox_inches="tight"`` would use) leaves the figure, the texts that stick out
+    are named. Axis labels centred under an axes pushed aside by long tick labels are
+    the usual case.
+
+    Parameters
+    ----------
+    fig : matplotlib Figure, SubFigure or Axes
+    tolerance_pt : float
+        Overhang (points) still accepted: antialiasing and rounding.
+
+    Returns
+    -------
+    list of str
+        The offending texts (empty when everything fits).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots(figsize=(2, 1.5), layout="constrained")
+    >>> _ = ax.set_xlabel("a label far too long to fit under such a small axes, surely")
+    >>> clipped_text(fig)
+    ['a label far too long to fit under such a small axes, surely']
+    >>> _ = ax.set_xlabel("short")
+    >>> clipped_text(fig)
+    []
+    >>> plt.close(fig)
+    """
+    from matplotlib.text import Text
+
+    fig = root_figure(fig)
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    tol = tolerance_pt / 72.0 * fig.dpi  # display units (pixels)
+    box = fig.bbox
+    tight = fig.get_tightbbox(renderer)
+    if tight is None:
+        return []
+    inch = fig.dpi
+    if (
+        tight.x0 * inch >= box.x0 - tol
+        and tight.y0 * inch >= box.y0 - tol
+        and tight.x1 * inch <= box.x1 + tol
+        and tight.y1 * inch <= box.y1 + tol
+    ):
+        return []
+    # labels of ticks outside the view limits exist but are not drawn
+    hidden = set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            slack = 1e-9 * max(abs(lo), abs(hi), 1.0)
+            for tick in [*axis.get_major_ticks(), *axis.get_minor_ticks()]:
+                if not lo - slack <= tick.get_loc() <= hi + slack:
+                    hidden.update((id(tick.label1), id(tick.label2)))
+    out = []
+    for t in fig.findobj(Text):
+        if id(t) in hidden or not (t.get_visible() and t.get_text().strip() and t.get_in_layout()):
+            continue
+        e = t.get_window_extent(renderer)
+        if e.width == 0 or e.height == 0:
+            continue
+        if e.x0 < box.x0 - tol or e.y0 < box.y0 - tol or e.x1 > box.x1 + tol or e.y1 > box.y1 + tol:
+            out.append(t.get_text())
+    return out
 
 
 def root_figure(obj: Any):

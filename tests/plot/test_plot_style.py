@@ -145,3 +145,37 @@ def test_savefig_refuses_bad_options(tmp_path, kwargs, match):
 def test_savefig_refuses_something_that_is_not_a_figure(tmp_path):
     with pytest.raises(InputError, match="Figure or Axes"):
         plot.savefig("not a figure", tmp_path / "x.png")
+
+
+def test_savefig_warns_when_text_would_be_cut_off(tmp_path):
+    from dentalkit.errors import DentalkitWarning
+    from dentalkit.plot.style import clipped_text
+
+    fig = plot.figure("single")
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1])
+    ax.set_yticks([0, 1], ["a long tick label, 30 mm", "b"])
+    label = "an axis label centred under the pushed axes, too wide for 85 mm"
+    ax.set_xlabel(label)
+    assert clipped_text(fig) == [label]
+    with pytest.warns(DentalkitWarning, match="cut off.*too wide for 85 mm"):
+        plot.savefig(fig, tmp_path / "cut.png", dpi=300)
+    ax.set_xlabel("two lines\nthat fit")
+    assert clipped_text(fig) == []
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DentalkitWarning)
+        plot.savefig(fig, tmp_path / "fits.png", dpi=300)
+
+
+def test_the_wiggle_chart_keeps_its_labels_inside_a_single_column():
+    """The demo's z-score chart once cut its x label at the right edge."""
+    from dentalkit.plot.style import clipped_text
+    from tests.plot.test_plot_ceph_cohort import _zscores
+
+    fig = plot.figure("single")
+    ax = plot.ceph_wiggle(_zscores(), ax=fig.add_subplot())
+    assert clipped_text(fig) == []
+    ax.set_xlabel("z-score against textbook norms (SDs not all verified)")  # the old label
+    assert clipped_text(fig) != []
