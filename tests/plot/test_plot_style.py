@@ -86,7 +86,8 @@ def test_widths_other_than_names_or_millimetres_are_refused(bad):
 
 
 def test_savefig_writes_every_format_at_the_width(tmp_path):
-    fig, ax = plt.subplots(figsize=(4, 3))
+    # constrained layout: shrunk to 85 mm, a fixed-margin figure would cut its x label
+    fig, ax = plt.subplots(figsize=(4, 3), layout="constrained")
     ax.plot([0, 1], [0, 1])
     ax.set_xlabel("x label (mm)")
     files = plot.savefig(fig, tmp_path / "fig1", width="single", dpi=300)
@@ -116,7 +117,7 @@ def test_savefig_writes_every_format_at_the_width(tmp_path):
 
 
 def test_savefig_with_a_suffix_writes_that_format_only(tmp_path):
-    fig, _ = plt.subplots()
+    fig, _ = plt.subplots(layout="constrained")
     files = plot.savefig(fig.axes[0], tmp_path / "sub" / "a.pdf", width=120, height=50)
     assert files == [tmp_path / "sub" / "a.pdf"]
     box = re.search(rb"/MediaBox \[\s*0 0 ([\d.]+) ([\d.]+)", files[0].read_bytes())
