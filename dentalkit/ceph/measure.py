@@ -160,7 +160,7 @@ def measure(
         n_used = len(compiled.landmarks)
         arr.coords, arr.names = arr.coords[:, :n_used, :], arr.names[:n_used]
         arr.duplicated = arr.duplicated[:n_used]
-        scale = _calibration(mm_per_px, rows, arr, session_cols)
+        scale = _calibration(mm_per_px, rows, arr)
         values = evaluate(frame[:, :n_used, :], compiled, scale).T  # (sessions, measures)
         unknown = _orientation_unknown(frame, arr.names + extra, v, determined)
         if unknown.any():  # no axis at all: signed measures would be a guess
@@ -314,7 +314,7 @@ def _orientation_unknown(frame: np.ndarray, names: list[str], view: str, determi
     return ~determined & ~has_pair
 
 
-def _calibration(mm_per_px, rows: pd.DataFrame, arr, session_cols: list[str]) -> np.ndarray | None:
+def _calibration(mm_per_px, rows: pd.DataFrame, arr) -> np.ndarray | None:
     """One scale per session (NaN where uncovered or not > 0; problems_table reports those).
 
     Every form is parsed by the shared resolver (``dentalkit._calibration``) against the
@@ -335,9 +335,8 @@ def _calibration(mm_per_px, rows: pd.DataFrame, arr, session_cols: list[str]) ->
                 "one value per image"
             )
         return first
-    sessions = arr.sessions
     scale, _ = resolve_mm_per_px(
-        sessions, mm_per_px, np.zeros(len(sessions), bool), "the landmarks' sessions"
+        arr.sessions, mm_per_px, np.zeros(len(arr.sessions), bool), "the landmarks' sessions"
     )
     return scale
 

@@ -20,7 +20,7 @@ from dentalkit.stats._tables import (
     raise_if_problems,
     require_columns,
 )
-from dentalkit.teeth._outline import OutlineShape, outline_shape
+from dentalkit.teeth._outline import _POLYGONAL, OutlineShape, outline_shape
 from dentalkit.teeth._widths import (
     MD_AXIS_CATEGORIES,
     SOURCE_VIEW,
@@ -31,7 +31,6 @@ from dentalkit.teeth._widths import (
 
 __all__ = ["MEASURES", "ToothMeasure", "measure"]
 
-_POLYGONAL = (shapely.GeometryType.POLYGON, shapely.GeometryType.MULTIPOLYGON)
 _REQUIRED = (
     "patient_id",
     "timestamp",
