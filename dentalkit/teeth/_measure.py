@@ -16,6 +16,7 @@ from dentalkit.errors import InputError
 from dentalkit.stats._tables import (
     check_errors_mode,
     combine_problems,
+    duplicated_rows,
     problem_rows,
     raise_if_problems,
     require_columns,
@@ -81,10 +82,15 @@ class _Kernels:
         shape: OutlineShape | None = None,
     ) -> None:
         self.table = table
-        self.geoms = geoms
+        self.raw = geoms
         self.usable = usable
         if shape is not None:  # already computed for the validity check
             self.shape = shape
+
+    @cached_property
+    def geoms(self) -> np.ndarray:
+        """The geometries of usable rows, None elsewhere."""
+        return np.where(self.usable, self.raw, None)
 
     @cached_property
     def shape(self) -> OutlineShape:
@@ -308,7 +314,6 @@ def measure(
     calibrated = mm_per_px is not None
     if calibrated:
         usable = usable & np.isfinite(scale)
-    geoms = np.where(usable, geoms, None)
 
     kernels = _Kernels(teeth, geoms, usable, shape)
     out = teeth.drop(columns="geometry").reset_index(drop=True)
@@ -340,18 +345,25 @@ def _usable_geometries(
     ``shapely.is_valid`` (see ``_outline``).
     """
     raw = teeth["geometry"].to_numpy(dtype=object)
-    is_geom = shapely.is_geometry(raw)
-    is_none = shapely.is_missing(raw)
-    other = ~is_geom & ~is_none  # rare: NaN / pd.NA placeholders count as no geometry too
-    if other.any():
-        is_none[other] = pd.isna(raw[other])
-    not_geom = ~is_none & ~is_geom
-    geoms = np.where(is_geom, raw, None)
+    try:  # the usual column: geometries and None (type id -1)
+        type_id = shapely.get_type_id(raw)
+        geoms = raw
+        is_geom = type_id >= 0
+        is_none = ~is_geom
+        not_geom = np.zeros(len(raw), dtype=bool)
+    except TypeError:  # something else in it: sort it out element by element
+        is_geom = shapely.is_geometry(raw)
+        is_none = shapely.is_missing(raw)
+        other = ~is_geom & ~is_none  # NaN / pd.NA placeholders count as no geometry too
+        if other.any():
+            is_none[other] = pd.isna(raw[other])
+        not_geom = ~is_none & ~is_geom
+        geoms = np.where(is_geom, raw, None)
+        type_id = shapely.get_type_id(geoms)
 
     missing_col = teeth["missing"]
     flag_na = missing_col.isna().to_numpy()
     missing = missing_col.fillna(False).astype(bool).to_numpy()
-    type_id = shapely.get_type_id(geoms)
     polygonal = np.isin(type_id, [int(t) for t in _POLYGONAL])
     counts = shapely.get_num_coordinates(geoms)
     empty = is_geom & (counts == 0)  # cheaper than shapely.is_empty, same answer
@@ -370,11 +382,8 @@ def _usable_geometries(
     usable = present & polygonal & ~empty & ~bad_source
     shape = None
     if check_valid:
-        shape = outline_shape(
-            np.where(usable, geoms, None),
-            type_id=np.where(usable, type_id, -1),
-            counts=np.where(usable, counts, 0),
-        )
+        # unusable rows are hidden by their type id alone (no copy of the object array)
+        shape = outline_shape(geoms, type_id=np.where(usable, type_id, -1), counts=counts)
         unproven = usable & ~shape.proven_valid
         invalid = np.zeros_like(usable)
         invalid[unproven] = ~shapely.is_valid(geoms[unproven])
@@ -384,7 +393,7 @@ def _usable_geometries(
             usable &= ~invalid
     key = ["patient_id", "timestamp", "source", "tooth"] if "tooth" in teeth else None
     if key is not None:
-        dup = teeth.duplicated(key, keep="first").to_numpy() & present
+        dup = duplicated_rows(teeth, key) & present
         checks.append((dup, "tooth", "the same tooth appears twice for this session and source"))
         usable &= ~dup
     problems = combine_problems([problem_rows(teeth, m, "teeth", p, r) for m, p, r in checks])
