@@ -93,9 +93,19 @@ def error_response(status: int, message: str, headers: dict[str, str] | None = N
 
 
 class Stats:
-    """Request counters of one sandbox (v2 routes only)."""
+    """Request counters of one sandbox (v2 routes only).
 
-    def __init__(self) -> None:
+    ``by_request`` counts each distinct request (endpoint and body identity) so that
+    tests can prove nothing was asked twice. It holds one entry per distinct request
+    (~150 bytes), so a long-running sandbox keeps at most ``by_request_limit`` of them;
+    requests first seen after that are counted in ``by_request_untracked`` instead.
+    """
+
+    #: Distinct requests tracked in ``by_request`` (~30 MB at the limit).
+    BY_REQUEST_LIMIT = 200_000
+
+    def __init__(self, by_request_limit: int = BY_REQUEST_LIMIT) -> None:
+        self.by_request_limit = by_request_limit
         self.reset()
 
     def reset(self) -> None:
@@ -103,6 +113,14 @@ class Stats:
         self.by_path: Counter[str] = Counter()
         self.by_status: Counter[int] = Counter()
         self.by_request: Counter[str] = Counter()
+        self.by_request_untracked = 0
+
+    def count_request(self, identity: str) -> None:
+        """Count one validated request by its identity (see ``request_identity``)."""
+        if identity in self.by_request or len(self.by_request) < self.by_request_limit:
+            self.by_request[identity] += 1
+        else:
+            self.by_request_untracked += 1
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -110,6 +128,7 @@ class Stats:
             "by_path": dict(self.by_path),
             "by_status": {str(k): v for k, v in self.by_status.items()},
             "by_request": dict(self.by_request),
+            "by_request_untracked": self.by_request_untracked,
         }
 
 
@@ -306,7 +325,7 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
             return 400, _error_payload(400, str(exc)), usage
         except _RejectedError as exc:
             return exc.status, _error_payload(exc.status, exc.message), usage
-        state.stats.by_request[request_identity(endpoint, data)] += 1
+        state.stats.count_request(request_identity(endpoint, data))
 
         decision = state.injector.decide()
         if decision.delay:

@@ -49,7 +49,8 @@ class SandboxServer:
 
     # --- conveniences for tests and notebooks (no HTTP needed) -----------------------
     def stats(self) -> dict[str, Any]:
-        """Request counters: ``total``, ``by_path``, ``by_status``, ``by_request``."""
+        """Request counters: ``total``, ``by_path``, ``by_status``, ``by_request`` (bounded,
+        see :class:`~dentalkit.sandbox.app.Stats`), ``by_request_untracked``."""
         return self.app.state.stats.as_dict()
 
     def reset_stats(self) -> None:

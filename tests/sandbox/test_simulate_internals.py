@@ -151,3 +151,17 @@ def _argv(argv):
         yield
     finally:
         sys.argv = saved
+
+
+def test_request_counter_is_bounded():
+    # a long-running sandbox must not grow one entry per distinct request for ever
+    from dentalkit.sandbox.app import Stats
+
+    stats = Stats(by_request_limit=3)
+    for identity in ["a", "b", "a", "c", "d", "e", "c"]:
+        stats.count_request(identity)
+    out = stats.as_dict()
+    assert out["by_request"] == {"a": 2, "b": 1, "c": 2}
+    assert out["by_request_untracked"] == 2
+    stats.reset()
+    assert stats.as_dict()["by_request"] == {} and stats.by_request_untracked == 0
