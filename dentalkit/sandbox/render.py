@@ -124,7 +124,7 @@ def _draw_lateral(draw: ImageDraw.ImageDraw, pid: str, sess: str, spec: Any) -> 
     of the head's silhouette. The cranial vault is an ellipse scaled by S–N (no
     landmark lies on it).
     """
-    from dentalkit.sandbox.simulate import _lateral
+    from dentalkit.sandbox._placement import _lateral
 
     px = _lateral(pid, sess)[0]
     names = ceph.LATERAL_NAMES
@@ -199,7 +199,7 @@ def _draw_frontal(draw: ImageDraw.ImageDraw, pid: str, sess: str, spec: Any) -> 
     bone; the mandible filled with a bright cortex; orbits and nasal cavity as dark
     openings with bright rims.
     """
-    from dentalkit.sandbox.simulate import _frontal
+    from dentalkit.sandbox._placement import _frontal
 
     px = _frontal(pid, sess)[0]
     names = ceph.FRONTAL_NAMES
@@ -243,7 +243,7 @@ def _draw_teeth(
 
 
 def _draw_pano(draw: ImageDraw.ImageDraw, pid: str, sess: str, spec: Any) -> None:
-    from dentalkit.sandbox.simulate import _pano
+    from dentalkit.sandbox._placement import _pano
 
     layout, tr = _pano(pid, sess)
     w, h = spec.width, spec.height
@@ -253,7 +253,7 @@ def _draw_pano(draw: ImageDraw.ImageDraw, pid: str, sess: str, spec: Any) -> Non
 
 def _draw_model(arch: str):
     def drawer(draw: ImageDraw.ImageDraw, pid: str, sess: str, spec: Any) -> None:
-        from dentalkit.sandbox.simulate import _arch
+        from dentalkit.sandbox._placement import _arch
 
         layout, tr = _arch(pid, sess, arch)
         draw.rectangle((0, 0, spec.width, spec.height), fill=(40, 60, 90))  # backdrop
@@ -276,11 +276,11 @@ def _draw_intraoral(draw: ImageDraw.ImageDraw, pid: str, sess: str, spec: Any) -
     """An intra-oral photo: cheeks, the dark mouth, gums behind the teeth, the teeth.
 
     The teeth are those ``/frontal-segmentation`` (frontal view) or the arch layout
-    (occlusal views) place on this photo (``simulate._photo_teeth``); each tooth's gum is
+    (occlusal views) place on this photo (``_placement._photo_teeth``); each tooth's gum is
     its outline enlarged by a quarter and moved 1.5 mm towards its gingival point, so
     the gum line is scalloped as in a photograph.
     """
-    from dentalkit.sandbox.simulate import _photo_teeth
+    from dentalkit.sandbox._placement import _photo_teeth
 
     layout, tr, gingival = _photo_teeth(pid, sess, spec.kind)
     outlines = np.stack([r["outline"] for r in layout.values()])
@@ -355,7 +355,7 @@ def _font() -> ImageFont.ImageFont:
 def _output_kind(ep: Endpoint, request: Mapping[str, Any]) -> str:
     """The image kind the answer was placed on (clinical: the photo kind it analysed)."""
     if ep.source == "clinical":
-        from dentalkit.sandbox.simulate import _clinical_kind
+        from dentalkit.sandbox._answers import _clinical_kind
 
         url = str(request.get("ImageName", ""))
         return _clinical_kind(ep, url, str(request.get("PatientID", "")))

@@ -123,10 +123,10 @@ def test_placed_points_are_the_transform_applied_and_keep_the_margin():
 
 @pytest.mark.parametrize("arch", ["up", "lo"])
 def test_arch_layout_arrays_are_the_teeth_rows_in_response_key_order(arch):
-    from dentalkit.sandbox import simulate
+    from dentalkit.sandbox import _answers
 
     layout = _anatomy_dental.arch_layout(_patient.patient("rows-1"), arch)
-    assert list(layout["teeth"]) == simulate._arch_keys(arch)
+    assert list(layout["teeth"]) == _answers._arch_keys(arch)
     for name, arr in layout["arrays"].items():
         assert arr.shape == (16, 2)
         for i, rec in enumerate(layout["teeth"].values()):
