@@ -34,5 +34,14 @@ def test_the_dev_install_has_every_optional_library_the_tests_use():
     test command, CI) none may be missing, or those tests would skip silently."""
     import importlib
 
-    for name in ("PIL", "geopandas", "duckdb", "statsmodels", "pingouin", "trustme", "redis"):
+    for name in (
+        "PIL",
+        "geopandas",
+        "duckdb",
+        "statsmodels",
+        "pingouin",
+        "trustme",
+        "redis",
+        "numba",
+    ):
         importlib.import_module(name)

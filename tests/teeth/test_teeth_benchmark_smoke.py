@@ -13,5 +13,11 @@ def test_benchmark_smoke(capsys):
     assert result["n"] == 1_600
     assert all(
         result[k] > 0
-        for k in ("measure_shape_s", "loop_functions_s", "measure_widths_s", "bare_mrr_s")
+        for k in (
+            "measure_shape_s",
+            "measure_numpy_s",
+            "loop_functions_s",
+            "measure_widths_s",
+            "bare_mrr_s",
+        )
     )

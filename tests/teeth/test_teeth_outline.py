@@ -1,8 +1,10 @@
-"""The numpy outline kernels (teeth._outline) against hand geometry and against shapely/GEOS.
+"""The outline kernels (teeth._outline) against hand geometry and against shapely/GEOS.
 
 The kernels replace ``shapely.area/length/centroid`` and most ``shapely.is_valid`` calls in
 ``teeth.measure``. Two promises are pinned here: the numbers equal GEOS's, and the fast
 validity proof never calls an invalid outline valid (it may only fail to prove a valid one).
+Every test runs each engine: the grouped numpy kernels, the compiled per-ring kernel
+(numba, in the dev install) and that kernel's source run by the interpreter.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ import shapely
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dentalkit.teeth import measure
+from dentalkit.teeth import _outline, measure
 from dentalkit.teeth._outline import outline_shape
 from tests.teeth.factory import teeth_table, tooth_row
+
+ENGINES = ("numpy", "compiled", "python")
 
 
 def _geos(geoms):
@@ -38,7 +42,8 @@ def _assert_matches_geos(geoms, shape):
 # ---- hand-computed geometry -------------------------------------------------------------
 
 
-def test_box_triangle_and_nothing_by_hand():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_box_triangle_and_nothing_by_hand(engine):
     geoms = np.array(
         [
             shapely.box(0, 0, 4, 2),  # 8, 12, (2, 1)
@@ -50,7 +55,7 @@ def test_box_triangle_and_nothing_by_hand():
         ],
         dtype=object,
     )
-    s = outline_shape(geoms)
+    s = outline_shape(geoms, engine=engine)
     np.testing.assert_allclose(s.area[:3], [8.0, 9.0, 8.0], rtol=1e-15)
     np.testing.assert_allclose(s.perimeter[:3], [12.0, 9.0 + math.sqrt(45.0), 12.0], rtol=1e-15)
     np.testing.assert_allclose(s.centroid_x[:3], [2.0, 2.0, 2.0], rtol=1e-15)
@@ -59,21 +64,33 @@ def test_box_triangle_and_nothing_by_hand():
     assert np.isnan(s.area[3:]).all() and np.isnan(s.centroid_x[3:]).all()
 
 
-def test_hole_and_multipolygon_by_hand():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_hole_and_multipolygon_by_hand(engine):
     # 10×10 square with a 2×2 hole at (6..8, 6..8): area 96, centroid from moments
     holed = shapely.Polygon(
         [(0, 0), (10, 0), (10, 10), (0, 10)], [[(6, 6), (8, 6), (8, 8), (6, 8)]]
     )
     two = shapely.MultiPolygon([shapely.box(0, 0, 1, 1), shapely.box(3, 0, 5, 2)])  # 1 + 4
-    s = outline_shape(np.array([holed, two], dtype=object))
-    np.testing.assert_allclose(s.area, [96.0, 5.0])
-    np.testing.assert_allclose(s.perimeter, [48.0, 4.0 + 8.0])
-    np.testing.assert_allclose(s.centroid_x, [(100 * 5 - 4 * 7) / 96, (1 * 0.5 + 4 * 4) / 5])
-    np.testing.assert_allclose(s.centroid_y, [(100 * 5 - 4 * 7) / 96, (1 * 0.5 + 4 * 1) / 5])
+    # a hole touching the shell at the shell's first vertex (valid): triangle of area 1.5
+    touching = shapely.Polygon(
+        [(0, 0), (10, 0), (10, 10), (0, 10)], [[(0, 0), (2, 1), (1, 2), (0, 0)]]
+    )
+    assert shapely.is_valid(touching)
+    s = outline_shape(np.array([holed, two, touching], dtype=object), engine=engine)
+    np.testing.assert_allclose(s.area, [96.0, 5.0, 98.5])
+    hole = 2 * math.sqrt(5.0) + math.sqrt(2.0)
+    np.testing.assert_allclose(s.perimeter, [48.0, 4.0 + 8.0, 40.0 + hole])
+    np.testing.assert_allclose(
+        s.centroid_x, [(100 * 5 - 4 * 7) / 96, (1 * 0.5 + 4 * 4) / 5, (500 - 1.5) / 98.5]
+    )
+    np.testing.assert_allclose(
+        s.centroid_y, [(100 * 5 - 4 * 7) / 96, (1 * 0.5 + 4 * 1) / 5, (500 - 1.5) / 98.5]
+    )
     assert not s.proven_valid.any()  # not single rings: left to shapely.is_valid
 
 
-def test_invalid_outlines_are_never_proven_valid():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_invalid_outlines_are_never_proven_valid(engine):
     bowtie = shapely.Polygon([(0, 0), (2, 2), (2, 0), (0, 2)])
     spike = shapely.Polygon([(0, 0), (4, 0), (4, 4), (2, 4), (2, 9), (2, 4), (0, 4)])
     # a radial spike seen from the vertex mean: zero-width, out and back on one line
@@ -84,19 +101,20 @@ def test_invalid_outlines_are_never_proven_valid():
     flat = shapely.Polygon([(0, 0), (1, 0), (2, 0)])  # zero area
     geoms = np.array([bowtie, spike, radial, double, flat], dtype=object)
     assert not shapely.is_valid(geoms).any()
-    s = outline_shape(geoms)
+    s = outline_shape(geoms, engine=engine)
     assert not s.proven_valid.any()
     assert s.area[-1] == 0.0
     assert s.centroid_x[-1] == pytest.approx(shapely.centroid(flat).x)  # GEOS's line centroid
 
 
-def test_valid_but_not_star_shaped_is_left_to_shapely():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_valid_but_not_star_shaped_is_left_to_shapely(engine):
     # a "two-rooted" outline: a crown on two roots; the vertex mean sees a root edge backwards
     molar = shapely.Polygon([(0, 0), (2, 0), (2, 6), (4, 6), (4, 0), (6, 0), (6, 10), (0, 10)])
     dup = shapely.Polygon([(0, 0), (4, 0), (4, 0), (4, 4), (0, 4)])  # repeated vertex: valid
     geoms = np.array([molar, dup], dtype=object)
     assert shapely.is_valid(geoms).all()
-    s = outline_shape(geoms)
+    s = outline_shape(geoms, engine=engine)
     assert not s.proven_valid.any()
     _assert_matches_geos(geoms, s)
 
@@ -110,7 +128,7 @@ offset = st.tuples(st.floats(-1e5, 1e5), st.floats(-1e5, 1e5))
 @st.composite
 def rings(draw):
     """Arbitrary rings (often self-intersecting), star rings and convex rings."""
-    kind = draw(st.sampled_from(["random", "star", "convex"]))
+    kind = draw(st.sampled_from(["random", "star", "convex", "holed"]))
     n = draw(st.integers(3, 20))
     dx, dy = draw(offset)
     if kind == "random":
@@ -120,11 +138,14 @@ def rings(draw):
         jitter = np.array(draw(st.lists(st.floats(0.0, 0.5), min_size=n, max_size=n)))
         angles = 2 * np.pi * (np.arange(n) + jitter) / n
         radii = np.array(draw(st.lists(st.floats(1, 50), min_size=n, max_size=n)))
-        if kind == "convex":
+        if kind != "star":
             radii[:] = radii[0]
         pts = np.c_[dx + radii * np.cos(angles), dy + radii * np.sin(angles)]
         if draw(st.booleans()):
             pts = pts[::-1]
+    if kind == "holed":  # a convex ring around a triangular hole (a third of its radius)
+        h = radii[0] / 3.0
+        return kind, shapely.Polygon(pts, [[(dx - h, dy - h), (dx + h, dy - h), (dx, dy + h)]])
     return kind, shapely.Polygon(pts)
 
 
@@ -133,10 +154,17 @@ def rings(draw):
 def test_kernels_equal_geos_and_the_proof_never_lies(drawn):
     kinds = [k for k, _ in drawn]
     geoms = np.array([g for _, g in drawn], dtype=object)
-    s = outline_shape(geoms, block=5)  # small blocks: several blocks and count groups
+    s = outline_shape(geoms, block=5, engine="numpy")  # several blocks and count groups
     valid = shapely.is_valid(geoms)
     assert not (s.proven_valid & ~valid).any()
     measurable = shapely.area(geoms) > 1e-6 * shapely.length(geoms) ** 2
+    for engine in ("compiled", "python"):  # the same arithmetic, summed in another order
+        other = outline_shape(geoms, block=5, engine=engine)
+        assert not (other.proven_valid & ~valid).any()
+        if measurable.any():
+            _assert_matches_geos(geoms[measurable], _subset(other, measurable))
+        for kind, proven in zip(kinds, other.proven_valid, strict=True):
+            assert proven or kind != "convex"
     if measurable.any():
         _assert_matches_geos(geoms[measurable], _subset(s, measurable))
     # the fast path is the common path: convex rings are always proven valid
@@ -169,3 +197,22 @@ def test_measure_flags_exactly_what_geos_calls_invalid():
     assert problems["reason"].str.startswith("geometry is invalid").all()
     assert out["area"].isna().tolist() == invalid.tolist()
     np.testing.assert_allclose(out["area"][~invalid], shapely.area(np.array(geoms)[~invalid]))
+
+
+def test_auto_engine_loads_the_compiled_kernel_only_for_large_tables(monkeypatch):
+    monkeypatch.setattr(_outline, "_COMPILED", [])  # as in a fresh process
+    assert _outline._ring_kernel("auto", 1_000) is None  # small: numpy, nothing to load
+    assert not _outline._COMPILED
+    assert _outline._ring_kernel("auto", _outline.COMPILE_MIN_RINGS) is not None
+    assert _outline._ring_kernel("auto", 10) is not None  # loaded now: used from then on
+    monkeypatch.setenv("DENTALKIT_NUMBA", "0")
+    assert _outline._ring_kernel("auto", 10**7) is None
+
+
+def test_compiled_engine_without_numba_says_how_to_install_it(monkeypatch):
+    monkeypatch.setattr(_outline, "_COMPILED", [None])  # numba did not import
+    assert _outline._ring_kernel("auto", 10**7) is None
+    with pytest.raises(ImportError, match=r"dentalkit\[fast\]"):
+        outline_shape(np.array([shapely.box(0, 0, 1, 1)]), engine="compiled")
+    with pytest.raises(ValueError, match="engine"):
+        outline_shape(np.array([shapely.box(0, 0, 1, 1)]), engine="fortran")
