@@ -11,13 +11,20 @@ import numpy as np
 import pandas as pd
 
 from dentalkit.errors import InputError
-from dentalkit.plot.style import DIVERGING_CMAP, MISSING_COLOUR, SEQUENTIAL_CMAP, figure
+from dentalkit.plot.style import (
+    DIVERGING_CMAP,
+    MISSING_COLOUR,
+    PIXEL_VIEWS,
+    SEQUENTIAL_CMAP,
+    figure,
+)
 from dentalkit.stats._tables import require_columns
 
 __all__ = [
     "catmull_rom",
     "colormap",
     "finish_pixel_axes",
+    "fit_height_to_view",
     "load_image",
     "new_axes",
     "number",
@@ -260,6 +267,7 @@ def finish_pixel_axes(
         box = [[0.0, 0.0], [1.0, 1.0]]
     ax.set_aspect("equal", adjustable="datalim")
     ax.dataLim.set(Bbox(box))
+    PIXEL_VIEWS[ax] = (box[0][0], box[0][1], box[1][0], box[1][1])  # for savefig
     ax.ignore_existing_data_limits = False
     ax.set_xmargin(0.0)
     ax.set_ymargin(0.0)
@@ -272,6 +280,37 @@ def finish_pixel_axes(
         ax.set_ylabel(f"y ({unit}, down)")
     else:
         ax.set_axis_off()
+
+
+def fit_height_to_view(ax: Any, *, min_mm: float = 50.0, max_mm: float = 230.0) -> None:
+    """Give a figure made for ``ax`` the height its pixel view needs: no blank bands.
+
+    :func:`finish_pixel_axes` keeps the aspect with ``adjustable="datalim"``, so when the
+    layout's axes box is flatter than the view the view grows sideways (blank bands left
+    and right of a radiograph), and when it is taller the view grows up and down. Changing
+    the figure's height until the axes box has the view's aspect removes the bands; the
+    width (the journal column) stays. Call it for a figure you created, after everything
+    that takes layout space (legend, labels outside the axes) is in place.
+    """
+    fig = ax.figure
+    view = PIXEL_VIEWS.get(ax)  # the view finish_pixel_axes set
+    if view is None or not (view[2] > view[0] and view[3] > view[1]):
+        return
+    want = (view[3] - view[1]) / (view[2] - view[0])  # equal aspect: display aspect too
+    for _ in range(3):  # constrained layout moves the axes box a little with every size
+        # every layout pass widens the view to the box it is given, and the widening
+        # accumulates over passes: start each round from the view itself
+        ax.autoscale_view()
+        fig.draw_without_rendering()
+        pos = ax.get_position()
+        width_in = pos.width * fig.get_figwidth()
+        height_in = pos.height * fig.get_figheight()
+        delta = width_in * want - height_in
+        if abs(delta) < 0.005 * fig.get_figheight():
+            break
+        height = fig.get_figheight() + delta
+        fig.set_figheight(min(max(height, min_mm / 25.4), max_mm / 25.4))
+    ax.autoscale_view()  # the view again; the box now has its aspect, so it stays
 
 
 def scale_bar(

@@ -37,6 +37,7 @@ from dentalkit.plot._ceph_wiggle import wiggle
 from dentalkit.plot._common import (
     catmull_rom,
     finish_pixel_axes,
+    fit_height_to_view,
     new_axes,
     number,
     place_legend,
@@ -180,6 +181,7 @@ def tracing(
         )
     points = {n: p for n, p, k in zip(names, xy, known, strict=True) if k}
 
+    created = ax is None
     ax = new_axes(ax, (85.0, 95.0))
     has_image = image is not None
     shape = None
@@ -208,7 +210,10 @@ def tracing(
     values = _values(rows, measures, mm_per_px, landmark_map, view)
     used = _draw_measures(ax, measures, points, catalog, values)
     finish_pixel_axes(ax, xy[:, 0], xy[:, 1], image_shape=shape, crop=crop, show_axes=show_axes)
-    # labels after the limits: their placement is decided in display space
+    place_legend(ax, legend)
+    if created:  # our figure: as tall as the view needs (the legend's space included)
+        fit_height_to_view(ax)
+    # labels after the limits and the size: their placement is decided in display space
     _label_points(ax, points, _label_names(label, used, names, in_contour), point_colour)
     if mm_per_px is not None:
         scale_bar(
@@ -217,7 +222,6 @@ def tracing(
             colour="white" if has_image else "black",
             backdrop=has_image,
         )
-    place_legend(ax, legend)
     return ax
 
 

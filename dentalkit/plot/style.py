@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import io
 import logging
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -315,6 +316,7 @@ def savefig(
         fig.set_size_inches(w, h)
     elif height is not None:
         fig.set_size_inches(old[0], height / MM_PER_INCH)
+    settle_pixel_views(fig)
     from dentalkit import __version__
 
     cut = clipped_text(fig)
@@ -355,6 +357,54 @@ def savefig(
     finally:
         fig.set_size_inches(old)
     return written
+
+
+#: The view each pixel-data axes should show (x0, y0, x1, y1 in data units), registered by
+#: the figure functions; see :func:`settle_pixel_views`.
+PIXEL_VIEWS: weakref.WeakKeyDictionary[Any, tuple[float, float, float, float]] = (
+    weakref.WeakKeyDictionary()
+)
+#: The limits settle_pixel_views last set on an axes (changed since: the caller's).
+_SETTLED: weakref.WeakKeyDictionary[Any, tuple[tuple, tuple]] = weakref.WeakKeyDictionary()
+
+
+def settle_pixel_views(fig: Any) -> None:
+    """Pin each registered pixel view of ``fig`` to its box, centred, at the figure's size.
+
+    Pixel axes keep the equal aspect with ``adjustable="datalim"``: matplotlib widens the
+    view to the shape of the axes box. It does so from the *current* view at every layout
+    pass, and constrained layout makes several passes per draw, so the widening drifts —
+    off centre and beyond the box — when a figure is drawn at several sizes (``savefig``
+    resizes it). Setting the limits to the box widened once, symmetrically, to the axes
+    box's aspect leaves matplotlib nothing to change. Limits the caller set are kept.
+    """
+    for _ in range(3):  # the layout at this size, the limits for it; new ticks move it a bit
+        fig.draw_without_rendering()
+        for ax in fig.axes:
+            view = PIXEL_VIEWS.get(ax)
+            if view is None:
+                continue
+            ours = _SETTLED.get(ax)
+            if ours is None:
+                if not (ax.get_autoscalex_on() and ax.get_autoscaley_on()):
+                    continue  # limits set by the caller
+            elif ours != (ax.get_xlim(), ax.get_ylim()):
+                continue  # changed by the caller since we set them
+            x0, y0, x1, y1 = view
+            pos = ax.get_position()
+            box_w = pos.width * fig.get_figwidth()
+            box_h = pos.height * fig.get_figheight()
+            if not (box_w > 0 and box_h > 0 and x1 > x0 and y1 > y0):
+                continue
+            w, h = x1 - x0, y1 - y0
+            if h / w < box_h / box_w:
+                h = w * box_h / box_w
+            else:
+                w = h * box_w / box_h
+            cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+            ax.set_xlim(cx - w / 2, cx + w / 2)
+            ax.set_ylim(cy + h / 2, cy - h / 2)  # y down
+            _SETTLED[ax] = (ax.get_xlim(), ax.get_ylim())
 
 
 def clipped_text(fig: Any, tolerance_pt: float = 0.5) -> list[str]:

@@ -362,11 +362,19 @@ with plot.style():  # house style: 7 pt sans-serif, Okabe–Ito colours
   (85 mm or 180 mm), keeping the aspect ratio unless `height` (mm) is given. Text stays
   text (TrueType fonts embedded in PDF, `<text>` in SVG); TIFF is RGB, LZW-compressed,
   with its resolution tag set; PDF/SVG carry no creation date, so they are reproducible.
-  `plot.figure("single", height=60)` makes an empty figure at a journal width.
+  `plot.figure("single", height=60)` makes an empty figure at a journal width. Before
+  writing, `savefig` lays the figure out at its final size and warns (`DentalkitWarning`)
+  naming any text that would run past the edge and be cut off — typically an axis label
+  centred under an axes that long tick labels pushed aside; `clipped_text(fig)` (from
+  `dentalkit.plot.style`)
+  gives the same list. Every figure function of `dentalkit.plot` is checked for it at
+  85 mm (`tests/plot/test_plot_journal.py`).
 - **Pixel data the right way up** — tracings, tooth maps, boxes and arch points are in
   image coordinates: equal aspect, y axis inverted (y down, as the service reports).
   Background images can be a numpy array, a PIL image, PNG bytes or a file path; plot
-  functions never fetch a URL.
+  functions never fetch a URL. A tracing that makes its own figure (no `ax=`) gets the
+  height its view needs, the column width kept, so the radiograph or the landmarks fill
+  the axes with no blank bands beside them; a `height=` in `savefig` overrides it.
 - **Legends** sit above the axes by default (`legend="above" | "right" | "inside" | None`),
   so figures fit one journal column; without the house style (10 pt default fonts) new
   figures are made proportionally larger.

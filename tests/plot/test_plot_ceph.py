@@ -11,6 +11,7 @@ from dentalkit import plot
 from dentalkit.errors import DentalkitWarning, InputError
 from dentalkit.landmark_map import load_landmark_map
 from dentalkit.plot import ceph as pceph
+from dentalkit.plot._common import text_scale
 from tests.plot.plot_tables import landmarks, save_all
 
 
@@ -205,6 +206,50 @@ def test_tracing_over_the_radiograph(tmp_path):
     assert lo > 0 and hi < h and cropped.yaxis_inverted()
     files = plot.savefig(ax, tmp_path / "tracing_image.png", dpi=300)  # vector formats: above
     assert files[0].stat().st_size > 10_000
+
+
+@pytest.mark.parametrize(("crop", "measures"), [(True, None), (False, ["SNA"]), (True, [])])
+def test_a_tracing_of_its_own_has_no_blank_bands(crop, measures):
+    # the figure's height follows the view's aspect, so the view is the data box (or the
+    # whole image) in both directions, not widened to fill a flatter or taller axes box
+    from dentalkit.sandbox.render import input_image
+
+    png = input_image("lateral_ceph/P001/2024-03-01.png")
+    ax = pceph.tracing(landmarks("P001", "2024-03-01"), image=png, crop=crop, measures=measures)
+    fig = ax.figure
+    fig.draw_without_rendering()
+    box = ax.dataLim
+    x0, x1 = sorted(ax.get_xlim())
+    y0, y1 = sorted(ax.get_ylim())
+    assert (x1 - x0) == pytest.approx(box.width, rel=0.02)
+    assert (y1 - y0) == pytest.approx(box.height, rel=0.02)
+    assert fig.get_figwidth() == pytest.approx(85 / 25.4 * text_scale())  # the column
+
+
+def test_saving_at_another_size_keeps_the_view_centred_on_the_data(tmp_path):
+    # matplotlib widens an equal-aspect view at every layout pass from the view it has;
+    # drawn at several sizes the widening drifted off centre (the old gallery tracing)
+    from dentalkit.plot.style import PIXEL_VIEWS
+
+    ax = pceph.tracing(landmarks("P001", "2024-03-01"), mm_per_px=0.1, legend="right")
+    x0, y0, x1, y1 = PIXEL_VIEWS[ax]
+    plot.savefig(ax, tmp_path / "t.png", width="double", height=150, formats=("png",))
+    lo_x, hi_x = sorted(ax.get_xlim())
+    lo_y, hi_y = sorted(ax.get_ylim())
+    assert lo_x <= x0 and hi_x >= x1 and lo_y <= y0 and hi_y >= y1  # all of it
+    assert (lo_x + hi_x) / 2 == pytest.approx((x0 + x1) / 2)  # centred
+    assert (lo_y + hi_y) / 2 == pytest.approx((y0 + y1) / 2)
+    # widened in one direction (to the axes box's shape); the other keeps ~1 % of slack at most
+    assert min((hi_x - lo_x) / (x1 - x0), (hi_y - lo_y) / (y1 - y0)) < 1.03
+    assert ax.yaxis_inverted()
+    # limits the caller sets are the caller's: a shifted view stays shifted
+    from dentalkit.plot.style import settle_pixel_views
+
+    ax.set_xlim(lo_x + 200, hi_x + 200)
+    ax.set_ylim(hi_y + 200, lo_y + 200)
+    settle_pixel_views(ax.figure)
+    assert sum(ax.get_xlim()) / 2 == pytest.approx((x0 + x1) / 2 + 200, abs=20)
+    assert sum(ax.get_ylim()) / 2 == pytest.approx((y0 + y1) / 2 + 200, abs=20)
 
 
 def test_frontal_tracing():
