@@ -17,6 +17,7 @@ import pandas as pd
 from dentalkit.errors import InputError
 from dentalkit.plot._common import (
     finish_pixel_axes,
+    fit_height_to_view,
     new_axes,
     place_legend,
     require_columns,
@@ -102,6 +103,7 @@ def forms(
     key = {c: pts[c].iloc[0] for c in ("patient_id", "timestamp", "arch") if c in pts}
     if "index" in pts.columns:
         pts = pts.sort_values("index", kind="stable")
+    created = ax is None
     ax = new_axes(ax, (85.0, 75.0))
     has_image = image is not None
     shape = None
@@ -161,6 +163,8 @@ def forms(
     )
     arch_name = _ARCH_NAME.get(str(key.get("arch")), key.get("arch"))
     place_legend(ax, legend, ncols=3, title=f"{arch_name} arch")
+    if created:  # our figure: as tall as the view needs (the legend's space included)
+        fit_height_to_view(ax)
     return ax
 
 

@@ -20,6 +20,7 @@ from matplotlib.lines import Line2D
 from dentalkit.errors import InputError
 from dentalkit.plot._common import (
     finish_pixel_axes,
+    fit_height_to_view,
     new_axes,
     place_legend,
     require_columns,
@@ -97,6 +98,7 @@ def boxes(
             f"findings rows {rows.index[bad].tolist()[:5]} have boxes that are not finite or "
             "whose BottomRight is above/left of TopLeft (x1 < x0 or y1 < y0)"
         )
+    created = ax is None
     ax = new_axes(ax, (85.0, 65.0))
     has_image = image is not None
     shape = None
@@ -154,6 +156,8 @@ def boxes(
         if c in counts
     ]
     place_legend(ax, legend, handles=handles)
+    if created:  # our figure: as tall as the view needs (the legend's space included)
+        fit_height_to_view(ax)
     return ax
 
 

@@ -120,3 +120,24 @@ def test_load_image_accepts_arrays_pil_bytes_and_paths(tmp_path):
 def test_load_image_refuses_urls_and_bad_input(image, match):
     with pytest.raises(InputError, match=match):
         load_image(image)
+
+
+def _view_is_the_box(ax) -> None:
+    from dentalkit.plot.style import PIXEL_VIEWS
+
+    ax.figure.draw_without_rendering()
+    x0, y0, x1, y1 = PIXEL_VIEWS[ax]
+    lo_x, hi_x = sorted(ax.get_xlim())
+    lo_y, hi_y = sorted(ax.get_ylim())
+    assert hi_x - lo_x == pytest.approx(x1 - x0, rel=0.02)  # no blank bands sideways
+    assert hi_y - lo_y == pytest.approx(y1 - y0, rel=0.02)  # nor above and below
+
+
+def test_arch_points_and_finding_boxes_of_their_own_fill_their_axes():
+    from dentalkit.plot import arch as parch
+    from dentalkit.plot import findings as pfind
+    from tests.plot.plot_tables import arch_points, findings, patient_with_findings
+
+    _view_is_the_box(parch.forms(arch_points("P003", "2024-03-01", "up")))
+    pid = patient_with_findings()
+    _view_is_the_box(pfind.boxes(findings(pid), (pid, "2024-03-01")))
