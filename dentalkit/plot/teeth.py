@@ -22,6 +22,7 @@ from dentalkit.errors import DentalkitWarning, InputError
 from dentalkit.plot._common import (
     colormap,
     finish_pixel_axes,
+    fit_height_to_view,
     new_axes,
     require_columns,
     select_session,
@@ -159,6 +160,7 @@ def tooth_map(
     geoms = np.where(shapely.is_geometry(geoms), geoms, None)
     present = ~missing & ~shapely.is_missing(geoms) & ~shapely.is_empty(geoms)
 
+    created = ax is None
     ax = new_axes(ax, (85.0, 60.0))
     has_image = image is not None
     shape = None
@@ -236,6 +238,8 @@ def tooth_map(
             bbox_to_anchor=(0.0, 1.0),
             borderaxespad=0.2,
         )
+    if created:  # our figure: as tall as the view needs (legend and colour bar included)
+        fit_height_to_view(ax)
     return ax
 
 

@@ -141,3 +141,16 @@ def test_arch_points_and_finding_boxes_of_their_own_fill_their_axes():
     _view_is_the_box(parch.forms(arch_points("P003", "2024-03-01", "up")))
     pid = patient_with_findings()
     _view_is_the_box(pfind.boxes(findings(pid), (pid, "2024-03-01")))
+
+
+@pytest.mark.parametrize("value", [None, "area"])
+def test_a_tooth_map_of_its_own_fills_its_axes(value):
+    from dentalkit.plot import teeth as pteeth
+    from tests.plot.plot_tables import teeth
+
+    t = teeth("P002", "2024-03-01", "pano")
+    if value is not None:
+        from dentalkit.teeth import measure
+
+        t = t.assign(area=measure(t, measures=["area"])["area"].to_numpy())
+    _view_is_the_box(pteeth.tooth_map(t, value=value))
