@@ -23,6 +23,7 @@ from dentalkit.stats._tables import (
     attach_groups,
     check_errors_mode,
     combine_problems,
+    duplicated_rows,
     problem_rows,
     raise_if_problems,
     require_columns,
@@ -281,7 +282,7 @@ def _bad_counts(counts: pd.DataFrame, usable: np.ndarray) -> tuple[np.ndarray, p
     key = [
         k for k in ("patient_id", "timestamp", "source", "image_name", "class_name") if k in counts
     ]
-    dup = usable & ~bad & counts.duplicated(key, keep="first").to_numpy()
+    dup = usable & ~bad & duplicated_rows(counts, key)
     problems = combine_problems(
         [
             problem_rows(

@@ -14,8 +14,10 @@ from dentalkit.errors import InputError
 from dentalkit.plot.style import (
     DIVERGING_CMAP,
     MISSING_COLOUR,
+    MM_PER_INCH,
     PIXEL_VIEWS,
     SEQUENTIAL_CMAP,
+    axes_box_inches,
     figure,
 )
 from dentalkit.stats._tables import require_columns
@@ -302,14 +304,12 @@ def fit_height_to_view(ax: Any, *, min_mm: float = 50.0, max_mm: float = 230.0) 
         # accumulates over passes: start each round from the view itself
         ax.autoscale_view()
         fig.draw_without_rendering()
-        pos = ax.get_position()
-        width_in = pos.width * fig.get_figwidth()
-        height_in = pos.height * fig.get_figheight()
+        width_in, height_in = axes_box_inches(ax)
         delta = width_in * want - height_in
         if abs(delta) < 0.005 * fig.get_figheight():
             break
         height = fig.get_figheight() + delta
-        fig.set_figheight(min(max(height, min_mm / 25.4), max_mm / 25.4))
+        fig.set_figheight(min(max(height, min_mm / MM_PER_INCH), max_mm / MM_PER_INCH))
     ax.autoscale_view()  # the view again; the box now has its aspect, so it stays
 
 

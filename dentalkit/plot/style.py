@@ -368,6 +368,12 @@ PIXEL_VIEWS: weakref.WeakKeyDictionary[Any, tuple[float, float, float, float]] =
 _SETTLED: weakref.WeakKeyDictionary[Any, tuple[tuple, tuple]] = weakref.WeakKeyDictionary()
 
 
+def axes_box_inches(ax: Any) -> tuple[float, float]:
+    """Width and height (inches) of ``ax``'s box as last laid out."""
+    pos = ax.get_position()
+    return pos.width * ax.figure.get_figwidth(), pos.height * ax.figure.get_figheight()
+
+
 def settle_pixel_views(fig: Any) -> None:
     """Pin each registered pixel view of ``fig`` to its box, centred, at the figure's size.
 
@@ -391,9 +397,7 @@ def settle_pixel_views(fig: Any) -> None:
             elif ours != (ax.get_xlim(), ax.get_ylim()):
                 continue  # changed by the caller since we set them
             x0, y0, x1, y1 = view
-            pos = ax.get_position()
-            box_w = pos.width * fig.get_figwidth()
-            box_h = pos.height * fig.get_figheight()
+            box_w, box_h = axes_box_inches(ax)
             if not (box_w > 0 and box_h > 0 and x1 > x0 and y1 > y0):
                 continue
             w, h = x1 - x0, y1 - y0
