@@ -384,12 +384,12 @@ def settle_pixel_views(fig: Any) -> None:
     resizes it). Setting the limits to the box widened once, symmetrically, to the axes
     box's aspect leaves matplotlib nothing to change. Limits the caller set are kept.
     """
+    pixel = [(ax, PIXEL_VIEWS[ax]) for ax in fig.axes if ax in PIXEL_VIEWS]
+    if not pixel:  # nothing to settle: no layout passes for other figures
+        return
     for _ in range(3):  # the layout at this size, the limits for it; new ticks move it a bit
         fig.draw_without_rendering()
-        for ax in fig.axes:
-            view = PIXEL_VIEWS.get(ax)
-            if view is None:
-                continue
+        for ax, view in pixel:
             ours = _SETTLED.get(ax)
             if ours is None:
                 if not (ax.get_autoscalex_on() and ax.get_autoscaley_on()):
