@@ -40,7 +40,7 @@ class MeasureAgreement:
         ``icc_ci95_low``/``icc_ci95_high`` and ``icc_form``.
     classification : DataFrame
         One row per classification scheme (``skeletal_class`` from ANB,
-        ``skeletal_class_wits``, ``vertical_sn_mp``, ``vertical_fma``) whose measure
+        ``skeletal_class_wits``, ``vertical_sn_gogn``, ``vertical_fma``) whose measure
         both tables have: ``measure``, ``n``, ``n_agree``, ``agreement_pct`` with a
         Wilson interval, Cohen's ``kappa`` with ``kappa_se`` and its interval.
     pairs : DataFrame
