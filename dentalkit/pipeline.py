@@ -270,15 +270,22 @@ def make_figures(
         # textbook SDs too and says so on its axis (so the warning is not repeated here).
         # z against the norm of each patient's sex and age: the covariates travel in
         # ceph_zscores (analyze(patients=...)); norms by sex or age need them.
+        # One session per patient (the first): the chart's mean and t interval are over
+        # patients, not sessions.
+        from dentalkit.stats import one_row_per_unit
+
         scored = analyses.get("ceph_zscores", measures)
+        scored = one_row_per_unit(scored[scored["view"] == "lateral"], "first")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DentalkitWarning)
-            z = ceph.zscores(scored[scored["view"] == "lateral"], include_unverified=True)
+            z = ceph.zscores(scored, include_unverified=True)
         if z["z"].notna().any():
 
             def wiggle(ax: Any) -> None:
                 plot.ceph_wiggle(z, ax=ax)
-                ax.set_xlabel("z-score against textbook norms\n(SDs not all verified)")
+                ax.set_xlabel(
+                    "z-score against textbook norms, first session\n(SDs not all verified)"
+                )
 
             draw("ceph_wiggle", wiggle)
 

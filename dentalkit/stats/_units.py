@@ -195,12 +195,11 @@ def one_row_per_unit(
         sessions = keys.drop_duplicates().sort_values(
             [unit, *dict.fromkeys(order_cols)], na_position="last", kind="stable"
         )
-        pick = sessions.groupby(unit, sort=False).head(1) if rule == "first" else None
-        if rule == "last":
-            pick = sessions.groupby(unit, sort=False).tail(1)
-        assert pick is not None
-        chosen = set(map(tuple, pick[[unit, *sess]].to_numpy().tolist()))
-        mask = [tuple(r) in chosen for r in keys[[unit, *sess]].to_numpy().tolist()]
+        grouped = sessions.groupby(unit, sort=False)
+        pick = grouped.head(1) if rule == "first" else grouped.tail(1)
+        chosen = pick[[unit, *sess]].drop_duplicates().assign(_keep=True)
+        flagged = keys[[unit, *sess]].merge(chosen, on=[unit, *sess], how="left")
+        mask = flagged["_keep"].notna().to_numpy()
         out = table.loc[np.asarray(mask, dtype=bool)].copy()
         out["n_rows_aggregated"] = np.int64(1)
         out.attrs["aggregation"] = f"{rule} session per {unit}"
