@@ -100,7 +100,9 @@ _ANALYSIS_UNITS = frozenset({"patient", "session", "image"})
 
 
 #: Other names of analysis tables (as :func:`dentalkit.pipeline.analyze` names them).
-TABLE_ALIASES: Mapping[str, str] = MappingProxyType({"arch_compare": "comparisons"})
+TABLE_ALIASES: Mapping[str, str] = MappingProxyType(
+    {"arch_compare": "comparisons", "ceph_compare": "comparisons"}
+)
 
 
 @cache

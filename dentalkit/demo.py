@@ -349,6 +349,18 @@ def _sections(tables: dict, analyses: dict) -> list[tuple[str, str]]:
                 _markdown(counts.reset_index(name="patients")),
             )
         )
+    ccmp = analyses.get("ceph_compare")
+    if ccmp is not None and len(ccmp):
+        body = (
+            "One test per measure between skeletal classes, on the first session of each "
+            "patient (unit: patient; n = patients per class, in the order "
+            f"{ccmp['groups'].iloc[0]}). {_why_text(ccmp)} p-values adjusted across the "
+            f"{len(ccmp)} tests ({ccmp['correction'].iloc[0]}). Effect size: "
+            "η² = SS_between/SS_total with its noncentral-F 95 % CI. ANB, SNA, SNB and Wits "
+            "define the class and are not tested against it.\n\n"
+            + _tests_markdown(ccmp, ["measure"])
+        )
+        sections.append(("Cephalometric measures by skeletal class", body))
     am = analyses.get("arch_measures")
     if am is not None and len(am):
         from dentalkit.stats import one_row_per_unit
@@ -389,7 +401,7 @@ def _sections(tables: dict, analyses: dict) -> list[tuple[str, str]]:
         top = miss.sort_values("prevalence", ascending=False).head(6)
         cols = [
             c
-            for c in ("fdi", "unit", "n_missing", "n_assessed", "prevalence", "ci_low", "ci_high")
+            for c in ("fdi", "unit", "n_affected", "n_assessed", "prevalence", "ci_low", "ci_high")
             if c in top.columns
         ]
         sections.append(
@@ -434,7 +446,8 @@ def _sections(tables: dict, analyses: dict) -> list[tuple[str, str]]:
             (
                 "Predicted treatment length (months)",
                 "Unit: patient (one estimate each); n = patients; 95 % bootstrap BCa interval "
-                "of the mean (resampling patients).\n\n" + _markdown(tle_summary[cols], ".1f"),
+                "of the mean (resampling patients).\n\n"
+                + _markdown(tle_summary[cols].astype({"n": "int64"}), ".1f"),
             )
         )
     problems = tables.get("problems")

@@ -29,6 +29,10 @@ log = logging.getLogger("dentalkit")
 
 Calibration = Mapping[str, float]
 
+#: Cephalometric measures :func:`analyze` compares between groups (vertical pattern and
+#: face heights; not ANB, SNA, SNB or Wits, which define the skeletal class).
+CEPH_COMPARED = ("SN_MP", "SN_GoGn", "FMA", "gonial_angle", "N_Me", "ANS_Me", "S_Go")
+
 
 def _with_scale(table: pd.DataFrame, mm_per_px: Calibration | None) -> pd.DataFrame:
     """``table`` plus a ``mm_per_px`` column looked up by its ``endpoint`` (NaN = pixels)."""
@@ -83,12 +87,13 @@ def analyze(
     dict of str to DataFrame
         ``ceph_measures``, ``ceph_zscores``, ``ceph_classes``, ``ceph_class_changes``,
         ``ceph_change``, ``ceph_summary`` (first session of each patient),
+        ``ceph_compare`` (:data:`CEPH_COMPARED` by group, first session of each patient),
         ``arch_fits``, ``arch_measures``, ``arch_mean_forms`` and ``arch_compare`` (first
         session of each patient: one row per patient), ``tooth_measures``,
         ``tooth_symmetry_cohort``, ``missing_by_fdi``, ``missing_patterns``,
         ``findings_prevalence`` — each present when its input table has rows.
     """
-    from dentalkit import arch, ceph, findings, teeth
+    from dentalkit import arch, ceph, findings, stats, teeth
     from dentalkit.stats import one_row_per_unit
 
     out: dict[str, pd.DataFrame] = {}
@@ -112,6 +117,19 @@ def analyze(
             # patients whose class changes later are counted in ceph_class_changes.
             classes = one_row_per_unit(out["ceph_classes"], "first")
             groups = classes[["patient_id", "skeletal_class"]]
+        if groups is not None and "ceph_measures" in out:
+            # Vertical and size measures by group, first session of each patient (the
+            # sagittal measures that define the skeletal class are not compared with it).
+            group_col = next(c for c in groups.columns if c != "patient_id")
+            cm = out["ceph_measures"]
+            cm = cm[(cm["view"] == "lateral") & cm["measure"].astype(str).isin(CEPH_COMPARED)]
+            if len(cm):
+                cm = _merge_groups(one_row_per_unit(cm, "first"), groups)
+                cm = cm.dropna(subset=[group_col, "value"])
+                if cm[group_col].nunique() >= 2:
+                    out["ceph_compare"] = stats.compare(
+                        cm, "value", group_col, per="measure", correction="holm"
+                    )
 
         points, keypoints = tables.get("arch_points"), tables.get("tooth_keypoints")
         if points is not None and len(points):
@@ -283,9 +301,7 @@ def make_figures(
 
             def wiggle(ax: Any) -> None:
                 plot.ceph_wiggle(z, ax=ax)
-                ax.set_xlabel(
-                    "z-score against textbook norms, first session\n(SDs not all verified)"
-                )
+                ax.set_xlabel("z-score, first session\n(textbook SDs, not all verified)")
 
             draw("ceph_wiggle", wiggle)
 

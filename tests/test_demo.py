@@ -57,6 +57,15 @@ def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp
     report = (out / "report.md").read_text()
     for name in figures:
         assert f"figures/{name}.png" in report
+    # the patient is the unit: one session per patient in summaries and group comparisons
+    assert "The unit of analysis is the **patient** (3 patients, 6 lateral sessions)" in report
+    summary = pd.read_parquet(out / "analyses" / "ceph_summary.parquet")
+    sna_row = summary[summary["measure"] == "SNA"].iloc[0]
+    assert (sna_row["n"], sna_row["n_units"], sna_row["session"]) == (3, 3, "first")
+    changes = pd.read_parquet(out / "analyses" / "ceph_class_changes.parquet")
+    assert len(changes) == 3 and (changes["n_sessions"] == 2).all()
+    z = pd.read_parquet(out / "analyses" / "ceph_zscores.parquet")
+    assert z["sex"].isin(["F", "M"]).all() and z["age"].between(5, 60).all()
 
     # The same study as shell steps: tables, analyze and figures.
     cal = sandbox_calibration()
