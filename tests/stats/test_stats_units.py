@@ -158,3 +158,25 @@ def test_eta_and_omega_squared_by_hand_after_welch_anova():
     with np.errstate(divide="ignore"):
         ci = confint_effectsize_oneway(f_classic, (2, 27), alpha=0.05)
     assert (r["effect_ci_low"], r["effect_ci_high"]) == pytest.approx(tuple(ci.eta2))
+
+
+def test_describe_counts_patients_and_clusters_a_proportion_over_their_rows():
+    import statsmodels.api as sm
+
+    from dentalkit.stats import describe
+
+    rng = np.random.default_rng(4)
+    pid = np.repeat([f"p{i}" for i in range(15)], 2)  # two teeth per patient
+    y = (rng.random(30) < np.repeat(rng.uniform(0, 1, 15), 2)).astype(int)
+    t = pd.DataFrame({"patient_id": pid, "g": "all", "decay": y, "width": rng.normal(7, 1, 30)})
+    d = describe(t, "decay", "g").iloc[0]
+    assert (d["n"], d["n_units"]) == (30, 15)
+    ols = sm.OLS(y.astype(float), np.ones(30)).fit(
+        cov_type="cluster", cov_kwds={"groups": pd.factorize(pid)[0]}
+    )
+    assert (d["ci_low"], d["ci_high"]) == pytest.approx(tuple(np.clip(ols.conf_int()[0], 0, 1)))
+    assert "clustered on patient_id" in d["ci_method"]
+    w = describe(t, "width", "g").iloc[0]
+    assert (w["n"], w["n_units"]) == (30, 15)
+    one = describe(t.drop_duplicates("patient_id"), "decay", "g").iloc[0]
+    assert one["ci_method"].startswith("Wilson") and one["n_units"] == 15
