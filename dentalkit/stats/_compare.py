@@ -171,9 +171,9 @@ def compare(
         ``"measure"``); ``correction`` then adjusts across them.
     test : str
         ``"default"`` (the pre-specified test, below), ``"rank"`` (the rank test of
-        the design; alias ``"nonparametric"``), ``"parametric"`` (the default's
-        parametric test, also for ordinal values only by name), ``"pretest"``
-        (opt-in normality pretest, below) or a name from :data:`TESTS`.
+        the design; alias ``"nonparametric"``), ``"parametric"`` (the parametric
+        test of the design; refused for ordinal values), ``"pretest"`` (opt-in
+        normality pretest, below) or a name from :data:`TESTS`.
     correction : str, optional
         Multiple-comparison adjustment across the rows, any method of
         :func:`statsmodels.stats.multitest.multipletests` — ``"holm"``
@@ -389,16 +389,14 @@ def _one(sub: pd.DataFrame, spec: _Spec, where: dict[str, Any]) -> dict[str, Any
         + ")"
     )
     n_rows = len(clean)
+    rows_per_level = [int((clean[spec.by] == lv).sum()) for lv in levels]
     aggregation = None
     if unit is not None:
         if paired is None:
             check_group_fixed(clean, unit, spec.by, label)
         if spec.aggregate is not None:
-            if paired is None:
-                clean = aggregate_per_unit(clean, unit, [spec.by], spec.value, spec.aggregate)
-            else:
-                clean = aggregate_per_unit(clean, unit, [spec.by], spec.value, spec.aggregate)
-                paired = unit
+            clean = aggregate_per_unit(clean, unit, [spec.by], spec.value, spec.aggregate)
+            paired = unit if paired is not None else None
             aggregation = aggregation_text(spec.aggregate, unit, n_rows, clean[unit].nunique())
         else:
             refuse_repeats(clean, unit, spec.by, label, spec.value)
@@ -420,12 +418,10 @@ def _one(sub: pd.DataFrame, spec: _Spec, where: dict[str, Any]) -> dict[str, Any
         return {**base, "n_units": n_units, "note": "; ".join(notes)}
     if paired:
         result = _paired(clean, levels, spec, notes, paired)
+        result["n_rows_per_group"] = rows_per_level  # rows before any aggregation
     else:
-        units, rows = unit_counts(clean, unit, spec.by, levels)
-        # rows per group before any aggregation
-        if aggregation is not None:
-            rows = [int((sub[spec.by] == lv).sum()) for lv in levels]
-        base.update(n_units_per_group=units, n_rows_per_group=rows)
+        units, _ = unit_counts(clean, unit, spec.by, levels)
+        base.update(n_units_per_group=units, n_rows_per_group=rows_per_level)
         result = {"n_units": int(sum(units)), **_independent(clean, levels, spec, notes)}
     if "p_value" in result and not np.isfinite(result["p_value"]):
         notes.append("the test statistic is undefined for these data (e.g. no variation)")
