@@ -44,6 +44,7 @@ ANALYSIS_TABLES: Mapping[str, tuple[str, str]] = MappingProxyType(
         "ceph_measures": ("ceph.measure", "session × measure"),
         "ceph_zscores": ("ceph.zscores", "session × measure"),
         "ceph_classes": ("ceph.classify", "session"),
+        "ceph_class_changes": ("ceph.class_changes", "patient"),
         "ceph_change": ("ceph.change", "patient × measure × pair of consecutive sessions"),
         "ceph_summary": ("ceph.summarize", "measure"),
         "arch_fits": ("arch.fit", "arch × model"),
@@ -99,7 +100,9 @@ _ANALYSIS_UNITS = frozenset({"patient", "session", "image"})
 
 
 #: Other names of analysis tables (as :func:`dentalkit.pipeline.analyze` names them).
-TABLE_ALIASES: Mapping[str, str] = MappingProxyType({"arch_compare": "comparisons"})
+TABLE_ALIASES: Mapping[str, str] = MappingProxyType(
+    {"arch_compare": "comparisons", "ceph_compare": "comparisons"}
+)
 
 
 @cache

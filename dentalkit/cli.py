@@ -212,12 +212,22 @@ def analyze(
         Path | None,
         typer.Option(help="Store folder: lists the analysed images (findings denominators)."),
     ] = None,
+    patients: Annotated[
+        Path | None,
+        typer.Option(
+            help="Patient table (CSV or Parquet): patient_id, sex and birth_date (or age); "
+            "z-scores then use the norm of each patient's sex and age."
+        ),
+    ] = None,
 ) -> None:
     """Run every cohort analysis the tables allow (ceph, arch, teeth, findings).
 
     Writes one Parquet file per analysis table (see ``dentalkit.pipeline.analyze``).
-    Millimetres only with --mm-per-px; nothing is guessed.
+    Millimetres only with --mm-per-px; nothing is guessed. Without --patients, norms given
+    by sex or age give no z-score (the ``norm_note`` column says why).
     """
+    import pandas as pd
+
     from dentalkit import io, pipeline
     from dentalkit.errors import DentalkitError
     from dentalkit.store import read_responses
@@ -226,7 +236,14 @@ def analyze(
     try:
         tables = io.read_tables(tables_dir)
         responses = read_responses(store) if store is not None else None
-        analyses = pipeline.analyze(tables, cal or None, responses=responses)
+        record = None
+        if patients is not None:
+            record = (
+                pd.read_parquet(patients)
+                if patients.suffix == ".parquet"
+                else pd.read_csv(patients, dtype={"patient_id": str})
+            )
+        analyses = pipeline.analyze(tables, cal or None, responses=responses, patients=record)
     except (DentalkitError, FileNotFoundError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

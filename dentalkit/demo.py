@@ -29,7 +29,13 @@ import pandas as pd
 
 from dentalkit.endpoints import ENDPOINTS
 
-__all__ = ["DEMO_PORT", "demo_manifest", "run_demo", "sandbox_calibration"]
+__all__ = [
+    "DEMO_PORT",
+    "demo_manifest",
+    "run_demo",
+    "sandbox_calibration",
+    "sandbox_patients",
+]
 
 log = logging.getLogger("dentalkit")
 
@@ -48,6 +54,21 @@ def sandbox_calibration() -> dict[str, float]:
         for ep in ENDPOINTS.values()
         if ep.is_image
     }
+
+
+def sandbox_patients(patient_ids, timestamp: str = SESSIONS[0]) -> pd.DataFrame:
+    """``patient_id``, ``sex`` (F / M) and ``birth_date`` of sandbox patients (their record).
+
+    The sandbox simulates each patient's anatomy for a sex and birth date
+    (:func:`dentalkit.sandbox.truth`); norms by sex and age must use those.
+    """
+    from dentalkit.sandbox import truth
+
+    rows = []
+    for pid in patient_ids:
+        p = truth(str(pid), timestamp)["patient"]
+        rows.append({"patient_id": str(pid), "sex": p["sex"], "birth_date": p["birth_date"]})
+    return pd.DataFrame(rows, columns=["patient_id", "sex", "birth_date"])
 
 
 def demo_manifest(sb, patients: pd.DataFrame) -> pd.DataFrame:
@@ -163,7 +184,10 @@ def run_demo(
         + f"; problems {len(tables['problems'])}"
     )
 
-    analyses = pipeline.analyze(tables, cal, responses=responses)
+    # Sex and birth date of each patient: the sandbox's patient record (the anatomy was
+    # simulated for them); a real study joins its own patient table here.
+    record = sandbox_patients(typed["patient_id"].astype(str), SESSIONS[0])
+    analyses = pipeline.analyze(tables, cal, responses=responses, patients=record)
     # Treatment length: the typed table, the estimates and simulated observed durations
     # (estimate + a documented Gaussian error, sd 4 months, seed 0) to show calibration.
     rng = np.random.default_rng(0)
@@ -236,27 +260,129 @@ def _markdown(table: pd.DataFrame, floatfmt: str = ".2f") -> str:
     return "\n".join(lines)
 
 
+def _n(values: object) -> str:
+    """Per-group counts (a list of int) as '4, 14, 12'."""
+    if isinstance(values, (list, tuple, np.ndarray)):
+        return ", ".join(str(int(v)) for v in values)
+    return "" if values is None else str(values)
+
+
+def _tests_markdown(cmp: pd.DataFrame, keys: list[str]) -> str:
+    """A comparison table with, for every test, its unit, n, test and why (report rows)."""
+    rows = cmp.assign(
+        n_per_group=[_n(v) for v in cmp["n_units_per_group"]],
+        effect=[
+            f"{name} {es:.2f} [{lo:.2f}, {hi:.2f}]" if pd.notna(es) else ""
+            for name, es, lo, hi in zip(
+                cmp["effect_size_name"],
+                cmp["effect_size"],
+                cmp["effect_ci_low"],
+                cmp["effect_ci_high"],
+                strict=True,
+            )
+        ],
+    )
+    cols = [*keys, "unit", "n_units", "n_per_group", "test", "p_value", "p_adjusted", "effect"]
+    return _markdown(rows[cols], ".3f")
+
+
+def _why_text(cmp: pd.DataFrame) -> str:
+    whys = "; ".join(dict.fromkeys(w for w in cmp["why"].dropna()))
+    methods = "; ".join(dict.fromkeys(m for m in cmp["method"].dropna()))
+    return f"Test: {methods}. Why: {whys}."
+
+
 def _sections(tables: dict, analyses: dict) -> list[tuple[str, str]]:
     sections = []
+    classes = analyses.get("ceph_classes")
+    changes = analyses.get("ceph_class_changes")
+    if classes is not None and len(classes):
+        n_pat = classes["patient_id"].nunique()
+        text = (
+            f"The unit of analysis is the **patient** ({n_pat} patients, "
+            f"{len(classes)} lateral sessions). Sessions of one patient are not independent "
+            "patients, so every group comparison below uses **one session per patient — the "
+            "first** — and reports n as patients. A patient's group is the skeletal class "
+            "(ANB) of their first session."
+        )
+        if changes is not None and len(changes):
+            k = int(changes["changed"].fillna(False).sum())
+            m = int(changes["changed"].notna().sum())
+            text += (
+                f" **{k} of {m} patients** with a class at both their first and last session "
+                "changed class between them; they stay in the class of their first session "
+                "(counted here, not silently filed)."
+            )
+            moved = changes[changes["changed"].fillna(False).astype(bool)]
+            if len(moved):
+                cross = (
+                    moved.groupby(["first", "last"], observed=True)
+                    .size()
+                    .reset_index(name="patients")
+                )
+                cross = cross[cross["patients"] > 0].astype({"first": str, "last": str})
+                text += "\n\n" + _markdown(cross)
+        sections.append(("Unit of analysis and groups", text))
     summary = analyses.get("ceph_summary")
     if summary is not None and len(summary):
         keep = ["SNA", "SNB", "ANB", "SN_MP", "FMA", "IMPA", "U1_SN", "N_Me", "ANS_Me", "S_Go"]
         rows = summary[summary["measure"].astype(str).isin(keep)]
         cols = [
-            c for c in ("measure", "unit", "n", "mean", "sd", "min", "max") if c in rows.columns
+            c
+            for c in ("measure", "unit", "n_units", "mean", "sd", "min", "max")
+            if c in rows.columns
         ]
-        sections.append(("Cephalometric summary (lateral, all sessions)", _markdown(rows[cols])))
-    classes = analyses.get("ceph_classes")
+        sections.append(
+            (
+                "Cephalometric summary (lateral, first session of each patient)",
+                "n = patients; SD between patients.\n\n" + _markdown(rows[cols]),
+            )
+        )
     if classes is not None and len(classes):
-        counts = classes["skeletal_class"].value_counts(sort=False).rename_axis("skeletal class")
-        sections.append(("Skeletal class (ANB)", _markdown(counts.reset_index(name="sessions"))))
+        from dentalkit.stats import one_row_per_unit
+
+        first = one_row_per_unit(classes, "first")
+        counts = first["skeletal_class"].value_counts(sort=False).rename_axis("skeletal class")
+        sections.append(
+            (
+                "Skeletal class (ANB, first session)",
+                _markdown(counts.reset_index(name="patients")),
+            )
+        )
+    ccmp = analyses.get("ceph_compare")
+    if ccmp is not None and len(ccmp):
+        body = (
+            "One test per measure between skeletal classes, on the first session of each "
+            "patient (unit: patient; n = patients per class, in the order "
+            f"{ccmp['groups'].iloc[0]}). {_why_text(ccmp)} p-values adjusted across the "
+            f"{len(ccmp)} tests ({ccmp['correction'].iloc[0]}). Effect size: "
+            "η² = SS_between/SS_total with its noncentral-F 95 % CI. ANB, SNA, SNB and Wits "
+            "define the class and are not tested against it.\n\n"
+            + _tests_markdown(ccmp, ["measure"])
+        )
+        sections.append(("Cephalometric measures by skeletal class", body))
     am = analyses.get("arch_measures")
     if am is not None and len(am):
-        ok = am[(am["status"] == "ok") & am["arch"].isin(["up", "lo"])]
-        stats = ok.groupby(["arch", "measure", "unit"], observed=True)["value"].agg(
-            ["count", "mean", "std"]
+        from dentalkit.stats import one_row_per_unit
+
+        ok = one_row_per_unit(am[(am["status"] == "ok") & am["arch"].isin(["up", "lo"])], "first")
+        stats = ok.groupby(["arch", "measure", "unit"], observed=True).agg(
+            patients=("patient_id", "nunique"), mean=("value", "mean"), sd=("value", "std")
         )
-        sections.append(("Arch dimensions", _markdown(stats.reset_index())))
+        sections.append(
+            ("Arch dimensions (first session of each patient)", _markdown(stats.reset_index()))
+        )
+    cmp = analyses.get("arch_compare")
+    if cmp is not None and len(cmp):
+        body = (
+            "One test per arch and dimension between skeletal classes, on the first session "
+            "of each patient (unit: patient; n = patients per class, in the order "
+            f"{cmp['groups'].iloc[0]}). {_why_text(cmp)} p-values adjusted across the "
+            f"{len(cmp)} tests ({cmp['correction'].iloc[0]}). Effect size: "
+            "η² = SS_between/SS_total with its noncentral-F 95 % CI.\n\n"
+            + _tests_markdown(cmp, ["arch", "measure"])
+        )
+        sections.append(("Arch dimensions by skeletal class", body))
     fits = analyses.get("arch_fits")
     if fits is not None and len(fits):
         ok = fits[fits["status"] == "ok"]
@@ -269,16 +395,23 @@ def _sections(tables: dict, analyses: dict) -> list[tuple[str, str]]:
             .rename_axis("model")
             .reset_index(name="arches with lowest AIC")
         )
-        sections.append(("Arch-form model comparison", _markdown(wins)))
+        sections.append(("Arch-form model comparison (every arch, descriptive)", _markdown(wins)))
     miss = analyses.get("missing_by_fdi")
     if miss is not None and len(miss):
         top = miss.sort_values("prevalence", ascending=False).head(6)
         cols = [
             c
-            for c in ("fdi", "n_missing", "n_assessed", "prevalence", "ci_low", "ci_high")
+            for c in ("fdi", "unit", "n_affected", "n_assessed", "prevalence", "ci_low", "ci_high")
             if c in top.columns
         ]
-        sections.append(("Most often missing teeth (FDI)", _markdown(top[cols], ".3f")))
+        sections.append(
+            (
+                "Most often missing teeth (FDI)",
+                "Unit: patient (first session); n_assessed = patients; 95 % Wilson interval "
+                "(Wilson 1927) of a proportion of independent patients.\n\n"
+                + _markdown(top[cols], ".3f"),
+            )
+        )
     prev = analyses.get("findings_prevalence")
     if prev is not None and len(prev):
         cols = [
@@ -286,6 +419,7 @@ def _sections(tables: dict, analyses: dict) -> list[tuple[str, str]]:
             for c in (
                 "source",
                 "class_name",
+                "unit",
                 "n_units_with",
                 "n_units",
                 "prevalence",
@@ -295,7 +429,11 @@ def _sections(tables: dict, analyses: dict) -> list[tuple[str, str]]:
             if c in prev.columns
         ]
         sections.append(
-            ("Findings prevalence (patients with ≥ 1 detection)", _markdown(prev[cols], ".3f"))
+            (
+                "Findings prevalence (patients with ≥ 1 detection)",
+                "Unit: patient (any session); n_units = patients; 95 % Wilson interval of a "
+                "proportion of independent patients.\n\n" + _markdown(prev[cols], ".3f"),
+            )
         )
     tle_summary = analyses.get("tle_summary")
     if tle_summary is not None:
@@ -305,7 +443,12 @@ def _sections(tables: dict, analyses: dict) -> list[tuple[str, str]]:
             if c in tle_summary.columns
         ]
         sections.append(
-            ("Predicted treatment length (months)", _markdown(tle_summary[cols], ".1f"))
+            (
+                "Predicted treatment length (months)",
+                "Unit: patient (one estimate each); n = patients; 95 % bootstrap BCa interval "
+                "of the mean (resampling patients).\n\n"
+                + _markdown(tle_summary[cols].astype({"n": "int64"}), ".1f"),
+            )
         )
     problems = tables.get("problems")
     if problems is not None:

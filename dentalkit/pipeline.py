@@ -29,6 +29,10 @@ log = logging.getLogger("dentalkit")
 
 Calibration = Mapping[str, float]
 
+#: Cephalometric measures :func:`analyze` compares between groups (vertical pattern and
+#: face heights; not ANB, SNA, SNB or Wits, which define the skeletal class).
+CEPH_COMPARED = ("SN_MP", "SN_GoGn", "FMA", "gonial_angle", "N_Me", "ANS_Me", "S_Go")
+
 
 def _with_scale(table: pd.DataFrame, mm_per_px: Calibration | None) -> pd.DataFrame:
     """``table`` plus a ``mm_per_px`` column looked up by its ``endpoint`` (NaN = pixels)."""
@@ -54,6 +58,7 @@ def analyze(
     *,
     groups: pd.DataFrame | None = None,
     responses: pd.DataFrame | None = None,
+    patients: pd.DataFrame | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Run every cohort analysis that the tables allow.
 
@@ -71,17 +76,25 @@ def analyze(
         with no detection leave no row in the findings tables but count in prevalence
         denominators). Without it, findings prevalence is computed over the clinical
         photographs only (their ``ImageContents`` lists every analysed image).
+    patients : DataFrame, optional
+        ``patient_id`` with ``sex`` and ``birth_date`` (or ``age``): z-scores are taken
+        against the norm of the patient's sex and age at each session (see
+        :func:`dentalkit.ceph.zscores`). Without it, norms given by sex or age give no
+        z-score (``norm_note`` says why).
 
     Returns
     -------
     dict of str to DataFrame
-        ``ceph_measures``, ``ceph_zscores``, ``ceph_classes``, ``ceph_change``,
-        ``ceph_summary``, ``arch_fits``, ``arch_measures``, ``arch_mean_forms``,
-        ``arch_compare``, ``tooth_measures``, ``tooth_symmetry_cohort``, ``missing_by_fdi``,
-        ``missing_patterns``, ``findings_prevalence`` — each present when its input
-        table has rows.
+        ``ceph_measures``, ``ceph_zscores``, ``ceph_classes``, ``ceph_class_changes``,
+        ``ceph_change``, ``ceph_summary`` (first session of each patient),
+        ``ceph_compare`` (:data:`CEPH_COMPARED` by group, first session of each patient),
+        ``arch_fits``, ``arch_measures``, ``arch_mean_forms`` and ``arch_compare`` (first
+        session of each patient: one row per patient), ``tooth_measures``,
+        ``tooth_symmetry_cohort``, ``missing_by_fdi``, ``missing_patterns``,
+        ``findings_prevalence`` — each present when its input table has rows.
     """
-    from dentalkit import arch, ceph, findings, teeth
+    from dentalkit import arch, ceph, findings, stats, teeth
+    from dentalkit.stats import one_row_per_unit
 
     out: dict[str, pd.DataFrame] = {}
     landmarks = tables.get("landmarks")
@@ -92,15 +105,31 @@ def analyze(
             scaled = _with_scale(landmarks, mm_per_px)
             measures, _ = ceph.measure(scaled, mm_per_px="mm_per_px", errors="collect")
             out["ceph_measures"] = measures
-            out["ceph_zscores"] = ceph.zscores(measures)
+            out["ceph_zscores"] = ceph.zscores(measures, patients=patients)
             lateral = measures[measures["view"] == "lateral"]
             if len(lateral):
                 out["ceph_classes"] = ceph.classify(lateral)
+                out["ceph_class_changes"] = ceph.class_changes(out["ceph_classes"])
                 out["ceph_change"] = ceph.change(lateral)
-                out["ceph_summary"] = ceph.summarize(lateral)
+                out["ceph_summary"] = ceph.summarize(lateral, session="first")
         if groups is None and "ceph_classes" in out:
-            classes = out["ceph_classes"].sort_values(["patient_id", "timestamp"])
-            groups = classes.drop_duplicates("patient_id")[["patient_id", "skeletal_class"]]
+            # The group of a patient is the class of their first session, fixed per patient;
+            # patients whose class changes later are counted in ceph_class_changes.
+            classes = one_row_per_unit(out["ceph_classes"], "first")
+            groups = classes[["patient_id", "skeletal_class"]]
+        if groups is not None and "ceph_measures" in out:
+            # Vertical and size measures by group, first session of each patient (the
+            # sagittal measures that define the skeletal class are not compared with it).
+            group_col = next(c for c in groups.columns if c != "patient_id")
+            cm = out["ceph_measures"]
+            cm = cm[(cm["view"] == "lateral") & cm["measure"].astype(str).isin(CEPH_COMPARED)]
+            if len(cm):
+                cm = _merge_groups(one_row_per_unit(cm, "first"), groups)
+                cm = cm.dropna(subset=[group_col, "value"])
+                if cm[group_col].nunique() >= 2:
+                    out["ceph_compare"] = stats.compare(
+                        cm, "value", group_col, per="measure", correction="holm"
+                    )
 
         points, keypoints = tables.get("arch_points"), tables.get("tooth_keypoints")
         if points is not None and len(points):
@@ -110,13 +139,16 @@ def analyze(
             if keypoints is not None and len(keypoints):
                 out["arch_measures"] = arch.measures(keypoints, points, mm_per_px=scale)
             if groups is not None:
+                # Group comparisons take one session per patient (the first): the patient
+                # is the unit; repeated sessions belong in a growth model.
                 group_col = next(c for c in groups.columns if c != "patient_id")
-                grouped = _merge_groups(points, groups)
+                grouped = _merge_groups(one_row_per_unit(points, "first"), groups)
                 out["arch_mean_forms"] = arch.mean_form(
                     grouped.dropna(subset=[group_col]), by=group_col, mm_per_px=scale
                 )
                 if "arch_measures" in out:
-                    am = _merge_groups(out["arch_measures"], groups).dropna(subset=[group_col])
+                    first = one_row_per_unit(out["arch_measures"], "first")
+                    am = _merge_groups(first, groups).dropna(subset=[group_col])
                     am = am[am["arch"].isin(["up", "lo"]) & (am["unit"] == "mm")]
                     if am[group_col].nunique() >= 2:
                         out["arch_compare"] = arch.compare(am, group_col)
@@ -254,14 +286,22 @@ def make_figures(
 
         # Most shipped norms lack a verified SD (docs/measures.md); the chart shows the
         # textbook SDs too and says so on its axis (so the warning is not repeated here).
+        # z against the norm of each patient's sex and age: the covariates travel in
+        # ceph_zscores (analyze(patients=...)); norms by sex or age need them.
+        # One session per patient (the first): the chart's mean and t interval are over
+        # patients, not sessions.
+        from dentalkit.stats import one_row_per_unit
+
+        scored = analyses.get("ceph_zscores", measures)
+        scored = one_row_per_unit(scored[scored["view"] == "lateral"], "first")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DentalkitWarning)
-            z = ceph.zscores(measures[measures["view"] == "lateral"], include_unverified=True)
+            z = ceph.zscores(scored, include_unverified=True)
         if z["z"].notna().any():
 
             def wiggle(ax: Any) -> None:
                 plot.ceph_wiggle(z, ax=ax)
-                ax.set_xlabel("z-score against textbook norms\n(SDs not all verified)")
+                ax.set_xlabel("z-score, first session\n(textbook SDs, not all verified)")
 
             draw("ceph_wiggle", wiggle)
 

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from dentalkit import io
 from dentalkit.cli import app
-from dentalkit.demo import sandbox_calibration
+from dentalkit.demo import sandbox_calibration, sandbox_patients
 from dentalkit.endpoints import image_endpoints
 from dentalkit.store import read_responses
 
@@ -57,6 +57,15 @@ def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp
     report = (out / "report.md").read_text()
     for name in figures:
         assert f"figures/{name}.png" in report
+    # the patient is the unit: one session per patient in summaries and group comparisons
+    assert "The unit of analysis is the **patient** (3 patients, 6 lateral sessions)" in report
+    summary = pd.read_parquet(out / "analyses" / "ceph_summary.parquet")
+    sna_row = summary[summary["measure"] == "SNA"].iloc[0]
+    assert (sna_row["n"], sna_row["n_units"], sna_row["session"]) == (3, 3, "first")
+    changes = pd.read_parquet(out / "analyses" / "ceph_class_changes.parquet")
+    assert len(changes) == 3 and (changes["n_sessions"] == 2).all()
+    z = pd.read_parquet(out / "analyses" / "ceph_zscores.parquet")
+    assert z["sex"].isin(["F", "M"]).all() and z["age"].between(5, 60).all()
 
     # The same study as shell steps: tables, analyze and figures.
     cal = sandbox_calibration()
@@ -70,6 +79,10 @@ def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp
         pd.testing.assert_frame_equal(again_tables[name], table, obj=name)
     step = CliRunner().invoke(app, ["tables", str(tmp_path / "nothing"), "--out", str(cli_out)])
     assert step.exit_code == 2 and "error:" in step.output
+    record_csv = tmp_path / "patients.csv"
+    sandbox_patients(sorted(tables["landmarks"]["patient_id"].astype(str).unique())).to_csv(
+        record_csv, index=False
+    )
     step = CliRunner().invoke(
         app,
         [
@@ -80,11 +93,18 @@ def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp
             "--store",
             str(out),
             *[f"--mm-per-px={name}={value}" for name, value in cal.items()],
+            "--patients",
+            str(record_csv),
         ],
     )
     assert step.exit_code == 0, step.output
     again = pd.read_parquet(cli_out / "analyses" / "ceph_measures.parquet")
     pd.testing.assert_frame_equal(again, measures)
+    # the same patient record through --patients: the same norm of each sex and age
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(cli_out / "analyses" / "ceph_zscores.parquet"),
+        pd.read_parquet(out / "analyses" / "ceph_zscores.parquet"),
+    )
     step = CliRunner().invoke(
         app,
         [

@@ -2,7 +2,9 @@
 
 Each session is classified twice with :func:`dentalkit.ceph.classify` (the shipped or the
 user's thresholds) and the two categories are compared: share agreeing with a Wilson
-interval and Cohen's kappa with its asymptotic interval (statsmodels).
+interval, Cohen's kappa with its asymptotic interval (statsmodels) and — the classes being
+ordered (Class III < I < II; hypo- < normo- < hyperdivergent) — weighted kappa (Cohen
+1968), linear by default, with the Fleiss–Cohen–Everitt (1969) standard error.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ def classification(
     thresholds: pd.DataFrame | str | Path | None,
     schemes: Sequence[str] | None,
     confidence: float,
+    weights: str = "linear",
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[pd.DataFrame]]:
     """(per-scheme table, per-session categories, problem pieces) of a measures pairs table."""
     from dentalkit.ceph.classify import classify, load_thresholds
@@ -97,11 +100,20 @@ def classification(
                 )
             )
         k = cohens_kappa(ref_c[both], tst_c[both], categories=ordered, confidence=confidence)
+        kw = cohens_kappa(
+            ref_c[both], tst_c[both], categories=ordered, confidence=confidence, weights=weights
+        )
+        n_units = (
+            int(base.loc[both.to_numpy(), "patient_id"].nunique())
+            if "patient_id" in base.columns
+            else int(k["n"])
+        )
         rows.append(
             {
                 "scheme": scheme,
                 "measure": mid,
                 "n": int(k["n"]),
+                "n_units": n_units,
                 "n_agree": int(k["n_agree"]),
                 "agreement_pct": 100.0 * k["agreement"],
                 "agreement_ci_low_pct": 100.0 * k["agreement_ci_low"],
@@ -110,13 +122,19 @@ def classification(
                 "kappa_se": k["kappa_se"],
                 "kappa_ci_low": k["kappa_ci_low"],
                 "kappa_ci_high": k["kappa_ci_high"],
+                "weights": weights,
+                "weighted_kappa": kw["kappa"],
+                "weighted_kappa_se": kw["kappa_se"],
+                "weighted_kappa_ci_low": kw["kappa_ci_low"],
+                "weighted_kappa_ci_high": kw["kappa_ci_high"],
                 "categories": " < ".join(map(str, ordered)),
             }
         )
     columns = [
-        "scheme", "measure", "n", "n_agree", "agreement_pct", "agreement_ci_low_pct",
+        "scheme", "measure", "n", "n_units", "n_agree", "agreement_pct", "agreement_ci_low_pct",
         "agreement_ci_high_pct", "kappa", "kappa_se", "kappa_ci_low", "kappa_ci_high",
-        "categories",
+        "weights", "weighted_kappa", "weighted_kappa_se", "weighted_kappa_ci_low",
+        "weighted_kappa_ci_high", "categories",
     ]  # fmt: skip
     summary = pd.DataFrame(rows, columns=columns)
     class_pairs = (

@@ -40,9 +40,12 @@ class MeasureAgreement:
         ``icc_ci95_low``/``icc_ci95_high`` and ``icc_form``.
     classification : DataFrame
         One row per classification scheme (``skeletal_class`` from ANB,
-        ``skeletal_class_wits``, ``vertical_sn_mp``, ``vertical_fma``) whose measure
-        both tables have: ``measure``, ``n``, ``n_agree``, ``agreement_pct`` with a
-        Wilson interval, Cohen's ``kappa`` with ``kappa_se`` and its interval.
+        ``skeletal_class_wits``, ``vertical_sn_gogn``, ``vertical_fma``) whose measure
+        both tables have: ``measure``, ``n`` (sessions), ``n_units`` (patients behind
+        them), ``n_agree``, ``agreement_pct`` with a Wilson interval, Cohen's
+        ``kappa`` with ``kappa_se`` and its interval, and — the classes are ordered —
+        ``weighted_kappa`` (``weights``: linear or quadratic) with
+        ``weighted_kappa_se`` and its interval.
     pairs : DataFrame
         One row per paired (session, measure): ``reference``, ``test``, ``mean``,
         ``difference`` (test − reference), ``unit``.
@@ -82,6 +85,7 @@ def measures(
     thresholds: pd.DataFrame | str | Path | None = None,
     schemes: Sequence[str] | None = None,
     errors: Errors = "warn",
+    kappa_weights: str = "linear",
 ) -> MeasureAgreement:
     """Agreement of two long measures tables, per measure and per classification.
 
@@ -117,6 +121,8 @@ def measures(
     errors : {"warn", "raise", "ignore"}
         Unpaired, NaN or repeated values are always listed in ``result.problems`` and
         left out; ``"warn"`` emits one warning, ``"raise"`` raises instead.
+    kappa_weights : {"linear", "quadratic"}
+        Weights of the weighted kappa of the (ordered) classes; default linear.
 
     Returns
     -------
@@ -129,8 +135,9 @@ def measures(
     Bland & Altman (1986, *Lancet* 327:307–310; 1999, *Stat Methods Med Res*
     8:135–160); Dahlberg's method error sqrt(Σd²/2n) (Dahlberg 1940; Houston 1983,
     *Am J Orthod* 83:382–390), which pools random and systematic error — read it with
-    the bias and ``p_bias``; Cohen's kappa (Cohen 1960) with the asymptotic standard
-    error of Fleiss, Cohen & Everitt (1969) from statsmodels.
+    the bias and ``p_bias``; Cohen's kappa (Cohen 1960) and weighted kappa (Cohen
+    1968) with the asymptotic standard errors of Fleiss, Cohen & Everitt (1969) from
+    statsmodels.
 
     Examples
     --------
@@ -207,8 +214,12 @@ def measures(
     if not has_view:  # arch or tooth measures: no view
         summary = summary.drop(columns="view")
         out_pairs = out_pairs.drop(columns="view")
+    if kappa_weights not in ("linear", "quadratic"):
+        raise InputError(
+            f"kappa_weights={kappa_weights!r} is not allowed; use 'linear' or 'quadratic'"
+        )
     cls, class_pairs, cls_problems = classification(
-        out_pairs, cols, thresholds, schemes, confidence
+        out_pairs, cols, thresholds, schemes, confidence, kappa_weights
     )
     problems.extend(cls_problems)
     prob = problems_frame(problems, "agreement_measures", "measure", cols)

@@ -102,13 +102,17 @@ def icc(
     )
 
 
+KAPPA_WEIGHTS = (None, "linear", "quadratic")
+
+
 def cohens_kappa(
     reference: Sequence,
     test: Sequence,
     categories: Sequence | None = None,
     confidence: float = 0.95,
+    weights: str | None = None,
 ) -> pd.Series:
-    """Cohen's (unweighted) kappa of two raters' categories, with its CI, and raw agreement.
+    """Cohen's kappa (unweighted, or weighted for ordered classes) with its CI, and raw agreement.
 
     Parameters
     ----------
@@ -116,9 +120,15 @@ def cohens_kappa(
         Paired category labels; missing labels are not allowed (drop them first).
     categories : sequence, optional
         All categories (the contingency table is square over them); default the
-        union of the labels seen, in sorted order.
+        union of the labels seen, in sorted order. For weighted kappa this is the
+        **order** of the classes (e.g. ``["Class III", "Class I", "Class II"]``).
     confidence : float
         Level of both intervals.
+    weights : {None, "linear", "quadratic"}
+        ``None``: Cohen's (1960) unweighted kappa (nominal classes). For ordered
+        classes, weighted kappa (Cohen 1968) with agreement weights
+        ``1 − |i − j|/(k − 1)`` (linear) or ``1 − (i − j)²/(k − 1)²`` (quadratic):
+        a disagreement by one class counts less than one by two.
 
     Returns
     -------
@@ -126,14 +136,18 @@ def cohens_kappa(
         ``n``, ``n_agree``, ``agreement`` (share of agreeing pairs) with a Wilson
         interval (``agreement_ci_low``, ``agreement_ci_high``), ``kappa`` with its
         asymptotic standard error ``kappa_se`` (statsmodels; Fleiss, Cohen & Everitt
-        1969) and the normal interval ``kappa ± z·se``, truncated to [−1, 1]. Kappa is
-        NaN when chance agreement is 1 (both raters used a single, identical category).
+        1969; the non-null variance, for weighted kappa too) and the normal interval
+        ``kappa ± z·se``, truncated to [−1, 1]; ``weights`` (None, "linear" or
+        "quadratic"). Kappa is NaN when chance agreement is 1 (both raters used a
+        single, identical category).
 
     References
     ----------
     Cohen J. A coefficient of agreement for nominal scales. *Educ Psychol Meas*
-    1960;20:37–46. Fleiss JL, Cohen J, Everitt BS. Large sample standard errors of
-    kappa and weighted kappa. *Psychol Bull* 1969;72:323–327.
+    1960;20:37–46. Cohen J. Weighted kappa: nominal scale agreement with provision
+    for scaled disagreement or partial credit. *Psychol Bull* 1968;70:213–220.
+    Fleiss JL, Cohen J, Everitt BS. Large sample standard errors of kappa and
+    weighted kappa. *Psychol Bull* 1969;72:323–327.
 
     Examples
     --------
@@ -142,6 +156,8 @@ def cohens_kappa(
     (0.75, 0.5)
     """
     c = check_confidence(confidence)
+    if weights not in KAPPA_WEIGHTS:
+        raise InputError(f"weights={weights!r} is not allowed; use None, 'linear' or 'quadratic'")
     ref = pd.Series(list(reference), dtype=object)
     tst = pd.Series(list(test), dtype=object)
     if len(ref) != len(tst):
@@ -171,16 +187,17 @@ def cohens_kappa(
         "kappa_se": np.nan,
         "kappa_ci_low": np.nan,
         "kappa_ci_high": np.nan,
+        "weights": weights,
     }
     if n == 0 or k == 0:
         return pd.Series(out)
     table = np.bincount(ri * k + ti, minlength=k * k).reshape(k, k).astype(float)
     p_row = table.sum(axis=1) / n
     p_col = table.sum(axis=0) / n
-    if np.isclose(float(p_row @ p_col), 1.0):
+    if np.isclose(float(p_row @ p_col), 1.0) or (weights is not None and k < 2):
         return pd.Series(out)
     ir = require("statsmodels.stats.inter_rater", "stats")
-    res = ir.cohens_kappa(table, return_results=True)
+    res = ir.cohens_kappa(table, wt=weights, return_results=True)
     se = float(np.sqrt(res.var_kappa))
     zq = float(sps.norm.ppf(0.5 + c / 2))
     out |= {

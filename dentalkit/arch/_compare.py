@@ -43,7 +43,11 @@ def compare(
         Multiple-comparison adjustment across all (arch, parameter) comparisons; Holm
         (1979) by default.
     **kwargs
-        Passed to :func:`dentalkit.stats.compare` (``test=``, ``order=``, ``confidence=``…).
+        Passed to :func:`dentalkit.stats.compare` (``unit=``, ``aggregate=``, ``test=``,
+        ``order=``, ``confidence=``…). The unit of analysis is ``patient_id``: a patient
+        with two sessions (two rows per arch and parameter) is refused unless you pick one
+        session first (:func:`dentalkit.stats.one_row_per_unit`) or pass
+        ``aggregate="mean"``.
 
     Returns
     -------
@@ -56,7 +60,8 @@ def compare(
     ------
     InputError
         When the table is neither a fit nor a measures table, lacks ``by``, mixes models
-        without ``model=``, or mixes units for a measure.
+        without ``model=``, mixes units for a measure, or holds several rows of a patient
+        per group (see :func:`dentalkit.stats.compare`).
     """
     if by not in table.columns:
         raise InputError(f"arch.compare: the table has no column {by!r}; merge the groups in first")

@@ -36,6 +36,7 @@ def mean_form(
     first_point_side: str = "right",
     point_keys: str = "auto",
     errors: Errors = "raise",
+    unit: str | None = "patient_id",
 ) -> pd.DataFrame:
     """Mean arch form of each group, after alignment, with a pointwise confidence band.
 
@@ -43,7 +44,9 @@ def mean_form(
     (vertex at the origin, +y posterior, +x patient's left), on a common grid
     of x; the mean form is the pointwise mean of those curves and the band the
     pointwise Student-t interval of the mean,
-    ``ȳ(x) ± t_{(1+level)/2, k−1} · s(x)/√k`` over the k arches of the group.
+    ``ȳ(x) ± t_{(1+level)/2, k−1} · s(x)/√k`` over the k *patients* of the group:
+    the arches of one patient (several sessions) are first averaged into one curve
+    per patient, so sessions are never counted as patients.
     Curves are averaged rather than parameters because the models are
     nonlinear in their parameters (the curve of the mean parameters is not the
     mean curve); group means of the parameters are a ``groupby`` of the fits.
@@ -67,13 +70,20 @@ def mean_form(
         no curve is extrapolated.
     level : float
         Confidence level of the band.
+    unit : str or None
+        Column identifying the unit of analysis (default ``"patient_id"``): each
+        unit contributes one curve (the mean of its arches) to the mean form and
+        the band. ``None`` (or a table without the column) takes every arch as a
+        unit. A unit whose arches fall in two groups is refused.
 
     Returns
     -------
     DataFrame
         One row per group × grid point: the ``by`` columns, ``arch``,
         ``model``, ``x``, ``y_mean``, ``y_sd``, ``y_lower``, ``y_upper``,
-        ``n_arches``, ``unit``, ``level``. Bands are NaN for groups of one arch.
+        ``n_units`` (patients: the curves behind the band), ``n_arches`` (arches
+        averaged into them), ``unit`` (px / mm), ``level``. Bands are NaN for
+        groups of one patient.
 
     Raises
     ------
@@ -117,6 +127,18 @@ def mean_form(
         raise InputError(f"no {mod.name} fit with status 'ok' to average")
     use = use.assign(arch=pd.Categorical(use["arch"].astype(str), categories=["up", "lo"]))
     keys = [*groups, "arch"]
+    unit_col = unit if unit is not None and unit in use.columns else None
+    if unit is not None and unit_col is None and unit != "patient_id":
+        raise InputError(f"unit column {unit!r} is not in the fits (columns: {list(use.columns)})")
+    if unit_col is not None and groups:
+        spread = use.groupby([unit_col, "arch"], observed=True)[groups].nunique().max(axis=1)
+        moving = spread[spread > 1]
+        if len(moving):
+            raise InputError(
+                f"mean_form: {moving.index.get_level_values(0).nunique()} {unit_col}(s) have "
+                f"arches in more than one group of {groups} (e.g. {moving.index[0][0]!r}); "
+                "give each patient one group, or pass the arches of one session per patient"
+            )
     parts = []
     for gkey, grp in use.groupby(keys, observed=True, sort=True):
         gkey = gkey if isinstance(gkey, tuple) else (gkey,)
@@ -137,7 +159,13 @@ def mean_form(
             )
         x = np.linspace(lo, hi, n)
         Y = evaluate(mod, np.broadcast_to(x, (len(grp), n)), grp[list(mod.params)].to_numpy(float))
-        k = len(grp)
+        n_arches = len(grp)
+        if unit_col is not None:  # one curve per patient: the mean of its arches
+            codes, uniques = pd.factorize(grp[unit_col].astype("object"))
+            sums = np.zeros((len(uniques), n))
+            np.add.at(sums, codes, Y)
+            Y = sums / np.bincount(codes, minlength=len(uniques))[:, None]
+        k = len(Y)
         mean = Y.mean(axis=0)
         if k > 1:
             sd = Y.std(axis=0, ddof=1)
@@ -151,7 +179,8 @@ def mean_form(
         part["y_sd"] = sd
         part["y_lower"] = mean - half
         part["y_upper"] = mean + half
-        part["n_arches"] = np.int64(k)
+        part["n_units"] = np.int64(k)
+        part["n_arches"] = np.int64(n_arches)
         part["unit"] = units[0]
         part["level"] = level
         parts.append(part)

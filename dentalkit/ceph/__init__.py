@@ -7,11 +7,13 @@ measure(landmarks, measures=None, mm_per_px=None, landmark_map=None, ...)
 zscores(measures, norms=None, by=None, ...)
     Attach norm mean/SD and z-scores (shipped or user norm tables, by age/sex/group).
 classify(measures, thresholds=None)
-    Skeletal class (ANB, Wits) and vertical pattern (SN_MP, FMA) per session.
+    Skeletal class (ANB, Wits) and vertical pattern (SN_GoGn, FMA) per session.
+class_changes(classes)
+    Each patient's class at the first and last session, and whether it changed.
 change(measures)
     Per-patient differences between consecutive sessions and annualised rates.
-summarize(measures)
-    Cohort summary per measure (n, mean, SD, range; mean z) — the demo's ceph table.
+summarize(measures, session="first")
+    Cohort summary per measure over one session per patient (n, mean, SD, range; mean z).
 load_measures(), load_norms(), load_thresholds()
     The shipped catalogues (CSV in ``dentalkit/data``), validated.
 reference_table()
@@ -25,7 +27,7 @@ landmark_names(), required_landmarks(), load_name_map(), rename_landmarks()
 
 from dentalkit.ceph._catalog import load_measures, load_points
 from dentalkit.ceph.change import change
-from dentalkit.ceph.classify import classify, load_thresholds
+from dentalkit.ceph.classify import class_changes, classify, load_thresholds
 from dentalkit.ceph.isbi import read_isbi
 from dentalkit.ceph.measure import measure
 from dentalkit.ceph.names import (
@@ -40,6 +42,7 @@ from dentalkit.ceph.summary import summarize
 
 __all__ = [
     "change",
+    "class_changes",
     "classify",
     "landmark_names",
     "load_measures",

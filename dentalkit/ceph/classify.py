@@ -8,8 +8,10 @@ rather than a published band). Shipped schemes:
 - ``skeletal_class`` from ANB: < 0° Class III, 0–4° Class I, ≥ 4° Class II (Steiner).
 - ``skeletal_class_wits`` from Wits: < −2 mm III, −2…2 mm I, ≥ 2 mm II (sign from
   Jacobson 1975; cut-offs a dentalkit choice around his 0 / −1 mm norms).
-- ``vertical_sn_mp`` from SN_MP: < 27° hypo-, 27–37° normo-, ≥ 37° hyperdivergent
-  (dentalkit choice: Steiner's 32° ± 5°).
+- ``vertical_sn_gogn`` from SN_GoGn: < 27° hypo-, 27–37° normo-, ≥ 37° hyperdivergent
+  (dentalkit choice around Steiner's 32° ± 5°, applied only to SN–GoGn, the measure
+  Steiner's norm is for: SN–MP to Go–Me runs several degrees higher, so these cut-offs
+  would misclassify it; there is no shipped SN_MP scheme).
 - ``vertical_fma`` from FMA: < 20°, 20–30°, ≥ 30° (Tweed's FMA groups).
 """
 
@@ -24,7 +26,7 @@ import pandas as pd
 
 from dentalkit.errors import InputError
 
-__all__ = ["classify", "load_thresholds"]
+__all__ = ["class_changes", "classify", "load_thresholds"]
 
 
 @lru_cache(maxsize=1)
@@ -94,7 +96,7 @@ def classify(
     DataFrame
         One row per session (the session columns of ``measures``) with one ordered
         categorical column per scheme (``skeletal_class``, ``skeletal_class_wits``,
-        ``vertical_sn_mp``, ``vertical_fma``) and, when both sagittal schemes are
+        ``vertical_sn_gogn``, ``vertical_fma``) and, when both sagittal schemes are
         present, ``skeletal_class_agree`` (boolean; NA where either is missing).
         A NaN measure gives a missing category.
 
@@ -154,3 +156,62 @@ def classify(
         agree[(a.isna() | b.isna()).to_numpy()] = pd.NA
         out["skeletal_class_agree"] = agree
     return out
+
+
+def class_changes(classes: pd.DataFrame, scheme: str = "skeletal_class") -> pd.DataFrame:
+    """Each patient's class at the first and last session, and whether it changed.
+
+    Parameters
+    ----------
+    classes : DataFrame
+        Output of :func:`dentalkit.ceph.classify` (one row per session).
+    scheme : str
+        Classification column (default ``"skeletal_class"``).
+
+    Returns
+    -------
+    DataFrame
+        One row per patient: ``patient_id``, ``n_sessions``, ``first``, ``last`` (the
+        class at the first / last session; sessions ordered by ``session_time`` when
+        present, then ``timestamp``), ``changed`` (the first and last class differ;
+        NA when either is missing) and ``scheme``.
+
+    Notes
+    -----
+    A group comparison needs a group fixed per patient: the demo uses the class of
+    the first session and counts here the patients whose class differs later, rather
+    than filing them silently under one class.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> c = pd.DataFrame(
+    ...     {
+    ...         "patient_id": ["a", "a", "b", "b"],
+    ...         "timestamp": ["2024", "2025", "2024", "2025"],
+    ...         "skeletal_class": ["Class I", "Class II", "Class I", "Class I"],
+    ...     }
+    ... )
+    >>> class_changes(c)[["patient_id", "first", "last", "changed"]].values.tolist()
+    [['a', 'Class I', 'Class II', True], ['b', 'Class I', 'Class I', False]]
+    """
+    from dentalkit.stats import one_row_per_unit
+
+    for col in ("patient_id", "timestamp", scheme):
+        if col not in classes.columns:
+            raise InputError(f"classes table lacks column {col!r} (use ceph.classify output)")
+    first = one_row_per_unit(classes, "first")[["patient_id", scheme]]
+    last = one_row_per_unit(classes, "last")[["patient_id", scheme]]
+    n = classes.groupby(classes["patient_id"].astype("object"), sort=True).size()
+    out = (
+        first.astype({"patient_id": "object"})
+        .merge(last.astype({"patient_id": "object"}), on="patient_id", suffixes=("_first", ""))
+        .rename(columns={f"{scheme}_first": "first", scheme: "last"})
+    )
+    out.insert(1, "n_sessions", out["patient_id"].map(n).astype("int64"))
+    a, b = out["first"].astype("object"), out["last"].astype("object")
+    changed = pd.array((a != b).to_numpy(), dtype="boolean")
+    changed[(a.isna() | b.isna()).to_numpy()] = pd.NA
+    out["changed"] = changed
+    out["scheme"] = scheme
+    return out.sort_values("patient_id", ignore_index=True)

@@ -64,8 +64,10 @@ def load_norms(path: str | Path | pd.DataFrame | None = None) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        Numeric columns float64 (NaN = not given); ``age_min`` inclusive,
-        ``age_max`` inclusive (years); ``sex`` ``F``/``M`` or empty (= any);
+        Numeric columns float64 (NaN = not given); ``age_min`` and ``age_max``
+        inclusive, in completed years (a norm for ages 9–9 applies from the 9th to
+        the 10th birthday: ``age_min <= age < age_max + 1``); ``sex`` ``F``/``M``
+        or empty (= any);
         ``verified`` bool.
     """
     if path is None:
@@ -94,29 +96,46 @@ def load_norms(path: str | Path | pd.DataFrame | None = None) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
+_SEX_CODES = {"f": "F", "female": "F", "w": "F", "m": "M", "male": "M"}
+#: Columns read as the age in years at the session (first present wins).
+AGE_COLUMNS = ("age", "age_years")
+
+
+def _sex_codes(values: pd.Series) -> pd.Series:
+    """F / M / None from common spellings (F, female, M, male; any case)."""
+    text = values.astype("object").where(values.notna(), None)
+    return text.map(lambda v: None if v is None else _SEX_CODES.get(str(v).strip().lower()))
+
+
 def zscores(
     measures: pd.DataFrame,
     norms: pd.DataFrame | str | Path | None = None,
     by: list[str] | str | None = None,
     *,
+    patients: pd.DataFrame | None = None,
     group: str | list[str] | None = None,
     include_unverified: bool = False,
 ) -> pd.DataFrame:
-    """Attach norm mean / SD and z = (value − mean) / SD to a measures table.
+    """Attach norm mean / SD and z = (value − mean) / SD, from the norm of the patient's group.
 
     Parameters
     ----------
     measures : DataFrame
         Output of :func:`dentalkit.ceph.measure` (``measure``, ``value``, ``unit``),
-        optionally with covariate columns merged in (``sex``, ``age`` …).
+        optionally with ``sex`` and age (``age`` or ``age_years``, years at the
+        session) columns, or with those coming from ``patients``.
     norms : DataFrame or path, optional
         Norm table (default: the shipped one; see :func:`load_norms`).
     by : str or list of str, optional
-        Columns of ``measures`` to match against the norm table: ``"age"`` is matched
-        to ``age_min <= age <= age_max`` (years), any other column by equality with
-        the same-named norm column. An empty / NaN norm cell matches any value. When
-        several norm rows match, the most specific one (most ``by`` columns matched
-        non-empty) wins, then the first in table order.
+        More columns of ``measures`` to match against the same-named norm columns
+        (e.g. ``"ethnicity"``); an empty / NaN norm cell matches any value.
+        ``sex`` and age need not be listed: they are always matched (below).
+    patients : DataFrame, optional
+        A patient table joined on ``patient_id`` to supply ``sex`` and the age:
+        ``birth_date`` (age at each session from ``session_time``, or from the
+        ``timestamp`` when it parses as a date; 365.25-day years), or ``age`` /
+        ``age_years`` (used for every session as given). Columns already in
+        ``measures`` are kept.
     group : str or list of str, optional
         Only these norm groups (e.g. ``"Steiner"``), in order of preference.
         Default: all groups, table order (the shipped table lists the classic
@@ -129,25 +148,59 @@ def zscores(
     -------
     DataFrame
         ``measures`` plus ``norm_group``, ``norm_mean``, ``norm_sd``, ``z``,
-        ``norm_source``. A norm applies only when its ``unit`` equals the row's unit
-        (a mm norm never scores a px value); no matching norm or no SD → NaN.
+        ``norm_source`` and ``norm_note`` (why a row with a norm for its measure
+        got no norm, e.g. unknown sex). A norm applies only when its ``unit``
+        equals the row's unit (a mm norm never scores a px value); no matching
+        norm or no SD → NaN.
+
+    Notes
+    -----
+    **Sex and age are matched by default.** A norm row given for one sex
+    (``sex`` F or M) applies only to rows of that sex; a norm row with an age
+    band (``age_min``–``age_max``, inclusive, completed years) only to rows whose
+    age lies in the band. When the row's sex or age is unknown such a norm row is not
+    used — never the first row of the table instead — and ``norm_note`` says
+    what is missing. Norm rows without sex or age apply to everyone. When several
+    rows match, the most specific (most constraints matched) wins, then the
+    first in table order (the group preference). Sex is read from ``F``/``M``
+    or ``female``/``male`` in any case.
 
     Examples
     --------
     >>> import pandas as pd
-    >>> m = pd.DataFrame({"measure": ["APDI"], "value": [85.19], "unit": ["deg"]})
+    >>> m = pd.DataFrame({"measure": ["APDI"], "value": [85.19], "unit": ["deg"], "age": [12]})
     >>> round(zscores(m)["z"].item(), 6)
     1.0
+    >>> zscores(m.drop(columns="age"))["norm_note"].item()
+    'no z: the Kim norm of APDI is for ages 6–18 and the row has no age'
     """
     for col in ("measure", "value", "unit"):
         if col not in measures.columns:
             raise InputError(f"measures table lacks column {col!r} (use the output of measure())")
+    source = measures
+    if patients is not None:
+        if not isinstance(patients, pd.DataFrame) or "patient_id" not in patients.columns:
+            raise InputError("patients must be a DataFrame with a patient_id column")
+        if "patient_id" not in measures.columns:
+            raise InputError("patients= needs a patient_id column in the measures table")
+        has_age = any(c in measures for c in AGE_COLUMNS)
+        wanted = ("sex", *AGE_COLUMNS, *(() if has_age else ("birth_date",)))
+        extra = [c for c in wanted if c in patients and c not in measures]
+        if patients["patient_id"].duplicated().any():
+            raise InputError("patients has several rows for a patient_id; give one per patient")
+        right = patients[["patient_id", *extra]].astype({"patient_id": "object"})
+        source = measures.assign(patient_id=measures["patient_id"].astype("object")).merge(
+            right, on="patient_id", how="left"
+        )
+        if "birth_date" in extra:
+            source = _age_from_birth_date(source)
     table = load_norms(None if norms is None else norms)
-    by_cols = [by] if isinstance(by, str) else list(by or [])
+    by_cols = [c for c in ([by] if isinstance(by, str) else list(by or [])) if c not in ("sex",)]
+    by_cols = [c for c in by_cols if c not in ("age", *AGE_COLUMNS)]
     for c in by_cols:
-        if c not in measures.columns:
+        if c not in source.columns:
             raise InputError(f"by column {c!r} is not a column of the measures table")
-        if c != "age" and c not in table.columns:
+        if c not in table.columns:
             raise InputError(f"by column {c!r} is not a column of the norm table")
     if not include_unverified:
         table = table[table["verified"]]
@@ -172,39 +225,81 @@ def zscores(
     table = table.reset_index(drop=True)
     table["_order"] = np.arange(len(table))
 
+    age_col = next((c for c in AGE_COLUMNS if c in source.columns), None)
     left = pd.DataFrame(
         {
-            "_row": np.arange(len(measures)),
-            "measure": measures["measure"].astype(str).to_numpy(),
-            "unit": measures["unit"].astype(str).to_numpy(),
+            "_row": np.arange(len(source)),
+            "measure": source["measure"].astype(str).to_numpy(),
+            "unit": source["unit"].astype(str).to_numpy(),
+            "_sex": (
+                _sex_codes(source["sex"]).to_numpy()
+                if "sex" in source.columns
+                else np.full(len(source), None, dtype=object)
+            ),
+            "_age": (
+                pd.to_numeric(source[age_col], errors="coerce").to_numpy(dtype=float)
+                if age_col
+                else np.full(len(source), np.nan)
+            ),
         }
     )
     for c in by_cols:
-        left["_by_" + c] = measures[c].to_numpy()
-    right_cols = ["measure", "unit", "group", "mean", "sd", "source", "_order"]
-    right = table[right_cols + [c for c in by_cols if c != "age"] + ["age_min", "age_max"]].copy()
+        left["_by_" + c] = source[c].to_numpy()
+    right_cols = ["measure", "unit", "group", "mean", "sd", "source", "_order", "sex"]
+    right = table[right_cols + [c for c in by_cols if c != "sex"] + ["age_min", "age_max"]].copy()
+    right = right.rename(columns={"sex": "_norm_sex"})
     right.loc[right["unit"] == "", "unit"] = np.nan
     merged = left.merge(right, on="measure", how="inner", suffixes=("", "_norm"))
-    ok = merged["unit_norm"].isna() | (merged["unit_norm"] == merged["unit"])
+    merged = merged[(merged["unit_norm"].isna() | (merged["unit_norm"] == merged["unit"]))]
+    merged = merged.reset_index(drop=True)
+    ok = np.ones(len(merged), dtype=bool)
     score = np.zeros(len(merged))
+    why = np.full(len(merged), "", dtype=object)
+    # sex: a norm for one sex needs a row of that sex
+    nsex = merged["_norm_sex"].fillna("").astype(str).str.upper().to_numpy()
+    rsex = merged["_sex"].to_numpy()
+    by_sex = nsex != ""
+    sex_unknown = by_sex & pd.isna(rsex)
+    sex_ok = ~by_sex | (~sex_unknown & (rsex == nsex))
+    ok &= sex_ok
+    score += by_sex
+    why[sex_unknown] = "is by sex and the row has no sex"
+    # age: a norm with an age band needs an age inside it
+    lo, hi = merged["age_min"].to_numpy(float), merged["age_max"].to_numpy(float)
+    age = merged["_age"].to_numpy(float)
+    banded = ~np.isnan(lo) | ~np.isnan(hi)
+    age_unknown = banded & np.isnan(age)
+    with np.errstate(invalid="ignore"):  # age_max in completed years: 9.7 is "age 9"
+        inside = (np.isnan(lo) | (age >= lo)) & (np.isnan(hi) | (age < hi + 1.0))
+    ok &= ~banded | (~age_unknown & inside)
+    score += banded
+    band = [_band(a, b) for a, b in zip(lo, hi, strict=True)]
+    for i in np.flatnonzero(banded & (age_unknown | ~inside)):
+        if not why[i]:
+            why[i] = (
+                f"is for ages {band[i]} and the row has no age"
+                if age_unknown[i]
+                else f"is for ages {band[i]}, not {round(float(age[i]), 1):g}"
+            )
     for c in by_cols:
         val = merged["_by_" + c]
-        if c == "age":
-            lo, hi = merged["age_min"], merged["age_max"]
-            age = pd.to_numeric(val, errors="coerce")
-            cond = (lo.isna() | (age >= lo)) & (hi.isna() | (age <= hi))
-            score += (lo.notna() | hi.notna()).to_numpy()
-        else:
-            norm_val = merged[c]
-            wildcard = norm_val.isna() | (norm_val.astype(str) == "")
-            cond = wildcard | (norm_val.astype(str) == val.astype(str))
-            score += (~wildcard).to_numpy()
-        ok &= cond.to_numpy()
-    merged = merged[ok.to_numpy() if hasattr(ok, "to_numpy") else ok].copy()
-    merged["_score"] = score[ok.to_numpy() if hasattr(ok, "to_numpy") else ok]
-    merged = merged.sort_values(["_row", "_score", "_order"], ascending=[True, False, True])
+        norm_val = merged[c]
+        wildcard = norm_val.isna() | (norm_val.astype(str) == "")
+        cond = (wildcard | (norm_val.astype(str) == val.astype(str))).to_numpy()
+        ok &= cond
+        score += (~wildcard).to_numpy()
+    merged["_score"] = score
+    merged["_why"] = [
+        f"the {g} norm of {m} {w}" if w else ""
+        for g, m, w in zip(merged["group"], merged["measure"], why, strict=True)
+    ]
+    candidates = merged
+    merged = merged[ok].sort_values(["_row", "_score", "_order"], ascending=[True, False, True])
     best = merged.drop_duplicates("_row")
     out = measures.copy()
+    for c in ("sex", "age"):  # the covariates the norms were matched on travel with the z
+        if c in source.columns and c not in out.columns:
+            out[c] = source[c].to_numpy()
     idx = best["_row"].to_numpy()
     for name, col in (("norm_group", "group"), ("norm_source", "source")):
         arr = np.full(len(out), None, dtype=object)
@@ -215,4 +310,33 @@ def zscores(
         arr[idx] = best[col].to_numpy(dtype=float)
         out[name] = arr
     out["z"] = (out["value"].to_numpy(dtype=float) - out["norm_mean"]) / out["norm_sd"]
+    notes = np.full(len(out), None, dtype=object)
+    unmatched = candidates[~candidates["_row"].isin(idx) & (candidates["_why"] != "")]
+    if len(unmatched):
+        text = unmatched.groupby("_row", sort=False)["_why"].agg(
+            lambda w: "no z: " + "; ".join(dict.fromkeys(w))
+        )
+        notes[text.index.to_numpy()] = text.to_numpy()
+    out["norm_note"] = notes
     return out
+
+
+def _age_from_birth_date(table: pd.DataFrame) -> pd.DataFrame:
+    """``age`` (years at the session) from ``birth_date`` and ``session_time`` / ``timestamp``."""
+    born = pd.to_datetime(table["birth_date"], errors="coerce", utc=True)
+    if "session_time" in table.columns:
+        when = pd.to_datetime(table["session_time"], errors="coerce", utc=True)
+    elif "timestamp" in table.columns:
+        when = pd.to_datetime(table["timestamp"].astype(str), errors="coerce", utc=True)
+    else:
+        return table.drop(columns="birth_date")
+    age = (when - born).dt.total_seconds() / (365.25 * 86400.0)
+    return table.drop(columns="birth_date").assign(age=age.to_numpy())
+
+
+def _band(lo: float, hi: float) -> str:
+    if np.isnan(lo):
+        return f"up to {hi:g}"
+    if np.isnan(hi):
+        return f"{lo:g} and over"
+    return f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g}"

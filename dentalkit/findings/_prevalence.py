@@ -18,6 +18,7 @@ from dentalkit.findings._images import (
     unknown_image_rows,
 )
 from dentalkit.stats import proportion_ci
+from dentalkit.stats._proportions import cluster_proportion_ci
 from dentalkit.stats._tables import (
     as_list,
     attach_groups,
@@ -43,7 +44,9 @@ class FindingsPrevalence(NamedTuple):
     prevalence : DataFrame
         One row per group, source and class: ``n_units`` (analysed units),
         ``n_units_with`` (units with ≥1 detection), ``prevalence``,
-        ``ci_low``/``ci_high`` (Wilson), ``unit``, ``n_images``,
+        ``ci_low``/``ci_high`` and ``ci_method`` (Wilson for patients;
+        cluster-robust on ``patient_id`` for sessions or images, which are not
+        independent), ``unit``, ``n_patients``, ``n_images``,
         ``n_detections`` and ``detections_per_image`` (mean over every
         analysed image, zeros included).
     box_sizes : DataFrame
@@ -346,7 +349,26 @@ def _prevalence_table(
     n = out["n_units"].to_numpy(dtype=float)
     k = out["n_units_with"].to_numpy(dtype=float)
     out["prevalence"] = k / n
-    out["ci_low"], out["ci_high"] = proportion_ci(k, n, confidence)
+    if unit == "patient":
+        out["ci_low"], out["ci_high"] = proportion_ci(k, n, confidence)
+        out["n_patients"] = out["n_units"]
+        out["ci_method"] = "Wilson score (Wilson 1927); patients independent"
+    else:
+        # sessions / images of one patient are not independent: cluster on the patient
+        def labels(frame: pd.DataFrame) -> np.ndarray:
+            parts = [frame[c].astype("object").astype(str).to_numpy() for c in grid_keys]
+            return np.array(["\x1f".join(t) for t in zip(*parts, strict=True)], dtype=object)
+
+        unit_labels = labels(per_unit)
+        _, low, high, n_pat = cluster_proportion_ci(
+            per_unit["with"].to_numpy(), per_unit["patient_id"].to_numpy(), unit_labels, confidence
+        )
+        idx = np.searchsorted(np.unique(unit_labels.astype(str)), labels(out).astype(str))
+        out["ci_low"], out["ci_high"] = low[idx], high[idx]
+        out["n_patients"] = n_pat[idx]
+        out["ci_method"] = (
+            f"cluster-robust Wald, {unit}s clustered on patient_id (Liang & Zeger 1986)"
+        )
     out["unit"] = unit
     out["detections_per_image"] = out["n_detections"] / out["n_images"]
     cols = [
@@ -356,12 +378,14 @@ def _prevalence_table(
         "prevalence",
         "ci_low",
         "ci_high",
+        "ci_method",
         "unit",
+        "n_patients",
         "n_images",
         "n_detections",
         "detections_per_image",
     ]
-    return out[cols].astype({"n_units": "int64", "n_units_with": "int64"})
+    return out[cols].astype({"n_units": "int64", "n_units_with": "int64", "n_patients": "int64"})
 
 
 def _consistency(det: pd.DataFrame, counts: pd.DataFrame, key: list[str]) -> pd.DataFrame:

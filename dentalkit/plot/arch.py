@@ -248,7 +248,8 @@ def mean_forms(
         for a, seg in part.groupby(part["arch"].astype(str), sort=False):
             seg = seg.sort_values("x")
             ls = "--" if a == "lo" else "-"
-            n = seg["n_arches"].iloc[0] if "n_arches" in seg.columns else None
+            n_col = next((c for c in ("n_units", "n_arches") if c in seg.columns), None)
+            n = seg[n_col].iloc[0] if n_col else None  # patients when the table has them
             name = _ARCH_NAME.get(a, a) if g is None else f"{g}, {_ARCH_NAME.get(a, a)}"
             label = name + (f" (n = {n})" if n is not None else "")
             ax.plot(

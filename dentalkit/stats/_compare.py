@@ -1,4 +1,4 @@
-"""Group comparisons that pick the test for the data and say which (private)."""
+"""Group comparisons with a pre-specified test, on one row per unit, saying what they did (private)."""
 
 from __future__ import annotations
 
@@ -13,45 +13,76 @@ from scipy import stats
 from dentalkit.errors import InputError, require
 from dentalkit.stats import _tests
 from dentalkit.stats._tables import as_list, require_columns
+from dentalkit.stats._units import (
+    AGGREGATES,
+    DEFAULT_UNIT,
+    aggregate_per_unit,
+    aggregation_text,
+    check_group_fixed,
+    refuse_repeats,
+    resolve_unit,
+    unit_counts,
+)
 
 __all__ = ["COLUMNS", "TESTS", "compare"]
 
-#: Tests :func:`compare` can run, by design (``test=`` accepts these names,
-#: plus "auto", "parametric" and "nonparametric").
+#: Tests :func:`compare` can run, by design (``test=`` accepts these names, plus
+#: "default", "rank" and "pretest").
 TESTS: dict[str, str] = {
-    "welch_t": "two independent groups, continuous (Welch 1947)",
-    "student_t": "two independent groups, continuous, equal variances",
-    "mann_whitney": "two independent groups, continuous or ordinal (Mann & Whitney 1947)",
-    "welch_anova": "≥3 independent groups, continuous (Welch 1951)",
-    "anova": "≥3 independent groups, continuous, equal variances",
-    "kruskal": "≥3 independent groups, continuous or ordinal (Kruskal & Wallis 1952)",
-    "paired_t": "two paired levels, continuous",
-    "wilcoxon": "two paired levels, continuous or ordinal (Wilcoxon 1945)",
-    "rm_anova": "≥3 paired levels, continuous",
-    "friedman": "≥3 paired levels, continuous or ordinal (Friedman 1937)",
-    "chi2": "independent groups, categorical value (Pearson; no continuity correction)",
-    "fisher": "independent groups, categorical value, small expected counts",
-    "mcnemar": "two paired levels, binary value (McNemar 1947)",
-    "cochran_q": "≥3 paired levels, binary value (Cochran 1950)",
+    "welch_t": "Welch's t-test: two independent groups, continuous (Welch 1947)",
+    "student_t": "Student's t-test: two independent groups, continuous, equal variances",
+    "mann_whitney": "Mann–Whitney U test: two independent groups, continuous or ordinal "
+    "(Mann & Whitney 1947)",
+    "welch_anova": "Welch's one-way ANOVA: ≥3 independent groups, continuous (Welch 1951)",
+    "anova": "Fisher's one-way ANOVA: ≥3 independent groups, continuous, equal variances",
+    "kruskal": "Kruskal–Wallis H test: ≥3 independent groups, continuous or ordinal "
+    "(Kruskal & Wallis 1952)",
+    "paired_t": "paired t-test: two paired levels, continuous",
+    "wilcoxon": "Wilcoxon signed-rank test: two paired levels, continuous or ordinal "
+    "(Wilcoxon 1945)",
+    "rm_anova": "repeated-measures ANOVA: ≥3 paired levels, continuous",
+    "friedman": "Friedman test: ≥3 paired levels, continuous or ordinal (Friedman 1937)",
+    "chi2": "Pearson's chi-square test: independent groups, categorical value "
+    "(no continuity correction)",
+    "fisher": "Fisher's exact test: independent groups, categorical value, small expected counts",
+    "fisher_monte_carlo": "Fisher's exact test (Monte Carlo p-value): independent groups, "
+    "categorical value, tables larger than 2×2",
+    "mcnemar": "McNemar's test: two paired levels, binary value (McNemar 1947)",
+    "cochran_q": "Cochran's Q test: ≥3 paired levels, binary value (Cochran 1950)",
 }
+#: The ``test=`` choices besides the names of :data:`TESTS`.
+CHOICES = ("default", "parametric", "rank", "nonparametric", "pretest")
 _FAMILY = {
-    # (paired, kind, many levels) -> (parametric, nonparametric)
-    (False, "continuous", False): ("welch_t", "mann_whitney"),
-    (False, "continuous", True): ("welch_anova", "kruskal"),
-    (True, "continuous", False): ("paired_t", "wilcoxon"),
-    (True, "continuous", True): ("rm_anova", "friedman"),
+    # (paired, many levels) -> (parametric, rank)
+    (False, False): ("welch_t", "mann_whitney"),
+    (False, True): ("welch_anova", "kruskal"),
+    (True, False): ("paired_t", "wilcoxon"),
+    (True, True): ("rm_anova", "friedman"),
 }
-_PARAMETRIC = {"welch_t", "student_t", "welch_anova", "anova", "paired_t", "rm_anova"}
+_WHY_DEFAULT = {
+    "welch_t": "pre-specified default for a continuous value in two groups: Welch's t keeps "
+    "its error rate when the variances differ and loses little when they do not "
+    "(Delacre et al. 2017)",
+    "welch_anova": "pre-specified default for a continuous value in ≥3 groups: Welch's ANOVA "
+    "keeps its error rate when the variances differ (Welch 1951; Delacre et al. 2019)",
+    "paired_t": "pre-specified default for a continuous value at two paired levels",
+    "rm_anova": "pre-specified default for a continuous value at ≥3 paired levels",
+}
 
 COLUMNS = [
     "value",
     "by",
     "paired",
+    "unit",
     "groups",
-    "n",
-    "n_per_group",
+    "n_units",
+    "n_rows",
+    "n_units_per_group",
+    "n_rows_per_group",
+    "aggregation",
     "test",
-    "reason",
+    "method",
+    "why",
     "statistic_name",
     "statistic",
     "df",
@@ -64,6 +95,7 @@ COLUMNS = [
     "effect_ci_low",
     "effect_ci_high",
     "effect_ci_method",
+    "omega_squared",
     "difference_name",
     "difference",
     "difference_ci_low",
@@ -80,6 +112,7 @@ _FLOATS = [
     "effect_size",
     "effect_ci_low",
     "effect_ci_high",
+    "omega_squared",
     "difference",
     "difference_ci_low",
     "difference_ci_high",
@@ -93,8 +126,10 @@ def compare(
     by: str,
     paired: str | None = None,
     *,
+    unit: str | None = DEFAULT_UNIT,
+    aggregate: str | None = None,
     per: str | Sequence[str] | None = None,
-    test: str = "auto",
+    test: str = "default",
     correction: str | None = None,
     order: Sequence[Any] | None = None,
     alpha_normality: float = 0.05,
@@ -102,28 +137,43 @@ def compare(
     n_resamples: int = 2000,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Compare ``value`` between the levels of ``by`` with the test that fits the data.
+    """Compare ``value`` between the levels of ``by``, one row per unit, with a pre-specified test.
 
     Parameters
     ----------
     table : DataFrame
         Long table, one row per observation.
     value : str
-        Column to compare. Numeric → location tests; bool, 0/1, string or
-        categorical → tests of proportions.
+        Column to compare. Numeric → location tests; an *ordered* categorical →
+        rank tests on its order; bool, 0/1, string or unordered categorical →
+        tests of proportions.
     by : str
-        Column whose levels are the groups (or, with ``paired``, the
-        repeated conditions such as sessions).
+        Column whose levels are the groups (or, with ``paired``, the repeated
+        conditions such as sessions).
     paired : str, optional
-        Column identifying the unit measured at every level of ``by``
-        (e.g. ``"patient_id"`` across sessions). Units lacking a level are
-        dropped (counted in ``note``).
+        Column identifying the unit measured at every level of ``by`` (e.g.
+        ``"patient_id"`` across sessions). Units lacking a level are dropped
+        (counted in ``note``).
+    unit : str or None
+        Column identifying the unit of analysis — the patient. Default
+        ``"patient_id"`` when the table has it (otherwise every row is taken as a
+        unit, and ``note`` says so); ``None`` states that the rows are independent.
+        A unit that contributes more than one row to a group (two sessions, two
+        teeth…) is refused with an :class:`~dentalkit.errors.InputError` unless
+        ``aggregate`` is given; a unit found in two groups is always refused.
+    aggregate : {"mean", "median"}, optional
+        Reduce a numeric value to one per unit and group (per unit and level when
+        paired) with this rule before testing; ``aggregation`` states it. For a
+        session instead of an aggregate use
+        :func:`dentalkit.stats.one_row_per_unit` first.
     per : str or list of str, optional
         Run one comparison per value of these columns (e.g. ``"fdi"`` or
-        ``"class_name"``); ``correction`` then adjusts across them.
+        ``"measure"``); ``correction`` then adjusts across them.
     test : str
-        ``"auto"`` (default, rule below), ``"parametric"``,
-        ``"nonparametric"`` or a name from :data:`TESTS`.
+        ``"default"`` (the pre-specified test, below), ``"rank"`` (the rank test of
+        the design; alias ``"nonparametric"``), ``"parametric"`` (the parametric
+        test of the design; refused for ordinal values), ``"pretest"`` (opt-in
+        normality pretest, below) or a name from :data:`TESTS`.
     correction : str, optional
         Multiple-comparison adjustment across the rows, any method of
         :func:`statsmodels.stats.multitest.multipletests` — ``"holm"``
@@ -133,7 +183,7 @@ def compare(
         Order of the ``by`` levels; differences and effect sizes are
         first − second. Default: categorical order, else sorted.
     alpha_normality : float
-        Level of the Shapiro–Wilk checks of the automatic rule.
+        Level of the Shapiro–Wilk checks of ``test="pretest"``.
     confidence : float
         Level of every confidence interval.
     n_resamples, seed : int
@@ -143,60 +193,117 @@ def compare(
     Returns
     -------
     DataFrame
-        One row per comparison: the ``per`` columns, then :data:`COLUMNS`
-        (test, why it was chosen, statistic, df, p, adjusted p, effect size
-        with CI, raw difference with CI where defined, normality p, notes).
+        One row per comparison: the ``per`` columns, then :data:`COLUMNS`:
+        ``unit`` (the unit column, ``"row"`` when rows are the units),
+        ``n_units`` and ``n_rows`` (units and rows tested), ``n_units_per_group``
+        and ``n_rows_per_group`` (lists of int, in the order of ``groups``),
+        ``aggregation`` (the rule applied, or None), ``test`` (name), ``method``
+        (the test in words), ``why`` (why this test), statistic, df, p, adjusted
+        p, effect size with CI and the CI's method, ``omega_squared`` (ANOVAs),
+        raw difference with CI where defined, ``normality_p`` (pretest only),
+        ``note``.
+
+    Raises
+    ------
+    InputError
+        Unknown columns or unit column, a unit repeated within a group without
+        ``aggregate``, a unit in two groups, a test that does not fit the design.
 
     Notes
     -----
-    **Automatic rule.** Numeric values: Shapiro–Wilk (Shapiro & Wilk 1965) on
-    every group (on the paired differences, or on the within-subject
-    residuals for ≥3 paired levels). If every p ≥ ``alpha_normality`` the
-    parametric test runs (Welch's t, Welch's ANOVA, paired t, repeated-measures
-    ANOVA), otherwise — or when a group has fewer than 3 values — the rank
-    test (Mann–Whitney U, Kruskal–Wallis, Wilcoxon signed-rank, Friedman).
-    Welch's versions are used because they keep their error rate when
-    variances differ and lose little when they do not (Delacre et al. 2017).
-    Categorical values: Pearson's chi-square test unless expected counts are
-    small (any < 5 in a 2×2 table; otherwise any < 1 or more than 20 % < 5 —
-    Cochran 1954), then Fisher's exact test (Monte Carlo p-value for tables
-    larger than 2×2). Paired binary values: McNemar (exact when b + c < 25)
-    or Cochran's Q. Pre-testing normality is a convention, not a law (Rochon
-    et al. 2012); pass ``test=`` to fix the test in a pre-registered
-    analysis.
+    **The unit.** Between-group tests assume independent units. Sessions, teeth
+    or images of one patient are not independent: testing them as rows inflates
+    n and the false-positive rate (with two sessions per patient correlating at
+    0.99, about 0.19 instead of 0.05 at α = 0.05;
+    ``benchmarks/bench_unit_of_analysis.py``). Repeated sessions belong in a
+    mixed-effects model (``dentalkit.stats.growth``).
+
+    **Pre-specified test.** Continuous values: Welch's t (two groups), Welch's
+    ANOVA (≥3 groups), paired t / repeated-measures ANOVA (paired levels).
+    Ordinal values (ordered categoricals) and ``test="rank"``: Mann–Whitney U,
+    Kruskal–Wallis, Wilcoxon signed-rank, Friedman. Categorical values:
+    Pearson's chi-square test unless expected counts are small (any < 5 in a
+    2×2 table; otherwise any < 1 or more than 20 % < 5 — Cochran 1954), then
+    Fisher's exact test (Monte Carlo p-value for tables larger than 2×2).
+    Paired binary values: McNemar (exact when b + c < 25) or Cochran's Q.
+
+    **Pretest (opt-in).** ``test="pretest"`` runs Shapiro–Wilk (Shapiro & Wilk
+    1965) on every group (on the paired differences, or on the within-subject
+    residuals for ≥3 paired levels) and switches to the rank test when any
+    p < ``alpha_normality`` or normality cannot be assessed; ``why`` and
+    ``normality_p`` report it. Pretesting changes the error rates of the test
+    that follows (Rochon et al. 2012), which is why it is not the default.
 
     **Effect sizes.** Hedges' g (t-tests), Cohen's d_z (paired t),
     rank-biserial correlation (Mann–Whitney; matched-pairs version for
-    Wilcoxon, Kerby 2014), η² / partial η² with noncentral-F intervals
-    (ANOVAs), ε² (Kruskal–Wallis), Kendall's W (Friedman), odds ratio with
-    exact CI and difference in proportions with Newcombe's CI (2×2 tables),
-    Cramér's V (larger tables), conditional odds ratio b/c (McNemar).
+    Wilcoxon, Kerby 2014), η² = SS_between/SS_total with its noncentral-F
+    interval and ω² (one-way ANOVAs, Welch's too: the effect size describes the
+    data, the test is Welch's), partial η² (repeated measures), ε²
+    (Kruskal–Wallis), Kendall's W (Friedman), odds ratio with exact CI and
+    difference in proportions with Newcombe's CI (2×2 tables), Cramér's V
+    (larger tables), conditional odds ratio b/c (McNemar).
+
+    References
+    ----------
+    Delacre M, Lakens D, Leys C. Why psychologists should by default use Welch's
+    t-test instead of Student's t-test. *Int Rev Soc Psychol* 2017;30:92–101.
+    Rochon J, Gondan M, Kieser M. To test or not to test: preliminary assessment
+    of normality when comparing two independent samples. *BMC Med Res Methodol*
+    2012;12:81. Olejnik S, Algina J. Generalized eta and omega squared statistics.
+    *Psychol Methods* 2003;8:434–447. Steiger JH. Beyond the F test. *Psychol
+    Methods* 2004;9:164–182.
 
     Examples
     --------
     >>> import pandas as pd
     >>> t = pd.DataFrame(
     ...     {
+    ...         "patient_id": [f"p{i}" for i in range(10)],
     ...         "group": ["a"] * 5 + ["b"] * 5,
     ...         "area": [10.1, 10.4, 9.8, 10.0, 10.2, 11.0, 11.3, 10.9, 11.4, 11.1],
     ...     }
     ... )
     >>> r = compare(t, "area", "group").iloc[0]
-    >>> print(r["test"], round(float(r["difference"]), 2), bool(r["p_value"] < 0.001))
-    welch_t -1.04 True
+    >>> print(r["test"], r["n_units"], r["n_units_per_group"], round(float(r["difference"]), 2))
+    welch_t 10 [5, 5] -1.04
     """
     require_columns(table, [value, by, *([paired] if paired else []), *as_list(per)], "table")
-    if test not in (*TESTS, "auto", "parametric", "nonparametric"):
+    if test == "auto":
         raise InputError(
-            f"test={test!r} unknown; use 'auto', 'parametric', 'nonparametric' or one of {list(TESTS)}"
+            "test='auto' (the Shapiro–Wilk pretest rule) is no longer a choice by default: "
+            "pretesting normality changes the error rates of the test that follows "
+            "(Rochon et al. 2012). Use the pre-specified default (test='default'), the rank "
+            "test (test='rank'), or opt in to the pretest with test='pretest'"
+        )
+    if test not in (*TESTS, *CHOICES):
+        raise InputError(f"test={test!r} unknown; use one of {list(CHOICES)} or {list(TESTS)}")
+    if aggregate is not None and aggregate not in AGGREGATES:
+        raise InputError(
+            f"aggregate={aggregate!r} is not allowed; use one of {AGGREGATES} "
+            "(or pick one session per unit with stats.one_row_per_unit)"
         )
     if not 0 < confidence < 1:
         raise InputError(f"confidence={confidence!r} must be between 0 and 1")
+    unit_col, unit_note = resolve_unit(table, unit)
+    if unit_col is None and aggregate is not None:
+        raise InputError(
+            f"aggregate={aggregate!r} needs a unit column to aggregate over; "
+            f"the table has no {unit!r} column (name it with unit=)"
+        )
+    kind = _kind(table[value])
+    if aggregate is not None and kind != "continuous":
+        raise InputError(
+            f"aggregate={aggregate!r} applies to numeric values; {value!r} is {kind}: "
+            "pick one session per unit with stats.one_row_per_unit(table, rule='first')"
+        )
     spec = _Spec(
         value,
         by,
         paired,
-        _kind(table[value]),
+        unit_col,
+        unit_note,
+        aggregate,
+        kind,
         test,
         order,
         alpha_normality,
@@ -205,18 +312,25 @@ def compare(
         seed,
     )
     per = as_list(per)
+    if kind == "ordinal":
+        codes = table[value].cat.codes.astype("float64").where(table[value].notna())
+        table = table.assign(**{value: codes.to_numpy()})
     splits = table.groupby(per, sort=True, dropna=False, observed=True) if per else [((), table)]
     rows = []
     for labels, sub in splits:
         labels = labels if isinstance(labels, tuple) else (labels,)
-        rows.append({**dict(zip(per, labels, strict=True)), **_one(sub, spec)})
+        where = dict(zip(per, labels, strict=True))
+        rows.append({**where, **_one(sub, spec, where)})
     out = pd.DataFrame(rows).reindex(columns=[*per, *COLUMNS])
     out[_FLOATS] = out[_FLOATS].astype("float64")
-    out["n"] = out["n"].astype("int64")
+    out["n_units"] = out["n_units"].astype("int64")
+    out["n_rows"] = out["n_rows"].astype("int64")
     return _adjust(out, correction)
 
 
 def _kind(values: pd.Series) -> str:
+    if isinstance(values.dtype, pd.CategoricalDtype) and values.dtype.ordered:
+        return "ordinal"
     if pd.api.types.is_bool_dtype(values):
         return "binary"
     if pd.api.types.is_numeric_dtype(values):
@@ -248,6 +362,9 @@ class _Spec:
     value: str
     by: str
     paired: str | None
+    unit: str | None
+    unit_note: str | None
+    aggregate: str | None
     kind: str
     test: str
     order: Sequence[Any] | None
@@ -257,57 +374,94 @@ class _Spec:
     seed: int
 
 
-def _one(sub: pd.DataFrame, spec: _Spec) -> dict[str, Any]:
+def _one(sub: pd.DataFrame, spec: _Spec, where: dict[str, Any]) -> dict[str, Any]:
     """One comparison (one row of the result)."""
-    cols = [spec.by, spec.value, *([spec.paired] if spec.paired else [])]
+    cols = list(dict.fromkeys([spec.by, spec.value, *[c for c in (spec.paired, spec.unit) if c]]))
     clean = sub[cols].dropna()
-    notes: list[str] = []
+    notes: list[str] = [spec.unit_note] if spec.unit_note else []
     if len(clean) < len(sub):
         notes.append(f"{len(sub) - len(clean)} row(s) with a missing value dropped")
     levels = _levels(clean[spec.by], spec.order)
+    unit, paired = spec.unit, spec.paired
+    label = (
+        "stats.compare("
+        + ", ".join(f"{k}={v!r}" for k, v in {"value": spec.value, "by": spec.by, **where}.items())
+        + ")"
+    )
+    n_rows = len(clean)
+    rows_per_level = [int((clean[spec.by] == lv).sum()) for lv in levels]
+    aggregation = None
+    if unit is not None:
+        if paired is None:
+            check_group_fixed(clean, unit, spec.by, label)
+        if spec.aggregate is not None:
+            clean = aggregate_per_unit(clean, unit, [spec.by], spec.value, spec.aggregate)
+            paired = unit if paired is not None else None
+            aggregation = aggregation_text(spec.aggregate, unit, n_rows, clean[unit].nunique())
+        else:
+            refuse_repeats(clean, unit, spec.by, label, spec.value)
+            if paired is not None and paired != unit:
+                paired = unit  # one row per unit and level: the unit is the pair
     base: dict[str, Any] = {
         "value": spec.value,
         "by": spec.by,
         "paired": spec.paired,
+        "unit": unit if unit is not None else "row",
         "groups": " | ".join(map(str, levels)),
+        "n_rows": n_rows,
+        "aggregation": aggregation,
         "correction": None,
     }
     if len(levels) < 2:
         notes.append("fewer than two groups: no test")
-        return {**base, "n": len(clean), "note": "; ".join(notes)}
-    run = _paired if spec.paired else _independent
-    result = run(clean, levels, spec, notes)
+        n_units = clean[unit].nunique() if unit is not None else len(clean)
+        return {**base, "n_units": n_units, "note": "; ".join(notes)}
+    if paired:
+        result = _paired(clean, levels, spec, notes, paired)
+        result["n_rows_per_group"] = rows_per_level  # rows before any aggregation
+    else:
+        units, _ = unit_counts(clean, unit, spec.by, levels)
+        base.update(n_units_per_group=units, n_rows_per_group=rows_per_level)
+        result = {"n_units": int(sum(units)), **_independent(clean, levels, spec, notes)}
     if "p_value" in result and not np.isfinite(result["p_value"]):
         notes.append("the test statistic is undefined for these data (e.g. no variation)")
+    if result.get("test") in TESTS:
+        result["method"] = TESTS[result["test"]]
     return {**base, **result, "note": "; ".join(notes) or None}
 
 
-def _choose(design: tuple[bool, str, bool], test: str, normal: bool | None) -> tuple[str, str]:
+def _choose(paired: bool, many: bool, spec: _Spec, normal: bool | None) -> tuple[str, str]:
     """The test to run and why."""
-    para, nonpara = _FAMILY[design]
-    if test == "parametric":
-        return para, "parametric requested"
-    if test == "nonparametric":
-        return nonpara, "nonparametric requested"
-    if test != "auto":
-        allowed = (
-            {para, nonpara}
-            | ({"student_t"} if para == "welch_t" else set())
-            | ({"anova"} if para == "welch_anova" else set())
+    para, rank = _FAMILY[(paired, many)]
+    test = spec.test
+    if spec.kind == "ordinal":
+        if test in ("default", "rank", "nonparametric", rank):
+            return rank, "the value is ordinal (an ordered category): rank test on its order"
+        raise InputError(
+            f"test={test!r} does not fit the ordinal value {spec.value!r}; rank tests only "
+            f"(test='rank' or {rank!r}), or recode it as numeric if its levels are equally spaced"
         )
-        if test not in allowed:
-            raise InputError(
-                f"test={test!r} does not fit this design; use one of {sorted(allowed)}"
+    if test in ("default", "parametric"):
+        return para, _WHY_DEFAULT[para] if test == "default" else "parametric test requested"
+    if test in ("rank", "nonparametric"):
+        return rank, "rank test requested"
+    if test == "pretest":
+        if normal:
+            return para, "pretest (opt-in): Shapiro–Wilk p ≥ alpha in every group → parametric"
+        if normal is None:
+            return rank, (
+                "pretest (opt-in): a group has < 3 values or no spread, normality not "
+                "assessable → rank test"
             )
-        return test, "requested"
-    if normal:
-        return para, "auto: Shapiro–Wilk p ≥ alpha in every group → parametric"
-    if normal is None:
-        return (
-            nonpara,
-            "auto: a group has < 3 values or no spread, normality not assessable → rank test",
-        )
-    return nonpara, "auto: Shapiro–Wilk p < alpha in a group → rank test"
+        return rank, "pretest (opt-in): Shapiro–Wilk p < alpha in a group → rank test"
+    allowed = (
+        {para, rank}
+        | ({"student_t"} if para == "welch_t" else set())
+        | ({"anova"} if para == "welch_anova" else set())
+    )
+    if test not in allowed:
+        raise InputError(f"test={test!r} does not fit this design; use one of {sorted(allowed)}")
+    return test, "requested by name"
 
 
 def _normality(samples: list[np.ndarray], alpha: float) -> tuple[bool | None, float]:
@@ -324,15 +478,19 @@ def _independent(
     alpha, confidence, n_resamples, seed = spec.alpha, spec.confidence, spec.n_resamples, spec.seed
     groups = [clean.loc[clean[by] == lv, value] for lv in levels]
     sizes = [len(g) for g in groups]
-    out: dict[str, Any] = {"n": int(sum(sizes)), "n_per_group": " | ".join(map(str, sizes))}
-    if kind == "continuous":
+    out: dict[str, Any] = {}
+    if kind in ("continuous", "ordinal"):
         arrays = [g.to_numpy(dtype=float) for g in groups]
         many = len(levels) > 2
-        normal, pmin = _normality(arrays, alpha)
-        name, reason = _choose((False, "continuous", many), test, normal)
-        out.update(reason=reason, normality_p=pmin)
+        normal, pmin = _normality(arrays, alpha) if test == "pretest" else (None, np.nan)
+        name, why = _choose(False, many, spec, normal)
+        out.update(why=why, normality_p=pmin)
         if min(sizes) < 2:
-            notes.append("a group has fewer than 2 values: no test")
+            small = [str(lv) for lv, s in zip(levels, sizes, strict=True) if s < 2]
+            notes.append(
+                f"group(s) {small} have fewer than 2 units: no test (a group of one patient "
+                "has no spread to compare)"
+            )
             return out
         if name in ("welch_t", "student_t"):
             out.update(_tests.welch_t(*arrays, confidence, equal_var=name == "student_t"))
@@ -348,25 +506,27 @@ def _independent(
     if table.shape[1] < 2:
         notes.append("the value takes a single level: no test")
         return out
-    if test not in ("auto", "chi2", "fisher"):
-        raise InputError(f"test={test!r} does not fit a categorical value; use 'chi2' or 'fisher'")
+    if test not in ("default", "chi2", "fisher"):
+        raise InputError(
+            f"test={test!r} does not fit a categorical value; use 'default', 'chi2' or 'fisher'"
+        )
     expected = stats.contingency.expected_freq(table)
     small = (
         (expected < 5).any()
         if table.shape == (2, 2)
         else ((expected < 1).any() or (expected < 5).mean() > 0.2)
     )
-    use_fisher = test == "fisher" or (test == "auto" and small)
-    reason = (
-        "requested"
-        if test != "auto"
+    use_fisher = test == "fisher" or (test == "default" and small)
+    why = (
+        "requested by name"
+        if test != "default"
         else (
-            "auto: small expected counts (Cochran 1954) → Fisher's exact test"
+            "categorical value, small expected counts (Cochran 1954) → Fisher's exact test"
             if small
-            else "auto: expected counts large enough → chi-square"
+            else "categorical value, expected counts large enough (Cochran 1954) → chi-square"
         )
     )
-    out.update(reason=reason)
+    out.update(why=why)
     out.update(_tests.contingency(table, codes, use_fisher, confidence, n_resamples, seed))
     if positive is not None:
         notes.append(f"proportions and odds of {value} == {positive!r}")
@@ -393,38 +553,41 @@ def _crosstab(clean, value, by, levels, kind):
 
 
 def _paired(
-    clean: pd.DataFrame, levels: list[Any], spec: _Spec, notes: list[str]
+    clean: pd.DataFrame, levels: list[Any], spec: _Spec, notes: list[str], paired: str
 ) -> dict[str, Any]:
-    value, by, paired, kind, test = spec.value, spec.by, spec.paired, spec.kind, spec.test
+    value, by, kind, test = spec.value, spec.by, spec.kind, spec.test
     alpha, confidence, n_resamples, seed = spec.alpha, spec.confidence, spec.n_resamples, spec.seed
     dup = clean.duplicated([paired, by], keep=False)
     if dup.any():
         example = clean.loc[dup, [paired, by]].head(2).astype("object").to_dict("records")
         raise InputError(
             f"several rows for the same {paired} and {by}, e.g. {example}; a paired comparison "
-            "needs one value per unit and level (aggregate first, or split with per=)"
+            "needs one value per unit and level (aggregate='mean', or split with per=)"
         )
     wide = clean.pivot(index=paired, columns=by, values=value).reindex(columns=levels)
     complete = wide.dropna()
     if len(complete) < len(wide):
         notes.append(f"{len(wide) - len(complete)} {paired}(s) without every level dropped")
+    k = len(complete)
     out: dict[str, Any] = {
-        "n": len(complete),
-        "n_per_group": " | ".join([str(len(complete))] * len(levels)),
+        "n_units": k,
+        "n_units_per_group": [k] * len(levels),
+        "n_rows_per_group": [int((clean[by] == lv).sum()) for lv in levels],
     }
     many = len(levels) > 2
     if len(complete) < 2:
         notes.append("fewer than 2 complete pairs: no test")
         return out
-    if kind == "continuous":
+    if kind in ("continuous", "ordinal"):
         data = complete.to_numpy(dtype=float)
-        if many:
+        normal, pmin = None, np.nan
+        if test == "pretest" and many:
             resid = data - data.mean(axis=1, keepdims=True) - data.mean(axis=0) + data.mean()
             normal, pmin = _normality([resid.ravel()], alpha)
-        else:
+        elif test == "pretest":
             normal, pmin = _normality([data[:, 0] - data[:, 1]], alpha)
-        name, reason = _choose((True, "continuous", many), test, normal)
-        out.update(reason=reason, normality_p=pmin)
+        name, why = _choose(True, many, spec, normal)
+        out.update(why=why, normality_p=pmin)
         if name == "paired_t":
             out.update(_tests.paired_t(data[:, 0], data[:, 1], confidence))
         elif name == "wilcoxon":
@@ -444,20 +607,18 @@ def _paired(
         )
     data = complete.to_numpy().astype(int)
     if many:
-        if test not in ("auto", "cochran_q"):
+        if test not in ("default", "cochran_q"):
             raise InputError(
                 f"test={test!r} does not fit paired binary values over ≥3 levels; use 'cochran_q'"
             )
-        out.update(reason="paired binary value, ≥3 levels → Cochran's Q", **_tests.cochran_q(data))
+        out.update(why="paired binary value, ≥3 levels → Cochran's Q", **_tests.cochran_q(data))
         notes.append("no effect size for Cochran's Q")
         return out
-    if test not in ("auto", "mcnemar"):
+    if test not in ("default", "mcnemar"):
         raise InputError(f"test={test!r} does not fit paired binary values; use 'mcnemar'")
     table = np.zeros((2, 2), dtype=np.int64)
     np.add.at(table, (data[:, 0], data[:, 1]), 1)
-    out.update(
-        reason="paired binary value, 2 levels → McNemar", **_tests.mcnemar(table, confidence)
-    )
+    out.update(why="paired binary value, 2 levels → McNemar", **_tests.mcnemar(table, confidence))
     return out
 
 

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from dentalkit.stats._proportions import proportion_ci
+from dentalkit.stats._proportions import cluster_proportion_ci, proportion_ci
 from dentalkit.stats._tables import as_list, require_columns
+from dentalkit.stats._units import DEFAULT_UNIT, resolve_unit
 
 __all__ = ["describe"]
 
@@ -19,13 +20,18 @@ def describe(
     by: str | Sequence[str] | None = None,
     *,
     confidence: float = 0.95,
+    unit: str | None = DEFAULT_UNIT,
 ) -> pd.DataFrame:
-    """Per-group summary of ``value``.
+    """Per-group summary of ``value``, with the patients behind the rows.
 
     Numeric values get ``n``, ``mean``, ``sd``, ``median``, ``q1``, ``q3``,
     ``min``, ``max``; bool or 0/1 values get ``n``, ``n_positive``,
-    ``proportion`` and its Wilson interval ``ci_low``/``ci_high``. Missing
-    values are not counted.
+    ``proportion`` and its interval ``ci_low``/``ci_high`` with ``ci_method``:
+    Wilson (Wilson 1927) when every row of a group is a different unit,
+    cluster-robust on the unit (Liang & Zeger 1986) when a unit has several
+    rows in a group (sessions, teeth). Missing values are not counted.
+    ``n_units`` counts the units (``unit``, default ``"patient_id"`` when the
+    table has it; otherwise rows) behind ``n`` rows.
 
     Examples
     --------
@@ -40,16 +46,36 @@ def describe(
     binary = pd.api.types.is_bool_dtype(values) or (
         pd.api.types.is_numeric_dtype(values) and set(pd.unique(values.dropna())) <= {0, 1}
     )
-    work = table[[*by, value]].dropna(subset=[value])
+    unit_col, _ = resolve_unit(table, unit)
+    cols = list(dict.fromkeys([*by, value, *([unit_col] if unit_col else [])]))
+    work = table[cols].dropna(subset=[value])
+    if unit_col is None:
+        work = work.assign(_unit=np.arange(len(work)))
+        unit_col = "_unit"
     if not by:
         work = work.assign(_all=0)
     keys = by or ["_all"]
     g = work.groupby(keys, sort=True, dropna=False, observed=True)[value]
+    n_units = work.groupby(keys, sort=True, dropna=False, observed=True)[unit_col].nunique()
     if binary:
         out = g.agg(n="size", n_positive=lambda v: int(v.astype(int).sum())).reset_index()
         n = out["n"].to_numpy(dtype=float)
         out["proportion"] = out["n_positive"] / n
         out["ci_low"], out["ci_high"] = proportion_ci(out["n_positive"], n, confidence)
+        out["ci_method"] = "Wilson score (Wilson 1927); one row per unit"
+        repeated = n_units.to_numpy() < out["n"].to_numpy()
+        if repeated.any():
+            labels = work[keys].astype("object").astype(str).agg("\x1f".join, axis=1)
+            _, low, high, _ = cluster_proportion_ci(
+                work[value].astype(int).to_numpy(), work[unit_col].to_numpy(), labels, confidence
+            )
+            target = out[keys].astype("object").astype(str).agg("\x1f".join, axis=1)
+            idx = np.searchsorted(np.unique(labels.to_numpy().astype(str)), target.to_numpy())
+            out.loc[repeated, "ci_low"] = low[idx][repeated]
+            out.loc[repeated, "ci_high"] = high[idx][repeated]
+            out.loc[repeated, "ci_method"] = (
+                f"cluster-robust Wald, rows clustered on {unit_col} (Liang & Zeger 1986)"
+            )
     else:
         out = g.agg(
             n="size",
@@ -62,6 +88,7 @@ def describe(
             max="max",
         ).reset_index()
     out["n"] = out["n"].astype("int64")
+    out.insert(len(keys) + 1, "n_units", n_units.to_numpy().astype("int64"))
     return out.drop(columns=["_all"], errors="ignore").assign(value=value).pipe(_value_first, by)
 
 

@@ -7,7 +7,7 @@ from numpy.typing import ArrayLike
 
 from dentalkit.errors import InputError, require
 
-__all__ = ["proportion_ci"]
+__all__ = ["cluster_proportion_ci", "proportion_ci"]
 
 
 def proportion_ci(
@@ -53,3 +53,76 @@ def proportion_ci(
         low[ok] = lo
         high[ok] = hi
     return low, high
+
+
+def cluster_proportion_ci(
+    values: ArrayLike,
+    clusters: ArrayLike,
+    groups: ArrayLike | None = None,
+    confidence: float = 0.95,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Proportion of 0/1 ``values`` per group with a cluster-robust (patient) Wald interval.
+
+    For units nested in patients (sessions, teeth, images) the units of one patient are
+    not independent, and a Wilson interval over them is too narrow. The variance of
+    p̂ = Σy/N is the cluster-robust (sandwich) variance of the intercept of the
+    intercept-only linear model, clustered on ``clusters`` with the usual small-sample
+    factor G/(G − 1) (Liang & Zeger 1986; the same as statsmodels
+    ``OLS(...).fit(cov_type="cluster")``): V = G/(G − 1) · Σ_c (Σ_{i∈c} (y_i − p̂))² / N².
+    The interval is p̂ ± z·√V, clipped to [0, 1] (a Wald interval: with few clusters or
+    p̂ near 0 or 1 its coverage is below nominal).
+
+    Parameters
+    ----------
+    values : array_like of bool or 0/1
+        One value per unit.
+    clusters : array_like
+        Cluster (patient) of each unit.
+    groups : array_like, optional
+        Group of each unit (one proportion per group); default one group.
+    confidence : float
+        Two-sided confidence level.
+
+    Returns
+    -------
+    proportion, low, high, n_clusters : ndarray
+        One element per group, groups in sorted order (``np.unique``).
+
+    Examples
+    --------
+    >>> p, lo, hi, g = cluster_proportion_ci([1, 1, 0, 0, 1, 0], ["a", "a", "b", "b", "c", "c"])
+    >>> round(float(p[0]), 3), int(g[0])
+    (0.5, 3)
+    """
+    from scipy import stats
+
+    if not 0 < confidence < 1:
+        raise InputError(f"confidence={confidence!r} must be between 0 and 1 (e.g. 0.95)")
+    y = np.asarray(values, dtype=float)
+    if np.any((y != 0) & (y != 1)):
+        raise InputError("cluster_proportion_ci needs 0/1 (or bool) values")
+    _, c = np.unique(np.asarray(clusters, dtype=object).astype(str), return_inverse=True)
+    if groups is None:
+        g = np.zeros(len(y), dtype=np.int64)
+        n_groups = 1
+    else:
+        _, g = np.unique(np.asarray(groups, dtype=object).astype(str), return_inverse=True)
+        n_groups = int(g.max()) + 1 if len(g) else 0
+    n = np.bincount(g, minlength=n_groups).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.bincount(g, weights=y, minlength=n_groups) / n
+    resid = y - p[g]
+    # residual sums per (group, cluster) cell, then squared and summed per group
+    cell = g * (int(c.max()) + 1 if len(c) else 1) + c
+    cell_ids, cell_idx = np.unique(cell, return_inverse=True)
+    sums = np.bincount(cell_idx, weights=resid)
+    cell_group = cell_ids // (int(c.max()) + 1 if len(c) else 1)
+    n_clusters = np.bincount(cell_group, minlength=n_groups).astype(float)
+    ss = np.bincount(cell_group, weights=sums**2, minlength=n_groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = np.where(n_clusters > 1, n_clusters / (n_clusters - 1) * ss / n**2, np.nan)
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    half = z * np.sqrt(var)
+    low = np.clip(p - half, 0.0, 1.0)
+    high = np.clip(p + half, 0.0, 1.0)
+    return p, low, high, n_clusters.astype(np.int64)

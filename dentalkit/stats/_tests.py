@@ -135,8 +135,62 @@ def _eta_squared(f: float, df1: float, df2: float, confidence: float) -> Row:
     }
 
 
+def eta_omega_squared(groups: list[np.ndarray], confidence: float) -> Row:
+    """η² = SS_between/SS_total and ω² of a one-way layout, with the noncentral-F interval.
+
+    η² describes the share of the total sum of squares between the group means
+    (Pearson 1905; Olejnik & Algina 2003). ω² = (SS_between − (k − 1)·MS_within) /
+    (SS_total + MS_within) corrects its upward bias (Hays 1963). The interval of η²
+    inverts the noncentral F distribution of the classic one-way F =
+    MS_between/MS_within with (k − 1, N − k) degrees of freedom (Steiger 2004;
+    statsmodels ``confint_effectsize_oneway``); it assumes equal variances, also
+    when the test run is Welch's.
+    """
+    oneway = require("statsmodels.stats.oneway", "stats")
+    k = len(groups)
+    n = sum(len(g) for g in groups)
+    grand = np.concatenate(groups).mean()
+    ss_between = float(sum(len(g) * (g.mean() - grand) ** 2 for g in groups))
+    ss_within = float(sum(((g - g.mean()) ** 2).sum() for g in groups))
+    ss_total = ss_between + ss_within
+    df1, df2 = k - 1, n - k
+    if ss_total <= 0 or df2 <= 0:
+        nan = float("nan")
+        return {
+            "effect_size_name": "eta_squared",
+            "effect_size": nan,
+            "effect_ci_low": nan,
+            "effect_ci_high": nan,
+            "effect_ci_method": "noncentral F inversion of the classic one-way F (Steiger 2004)",
+            "omega_squared": nan,
+        }
+    ms_within = ss_within / df2
+    eta2 = ss_between / ss_total
+    omega2 = (ss_between - df1 * ms_within) / (ss_total + ms_within)
+    if ms_within > 0:
+        f = (ss_between / df1) / ms_within
+        with np.errstate(divide="ignore"):  # a lower limit of 0 passes through 1/0 inside
+            ci = oneway.confint_effectsize_oneway(f, (df1, df2), alpha=1 - confidence)
+        low, high = float(ci.eta2[0]), float(ci.eta2[1])
+    else:
+        low = high = float("nan")
+    return {
+        "effect_size_name": "eta_squared",
+        "effect_size": float(eta2),
+        "effect_ci_low": low,
+        "effect_ci_high": high,
+        "effect_ci_method": "noncentral F inversion of the classic one-way F (Steiger 2004)",
+        "omega_squared": float(omega2),
+    }
+
+
 def anova(groups: list[np.ndarray], confidence: float, welch: bool = True) -> Row:
-    """One-way ANOVA — Welch's (unequal variances, default) or Fisher's classic."""
+    """One-way ANOVA — Welch's (unequal variances, default) or Fisher's classic.
+
+    The effect size is η² from the sums of squares (with ω²) whichever test runs:
+    an η² computed from Welch's F and its fractional df is not the share of
+    variance between groups.
+    """
     oneway = require("statsmodels.stats.oneway", "stats")
     r = oneway.anova_oneway(groups, use_var="unequal" if welch else "equal")
     df1, df2 = float(r.df_num), float(r.df_denom)
@@ -147,7 +201,7 @@ def anova(groups: list[np.ndarray], confidence: float, welch: bool = True) -> Ro
         "df": df1,
         "df2": df2,
         "p_value": float(r.pvalue),
-        **_eta_squared(float(r.statistic), df1, df2, confidence),
+        **eta_omega_squared(groups, confidence),
     }
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 
 from dentalkit.errors import InputError
 from dentalkit.stats import proportion_ci
+from dentalkit.stats._proportions import cluster_proportion_ci
 from dentalkit.stats._tables import as_list, attach_groups, require_columns, select_sessions
 from dentalkit.teeth._widths import SOURCE_VIEW, TOOTH_DIGIT
 
@@ -146,7 +147,10 @@ def missing(
         session (unit = session; sessions of one patient are then not
         independent).
     confidence : float
-        Level of the Wilson score intervals (Wilson 1927).
+        Level of the intervals: Wilson score (Wilson 1927) when the unit is the
+        patient; with ``session="all"`` the sessions of a patient are not
+        independent and the intervals are cluster-robust on ``patient_id``
+        (``ci_method`` says which).
 
     Returns
     -------
@@ -340,7 +344,37 @@ def _wide(status: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 def _summarise(frame: pd.DataFrame, keys: list[str], confidence: float, unit: str) -> pd.DataFrame:
     g = frame.groupby(keys, sort=True, dropna=False, observed=True)["_affected"]
     out = g.agg(n_assessed="size", n_affected="sum").reset_index()
-    return _add_ci(out, confidence, unit)
+    out = _add_ci(out, confidence, unit)
+    if unit == "session":
+        _clustered_ci(out, frame[keys], frame["_affected"], frame["patient_id"], confidence)
+    return out
+
+
+def _labels(frame: pd.DataFrame) -> np.ndarray:
+    """One string per row joining its values (group labels for cluster_proportion_ci)."""
+    parts = [frame[c].astype("object").astype(str).to_numpy() for c in frame.columns]
+    if not parts:
+        return np.full(len(frame), "", dtype=object)
+    return np.array(["\x1f".join(t) for t in zip(*parts, strict=True)], dtype=object)
+
+
+def _clustered_ci(
+    out: pd.DataFrame,
+    unit_groups: pd.DataFrame,
+    affected: pd.Series | np.ndarray,
+    patients: pd.Series | np.ndarray,
+    confidence: float,
+    out_groups: pd.DataFrame | None = None,
+) -> None:
+    """Replace the Wilson limits of ``out`` by patient-clustered ones (sessions as units)."""
+    unit_labels = _labels(unit_groups).astype(str)
+    _, low, high, _ = cluster_proportion_ci(
+        np.asarray(affected, dtype=float), np.asarray(patients), unit_labels, confidence
+    )
+    target = _labels(out[list(unit_groups.columns)] if out_groups is None else out_groups)
+    idx = np.searchsorted(np.unique(unit_labels), target.astype(str))
+    out["ci_low"], out["ci_high"] = low[idx], high[idx]
+    out["ci_method"] = "cluster-robust Wald, sessions clustered on patient_id (Liang & Zeger 1986)"
 
 
 def _add_ci(out: pd.DataFrame, confidence: float, unit: str) -> pd.DataFrame:
@@ -352,6 +386,7 @@ def _add_ci(out: pd.DataFrame, confidence: float, unit: str) -> pd.DataFrame:
     out["n_assessed"] = out["n_assessed"].astype("int64")
     out["n_affected"] = out["n_affected"].astype("int64")
     out["unit"] = unit
+    out["ci_method"] = "Wilson score (Wilson 1927); patients independent"
     return out
 
 
@@ -393,7 +428,27 @@ def _sets_prevalence(
     out["min_missing"] = np.tile([s.min_missing for s in sets], n_groups)
     out["n_assessed"] = n_assessed.ravel()
     out["n_affected"] = n_affected.ravel()
-    return _add_ci(out, confidence, unit)
+    out = _add_ci(out, confidence, unit)
+    if unit == "session":
+        for j, tooth_set in enumerate(sets):  # one pass per set, vectorised over units
+            rows = (out["pattern"] == tooth_set.name).to_numpy()
+            use = assessed[:, j]
+            if not use.any():
+                continue
+            part = out.loc[rows].copy()
+            group_cols = units[by].loc[use] if by else pd.DataFrame(index=units.index[use])
+            _clustered_ci(
+                part,
+                group_cols.reset_index(drop=True),
+                affected[use, j],
+                units["patient_id"].to_numpy()[use],
+                confidence,
+                out_groups=part[by] if by else pd.DataFrame(index=part.index),
+            )
+            out.loc[rows, ["ci_low", "ci_high", "ci_method"]] = part[
+                ["ci_low", "ci_high", "ci_method"]
+            ].to_numpy()
+    return out
 
 
 def _per_patient(status: pd.DataFrame, wide: pd.DataFrame, keys: list[str]) -> pd.DataFrame:

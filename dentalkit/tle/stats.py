@@ -44,6 +44,7 @@ def summary(
     n_resamples: int = 9999,
     seed: int = 0,
     method: Literal["BCa", "percentile", "basic"] = "BCa",
+    unit: str | None = "patient_id",
 ) -> pd.DataFrame:
     """Describe predicted treatment lengths of a cohort, overall or per group.
 
@@ -67,6 +68,11 @@ def summary(
     method : {"BCa", "percentile", "basic"}
         ``scipy.stats.bootstrap`` interval method; default bias-corrected and accelerated
         (BCa, [ET93]_).
+    unit : str or None
+        Column identifying the patient (default ``"patient_id"`` when present): the
+        bootstrap resamples values as independent patients, so a patient with several
+        rows (several estimates) is refused — keep one estimate per patient first.
+        ``None`` takes every row as a patient.
 
     Returns
     -------
@@ -74,7 +80,8 @@ def summary(
         The ``by`` columns, then ``n`` (non-missing values), ``n_missing``, ``mean``,
         ``sd`` (sample SD, ddof = 1), ``median``, ``q1``, ``q3`` (quartiles, linear
         interpolation = Hyndman-Fan type 7, numpy's default), ``iqr`` (q3 − q1), ``min``,
-        ``max``, ``ci_low``, ``ci_high`` (bootstrap CI of the mean). Values in the unit of
+        ``max``, ``ci_low``, ``ci_high`` (bootstrap CI of the mean, resampling patients:
+        ``n`` counts patients, one value each). Values in the unit of
         ``value`` (months). ``sd`` and the CI are NaN for fewer than 2 values; when all
         values are equal the CI is the value itself (every resample has that mean).
         ``attrs["ci"]`` states the CI method, level, resamples and seed.
@@ -104,6 +111,20 @@ def summary(
             f"column {value!r} has non-numeric values at rows "
             f"{estimates.index[bad.to_numpy()][:5].tolist()}; it must hold months as numbers"
         )
+    if unit is not None and unit in estimates.columns:
+        used = estimates.loc[values.notna().to_numpy()]
+        repeated = used[unit].astype("object").duplicated(keep=False)
+        if repeated.any():
+            example = used.loc[repeated.to_numpy(), unit].iloc[0]
+            n_rep = used.loc[repeated.to_numpy(), unit].nunique()
+            raise InputError(
+                f"tle.summary: {n_rep} {unit}(s) have more than one estimate (e.g. "
+                f"{example!r}); the bootstrap interval treats rows as independent patients. "
+                f"Keep one estimate per patient (e.g. dentalkit.stats.one_row_per_unit("
+                f"estimates, 'first')), or pass unit=None if the rows are separate patients"
+            )
+    elif unit is not None and unit != "patient_id":
+        raise InputError(f"unit column {unit!r} is not in estimates; use unit=None or add it")
     frame = estimates[keys].assign(_value=values.astype("float64"))
     groups = (
         [((), frame)]

@@ -103,10 +103,13 @@ GALLERY = [
         "gives the norm used. (The shipped SDs are textbook values, hence "
         "``include_unverified=True``.)",
         """
+        from dentalkit.demo import sandbox_patients
+
         measures = ceph.measure(lateral, mm_per_px=0.1, errors="ignore")
-        z = ceph.zscores(measures, include_unverified=True)
-        z["sex"] = np.where(z["patient_id"].str[-1].astype(int) % 2, "male", "female")
-        ax = plot.ceph_wiggle(z, by="sex")
+        record = sandbox_patients(patients)  # sex, birth date (a study: its patient table)
+        record["sex"] = record["sex"].map({"F": "female", "M": "male"})
+        z = ceph.zscores(measures, patients=record, include_unverified=True)
+        ax = plot.ceph_wiggle(z, by="sex")  # each norm of the patient's sex and age
         """,
     ),
     (

@@ -147,6 +147,19 @@ def test_classification_agreement_and_kappa_hand_computed():
     assert row["kappa"] == pytest.approx((p_o - p_e) / (1 - p_e))
     assert row["categories"] == "Class III < Class I < Class II"
     assert row["kappa_ci_low"] < row["kappa"] < row["kappa_ci_high"]
+    # linear weighted kappa (ordered classes): weights 1, 1/2, 0 by class distance
+    t = np.array([[1, 1, 0], [0, 2, 1], [0, 1, 2]]) / 8
+    w = 1 - np.abs(np.subtract.outer(range(3), range(3))) / 2
+    pw_o = (w * t).sum()
+    pw_e = (w * np.outer(t.sum(1), t.sum(0))).sum()
+    assert row["weights"] == "linear"
+    assert row["weighted_kappa"] == pytest.approx((pw_o - pw_e) / (1 - pw_e))
+    assert row["weighted_kappa"] > row["kappa"]  # the misses are all by one class
+    assert row["n_units"] == 8
+    quad = agreement.measures(
+        _ceph({"ANB": ref_anb}), _ceph({"ANB": tst_anb}), kappa_weights="quadratic"
+    ).classification.iloc[0]
+    assert quad["weights"] == "quadratic" and quad["weighted_kappa"] > row["weighted_kappa"]
     cp = res.class_pairs
     assert list(cp["agree"]) == [True, False, True, True, False, True, False, True]
     # only schemes whose measure both tables have

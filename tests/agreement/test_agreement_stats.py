@@ -204,6 +204,38 @@ def test_kappa_hand_computed_and_se_from_statsmodels():
     assert res["kappa_ci_low"] == pytest.approx(0.4 - 1.959963984540054 * direct.std_kappa)
 
 
+@pytest.mark.parametrize("weights", ["linear", "quadratic"])
+def test_weighted_kappa_against_sklearn_and_the_fleiss_cohen_everitt_se(weights):
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(11)
+    order = ["Class III", "Class I", "Class II"]
+    a = rng.integers(0, 3, 80)
+    b = np.clip(a + rng.choice([-1, 0, 0, 0, 1, 2], 80), 0, 2)
+    ref, tst = [order[i] for i in a], [order[i] for i in b]
+    res = agreement.cohens_kappa(ref, tst, categories=order, weights=weights)
+    assert res["weights"] == weights
+    assert res["kappa"] == pytest.approx(cohen_kappa_score(a, b, weights=weights))
+    # Fleiss, Cohen & Everitt (1969), eq. for the large-sample variance of weighted kappa
+    k, n = 3, 80
+    p = np.zeros((k, k))
+    np.add.at(p, (a, b), 1.0 / n)
+    d = np.subtract.outer(np.arange(k), np.arange(k))
+    w = 1 - (np.abs(d) / (k - 1) if weights == "linear" else d**2 / (k - 1) ** 2)
+    pr, pc = p.sum(1), p.sum(0)
+    pe = (w * np.outer(pr, pc)).sum()
+    kw = ((w * p).sum() - pe) / (1 - pe)
+    wi, wj = w @ pc, pr @ w
+    var = ((p * (w - np.add.outer(wi, wj) * (1 - kw)) ** 2).sum() - (kw - pe * (1 - kw)) ** 2) / (
+        n * (1 - pe) ** 2
+    )
+    assert res["kappa_se"] == pytest.approx(np.sqrt(var))
+    z = 1.959963984540054
+    assert res["kappa_ci_low"] == pytest.approx(kw - z * np.sqrt(var))
+    with pytest.raises(InputError, match="weights="):
+        agreement.cohens_kappa(ref, tst, weights="cubic")
+
+
 def test_kappa_interval_is_truncated_to_its_range():
     # 9 of 10 agree: κ = 0.8 with a normal interval that would pass 1
     ref = ["I"] * 5 + ["II"] * 5

@@ -100,3 +100,39 @@ def test_mean_form_problems():
     mixed = pd.concat([fits, arch.fit(pts, "catenary", mm_per_px=0.1).assign(patient_id="x")])
     with pytest.raises(InputError, match="mixes units"):
         arch.mean_form(mixed)
+
+
+def test_band_counts_patients_not_sessions():
+    # two sessions of patient g0 (a = 140, 160) and one of g1 (a = 150), g2 (a = 170):
+    # the band is the t interval over 3 per-patient mean curves, not over 4 arches
+    x = np.linspace(-220, 220, 15)
+    frames = []
+    for pid, ts, a in (
+        ("g0", "2024-01-01", 140.0),
+        ("g0", "2025-01-01", 160.0),
+        ("g1", "2024-01-01", 150.0),
+        ("g2", "2024-01-01", 170.0),
+    ):
+        frames.append(arch_table(x, catenary(x, a), patient=pid, timestamp=ts).assign(group="g"))
+    pts = pd.concat(frames, ignore_index=True)
+    mf = arch.mean_form(pts, by="group", n=9)
+    assert (mf["n_units"] == 3).all() and (mf["n_arches"] == 4).all()
+    grid = mf["x"].to_numpy()
+    per_patient = np.array(
+        [
+            (catenary(grid, 140.0) + catenary(grid, 160.0)) / 2,
+            catenary(grid, 150.0),
+            catenary(grid, 170.0),
+        ]
+    )
+    j = 2
+    lo, hi = stats.t.interval(
+        0.95, 2, loc=per_patient[:, j].mean(), scale=stats.sem(per_patient[:, j])
+    )
+    assert mf["y_lower"].iloc[j] == pytest.approx(lo, rel=1e-6)
+    assert mf["y_upper"].iloc[j] == pytest.approx(hi, rel=1e-6)
+    rows = arch.mean_form(pts, by="group", n=9, unit=None)
+    assert (rows["n_units"] == 4).all()  # the caller's explicit choice: arches as units
+    moved = pts.assign(group=np.where(pts["timestamp"] == "2025-01-01", "h", "g"))
+    with pytest.raises(InputError, match="more than one group"):
+        arch.mean_form(moved, by="group", n=9)

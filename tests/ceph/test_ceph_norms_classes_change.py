@@ -18,7 +18,7 @@ def long(rows):
 
 
 def test_apdi_z_uses_kim_vietas_mean_and_sd():
-    m = long([("p", "t", "APDI", 81.4 + 2 * 3.79, "deg")])
+    m = long([("p", "t", "APDI", 81.4 + 2 * 3.79, "deg")]).assign(age=11.0)
     z = zscores(m)
     assert z["norm_mean"].item() == 81.4
     assert z["norm_sd"].item() == 3.79
@@ -35,6 +35,29 @@ def test_unverified_norms_are_excluded_by_default_and_warned_when_used():
     with pytest.warns(DentalkitWarning, match="not confirmed"):
         z2 = zscores(m, include_unverified=True)
     assert z2.loc[0, "z"] == pytest.approx((80.57 - 74.5) / 6.07)
+
+
+def test_norms_match_sex_and_age_by_default_never_the_first_row():
+    # McNamara Co-Gn: F 120.2 ± 5.3, M 134.3 ± 6.8 (adults). A male at the male mean scores
+    # z = 0, not (134.3 − 120.2)/5.3 = +2.66 against the female row listed first.
+    m = long([("a", "t", "Co_Gn", 134.3, "mm"), ("b", "t", "Co_Gn", 120.2, "mm")])
+    patients = pd.DataFrame({"patient_id": ["a", "b"], "sex": ["male", "F"], "age_years": 30})
+    with pytest.warns(DentalkitWarning):
+        z = zscores(m, patients=patients, include_unverified=True)
+    assert z["z"].tolist() == pytest.approx([0.0, 0.0])
+    assert z["norm_mean"].tolist() == [134.3, 120.2]
+    with pytest.warns(DentalkitWarning):
+        unknown = zscores(m, include_unverified=True)  # no sex, no age: no z, a note
+    assert unknown["z"].isna().all()
+    assert "McNamara norm of Co_Gn is by sex and the row has no sex" in unknown["norm_note"][0]
+    # Ricketts' facial axis norm is for age 9: not applied at 30, applied at 9
+    f = long([("a", "t", "facial_axis", 93.5, "deg")])
+    with pytest.warns(DentalkitWarning):
+        adult = zscores(f.assign(age=30.0), include_unverified=True)
+    with pytest.warns(DentalkitWarning):
+        child = zscores(f.assign(age=9.0), include_unverified=True)
+    assert math.isnan(adult["z"].item()) and "ages 9, not 30" in adult["norm_note"].item()
+    assert child["z"].item() == pytest.approx(1.0)  # (93.5 − 90) / 3.5
 
 
 def test_shipped_norm_rows_are_sourced_and_verified_ones_say_where():
@@ -81,7 +104,11 @@ def test_user_norms_by_sex_and_age_most_specific_row_wins():
 
 def test_group_selection():
     m = long([("p", "t", "SNA", 81.0, "deg")])
-    assert zscores(m, group="Downs")["norm_mean"].item() == 81
+    assert zscores(m.assign(age=14), group="Downs")["norm_mean"].item() == 81
+    # Downs' norm is for ages 12–18: no age, no Downs norm (and a note why)
+    z = zscores(m, group="Downs")
+    assert math.isnan(z["norm_mean"].item())
+    assert "Downs norm of SNA is for ages 12–18" in z["norm_note"].item()
     with pytest.raises(InputError, match="not in the norm table"):
         zscores(m, group="Nobody")
 
@@ -94,17 +121,18 @@ def _classes(values):
 
 
 def test_classify_bands_and_agreement():
-    c = _classes({"ANB": 5.0, "Wits": 3.0, "SN_MP": 30.0, "FMA": 35.0})
+    c = _classes({"ANB": 5.0, "Wits": 3.0, "SN_GoGn": 30.0, "SN_MP": 40.0, "FMA": 35.0})
     assert c["skeletal_class"].item() == "Class II"
     assert c["skeletal_class_wits"].item() == "Class II"
     assert bool(c["skeletal_class_agree"].item()) is True
-    assert c["vertical_sn_mp"].item() == "normodivergent"
+    assert c["vertical_sn_gogn"].item() == "normodivergent"  # from SN_GoGn, not SN_MP
+    assert "vertical_sn_mp" not in c.columns  # Steiner's cut-offs are not for Go-Me
     assert c["vertical_fma"].item() == "hyperdivergent"
-    c = _classes({"ANB": -1.0, "Wits": 0.0, "SN_MP": 20.0, "FMA": float("nan")})
+    c = _classes({"ANB": -1.0, "Wits": 0.0, "SN_GoGn": 20.0, "FMA": float("nan")})
     assert c["skeletal_class"].item() == "Class III"
     assert c["skeletal_class_wits"].item() == "Class I"
     assert bool(c["skeletal_class_agree"].item()) is False
-    assert c["vertical_sn_mp"].item() == "hypodivergent"
+    assert c["vertical_sn_gogn"].item() == "hypodivergent"
     assert pd.isna(c["vertical_fma"].item())
     assert c["skeletal_class"].cat.ordered
 

@@ -23,8 +23,8 @@ def test_pipeline_on_a_longitudinal_cohort():
     t = t.astype({"patient_id": "category", "timestamp": "category", "name": "category"})
     m = measure(t, mm_per_px=0.1, errors="raise")
     assert list(m.columns[:3]) == ["patient_id", "timestamp", "session_time"]
-    z = zscores(m)
-    assert z.loc[z["measure"] == "APDI", "z"].notna().all()
+    z = zscores(m, patients=pd.DataFrame({"patient_id": ["p1", "p2"], "age": [12.0, 14.0]}))
+    assert z.loc[z["measure"] == "APDI", "z"].notna().all()  # Kim's norm: ages 6–18
     c = classify(m)
     assert len(c) == 3
     assert set(c["skeletal_class"].astype(str)) == {"Class I"}  # ANB 2.8° in the fixture
@@ -35,6 +35,8 @@ def test_pipeline_on_a_longitudinal_cohort():
     sna = ch[(ch["patient_id"] == "p1") & (ch["measure"] == "SNA")]
     assert sna["change"].item() == pytest.approx(0.0, abs=1e-9)  # angles do not grow
     assert ch[ch["patient_id"] == "p2"].empty  # a single session: no change rows
-    s = summarize(z)
-    assert s.loc[s["measure"] == "SNA", "n"].item() == 3
+    s = summarize(z)  # one session per patient: p1's first, p2's only
+    assert s.loc[s["measure"] == "SNA", ["n", "n_units"]].to_numpy().tolist() == [[2, 2]]
+    pooled = summarize(z, session="all")  # both sessions of p1: 3 values of 2 patients
+    assert pooled.loc[pooled["measure"] == "SNA", ["n", "n_units"]].to_numpy().tolist() == [[3, 2]]
     assert "mean_z" in s.columns

@@ -64,6 +64,7 @@ def study(sandbox, tmp_path_factory):
         "ceph_measures": m,
         "ceph_zscores": ceph.zscores(m),
         "ceph_classes": ceph.classify(m),
+        "ceph_class_changes": ceph.class_changes(ceph.classify(m)),
         "ceph_change": ceph.change(m),
         "ceph_summary": ceph.summarize(m),
         "arch_fits": fits,

@@ -213,30 +213,45 @@ def test_cochran_q():
     assert r["p_value"] == pytest.approx(stats.chi2.sf(q, k - 1))
 
 
-def test_auto_rule_picks_by_normality():
+def test_pretest_rule_picks_by_normality_only_when_asked():
     # its own generator: drawn from the module's, the samples depended on which tests ran
     # before (with -k or xdist one of the "normal" samples failed Shapiro–Wilk)
     rng = np.random.default_rng(216)
     normal = _long(rng.normal(0, 1, 40), rng.normal(0.3, 1, 40))
     skewed = _long(rng.lognormal(0, 1.2, 40), rng.lognormal(0.3, 1.2, 40))
-    rn = compare(normal, "v", "g", n_resamples=0).iloc[0]
-    rs = compare(skewed, "v", "g", n_resamples=0).iloc[0]
+    rn = compare(normal, "v", "g", test="pretest", n_resamples=0).iloc[0]
+    rs = compare(skewed, "v", "g", test="pretest", n_resamples=0).iloc[0]
     assert rn["test"] == "welch_t"
-    assert "parametric" in rn["reason"]
+    assert "pretest" in rn["why"] and "parametric" in rn["why"]
     assert rn["normality_p"] == pytest.approx(
         min(stats.shapiro(g["v"]).pvalue for _, g in normal.groupby("g"))
     )
     assert rs["test"] == "mann_whitney"
-    assert "rank test" in rs["reason"]
+    assert "rank test" in rs["why"]
     three = compare(
-        _long(rng.normal(0, 1, 20), rng.normal(0, 1, 20), rng.normal(1, 1, 20)), "v", "g"
+        _long(rng.normal(0, 1, 20), rng.normal(0, 1, 20), rng.normal(1, 1, 20)),
+        "v",
+        "g",
+        test="pretest",
     )
     assert three["test"].iloc[0] == "welch_anova"
-    tiny = compare(_long(np.array([1.0, 2.0]), np.array([3.0, 4.5, 5.0])), "v", "g", n_resamples=0)
+    tiny = compare(
+        _long(np.array([1.0, 2.0]), np.array([3.0, 4.5, 5.0])),
+        "v",
+        "g",
+        test="pretest",
+        n_resamples=0,
+    )
     assert tiny["test"].iloc[0] == "mann_whitney"
-    assert "not assessable" in tiny["reason"].iloc[0]
-    forced = compare(skewed, "v", "g", test="parametric").iloc[0]
-    assert forced["test"] == "welch_t"
+    assert "not assessable" in tiny["why"].iloc[0]
+    # the default is pre-specified: Welch's t on skewed data too, no normality p computed
+    default = compare(skewed, "v", "g").iloc[0]
+    assert default["test"] == "welch_t" and "pre-specified" in default["why"]
+    assert np.isnan(default["normality_p"])
+    rank = compare(skewed, "v", "g", test="rank", n_resamples=0).iloc[0]
+    assert rank["test"] == "mann_whitney"
+    with pytest.raises(InputError, match="pretest"):
+        compare(skewed, "v", "g", test="auto")
 
 
 def test_per_comparisons_and_multiple_testing_correction():
@@ -270,12 +285,13 @@ def test_per_comparisons_and_multiple_testing_correction():
 def test_missing_values_and_incomplete_pairs_are_reported():
     t = _long(np.array([1.0, 2.0, np.nan, 4.0]), np.array([2.0, 3.0, 5.0]))
     r = compare(t, "v", "g", test="welch_t").iloc[0]
-    assert r["n"] == 6
+    assert (r["n_units"], r["n_rows"]) == (6, 6)
+    assert r["n_units_per_group"] == [3, 3]
     assert "1 row(s) with a missing value dropped" in r["note"]
     p = _paired(np.array([1.0, 2.0, 3.0, 4.0]), np.array([1.5, 2.0, 3.9, 4.4]))
     p = p.drop(index=p.index[-1])
     r = compare(p, "v", "session", paired="pid", test="paired_t").iloc[0]
-    assert r["n"] == 3
+    assert r["n_units"] == 3
     assert "1 pid(s) without every level dropped" in r["note"]
 
 

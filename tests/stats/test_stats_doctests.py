@@ -9,11 +9,17 @@ import pytest
 import dentalkit.stats._compare
 import dentalkit.stats._describe
 import dentalkit.stats._proportions
+import dentalkit.stats._units
 
 
 @pytest.mark.parametrize(
     "module",
-    [dentalkit.stats._compare, dentalkit.stats._describe, dentalkit.stats._proportions],
+    [
+        dentalkit.stats._compare,
+        dentalkit.stats._describe,
+        dentalkit.stats._proportions,
+        dentalkit.stats._units,
+    ],
     ids=lambda m: m.__name__,
 )
 def test_docstring_examples(module):

@@ -41,7 +41,7 @@ def test_paired_t_sleep_as_printed_by_r():
     assert (r["difference_ci_low"], r["difference_ci_high"]) == pytest.approx(
         (-2.4598858, -0.7001142), abs=5e-8
     )
-    assert r["n"] == 10
+    assert r["n_units"] == 10 and r["unit"] == "row"
 
 
 def test_kruskal_wallis_hollander_wolfe_as_printed_by_r():
@@ -85,3 +85,38 @@ def test_fisher_lady_tasting_tea():
     assert r["effect_ci_low"] == pytest.approx(0.2117329, rel=1e-4)
     assert r["effect_ci_high"] == pytest.approx(621.9337505, rel=1e-2)
     assert r["difference"] == pytest.approx(3 / 4 - 1 / 4)
+
+
+# R's datasets::PlantGrowth (Dobson 1983, table 7.1): dried weight of plants, control and
+# two treatments, 10 plants each.
+PLANT = {
+    "ctrl": [4.17, 5.58, 5.18, 6.11, 4.50, 4.61, 5.17, 4.53, 5.33, 5.14],
+    "trt1": [4.81, 4.17, 4.41, 3.59, 5.87, 3.83, 6.03, 4.89, 4.32, 4.69],
+    "trt2": [6.31, 5.12, 5.54, 5.50, 5.37, 5.29, 4.92, 6.15, 5.80, 5.26],
+}
+
+
+def test_welch_anova_and_eta_squared_plant_growth_as_printed_by_r():
+    # R: oneway.test(weight ~ group, data = PlantGrowth)
+    #    F = 5.181, num df = 2.000, denom df = 17.128, p-value = 0.01739
+    # R: summary(aov(weight ~ group, data = PlantGrowth))
+    #    group Sum Sq 3.766, Residuals Sum Sq 10.492 → η² = 3.766 / 14.258 = 0.2641
+    t = pd.DataFrame(
+        {
+            "weight": [w for ws in PLANT.values() for w in ws],
+            "group": [g for g in PLANT for _ in range(10)],
+        }
+    )
+    r = compare(t, "weight", "group").iloc[0]
+    assert r["test"] == "welch_anova"
+    assert r["statistic"] == pytest.approx(5.181, abs=5e-4)
+    assert r["df2"] == pytest.approx(17.128, abs=5e-4)
+    assert r["p_value"] == pytest.approx(0.01739, abs=5e-6)
+    assert r["effect_size_name"] == "eta_squared"
+    assert r["effect_size"] == pytest.approx(3.766 / (3.766 + 10.492), abs=5e-5)
+    # not the value from Welch's F and its fractional df (F·df1 / (F·df1 + df2) = 0.377)
+    assert abs(r["effect_size"] - 5.181 * 2 / (5.181 * 2 + 17.128)) > 0.1
+    # ω² = (SS_b − df_b·MS_w) / (SS_t + MS_w), MS_w = 10.492 / 27
+    ms_w = 10.492 / 27
+    assert r["omega_squared"] == pytest.approx((3.766 - 2 * ms_w) / (14.258 + ms_w), abs=5e-5)
+    assert r["effect_ci_low"] < r["effect_size"] < r["effect_ci_high"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 import shapely
@@ -135,6 +136,20 @@ def test_sessions_first_last_all(cohort):
     r11 = one_row(every.by_fdi, fdi=11)
     assert (r11["n_assessed"], r11["n_affected"]) == (6, 1)
     assert r11["unit"] == "session"
+    # sessions of one patient are not independent: the interval is clustered on the patient
+    import statsmodels.api as sm
+
+    s11 = every.status[every.status["fdi"] == 11]
+    y = s11["missing"].to_numpy(dtype=float)
+    ols = sm.OLS(y, np.ones(len(y))).fit(
+        cov_type="cluster", cov_kwds={"groups": pd.factorize(s11["patient_id"])[0]}
+    )
+    lo, hi = np.clip(ols.conf_int()[0], 0, 1)
+    assert (r11["ci_low"], r11["ci_high"]) == pytest.approx((lo, hi))
+    assert "clustered on patient_id" in r11["ci_method"]
+    any_set = one_row(every.patterns, pattern="any_excl_m3")
+    assert "clustered on patient_id" in any_set["ci_method"]
+    assert one_row(last.by_fdi, fdi=11)["ci_method"].startswith("Wilson")
 
 
 def test_groups_and_by_source(cohort):
