@@ -37,7 +37,7 @@ from dentalkit.endpoints import ENDPOINTS
 from dentalkit.errors import ApiError, DentalkitError, InputError, ManifestError
 from dentalkit.store import FAILURES_SCHEMA, ResponseStore, read_responses
 
-__all__ = ["FetchReport", "fetch_cohort"]
+__all__ = ["FetchReport", "Fetcher", "fetch_cohort"]
 
 log = logging.getLogger("dentalkit")
 
@@ -407,3 +407,108 @@ def fetch_cohort(
     if first_error is not None:
         raise first_error
     return report
+
+
+class Fetcher:
+    """Fetch manifests into one responses store on demand: a callable for analyses.
+
+    Analyses that need answers they may not have yet (:func:`dentalkit.tle.estimate`,
+    :func:`dentalkit.tle.sensitivity`) take a fetcher instead of an HTTP client, so they
+    never import the client, and every request goes the one fetch path: planned by the
+    manifest rules, keyed by the store's request key, sent through the cache, stored
+    losslessly, recorded in ``failures.parquet`` when it fails, and resumed by the next
+    run (a killed run sends again only what was not yet answered).
+
+    Parameters
+    ----------
+    out : path
+        The store folder (created on first use).
+    client : Client, optional
+        Default ``Client()`` from :mod:`dentalkit.settings` and the environment; built on
+        first use.
+    max_workers, progress, flush_every, flush_interval, retry_failed
+        As for :func:`fetch_cohort` (a request that failed in an earlier run is skipped
+        unless ``retry_failed``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from dentalkit import tle
+    >>> from dentalkit.sandbox import running
+    >>> with running() as sb, tempfile.TemporaryDirectory() as out:
+    ...     fetcher = Fetcher(out, Client(sb.base_url, api_key=sb.api_key, cache="memory"))
+    ...     first = tle.estimate(tle.example_patients(3), fetcher)
+    ...     again = tle.estimate(tle.example_patients(3), fetcher)
+    ...     first.attrs["sent"], again.attrs["from_store"], again.attrs["sent"]
+    (3, 3, 0)
+    """
+
+    def __init__(
+        self,
+        out: str | os.PathLike[str],
+        client: Client | None = None,
+        *,
+        max_workers: int | None = None,
+        progress: bool = False,
+        flush_every: int | None = None,
+        flush_interval: float | None = None,
+        retry_failed: bool = False,
+    ) -> None:
+        self.out = Path(out)
+        self.retry_failed = retry_failed
+        self._client = client
+        self.max_workers = max_workers
+        self.progress = progress
+        self.flush_every = flush_every
+        self.flush_interval = flush_interval
+        self.last_report: FetchReport | None = None
+
+    def __repr__(self) -> str:
+        return f"Fetcher(out={str(self.out)!r})"
+
+    @property
+    def client(self) -> Client:
+        """The client (built from settings on first use when none was given)."""
+        if self._client is None:
+            self._client = Client()
+        return self._client
+
+    def stored(self) -> pd.DataFrame | None:
+        """The store's responses table, or None while the store does not exist yet."""
+        if not (self.out / "_dentalkit.json").exists():
+            return None
+        return read_responses(self.out)
+
+    def __call__(
+        self, manifest: Any, errors: Literal["collect", "raise"] = "collect"
+    ) -> pd.DataFrame:
+        """Fetch ``manifest`` into the store; return the whole responses table.
+
+        ``attrs["fetch"]`` holds the run's counts (``sent``, ``stored``, ``from_cache``,
+        ``failed``, ``already_stored``) and ``attrs["failures"]`` the failure records of
+        this manifest's requests (plain dicts).
+        """
+        report = fetch_cohort(
+            manifest,
+            out=self.out,
+            client=self.client,
+            max_workers=self.max_workers,
+            progress=self.progress,
+            errors=errors,
+            flush_every=self.flush_every,
+            flush_interval=self.flush_interval,
+            retry_failed=self.retry_failed,
+        )
+        self.last_report = report
+        responses = report.responses()
+        responses.attrs["fetch"] = {
+            k: int(getattr(report, k))
+            for k in ("sent", "stored", "from_cache", "failed", "already_stored")
+        }
+        failures = report.failures
+        records = failures.astype(object).where(failures.notna(), None).to_dict("records")
+        responses.attrs["failures"] = [
+            {k: r.get(k) for k in ("options", "error_type", "status_code", "error")}
+            for r in records
+        ]
+        return responses

@@ -9,8 +9,10 @@
 3. Fetch it through the cache with :func:`dentalkit.fetch_cohort` (progress bar,
    resumable: the second run finds everything stored).
 4. Convert the responses into tables (:mod:`dentalkit.convert`), run the analyses
-   (:func:`dentalkit.pipeline.analyze`), estimate treatment length
-   (:func:`dentalkit.tle.estimate`), draw the figures and write ``report.md``.
+   (:func:`dentalkit.pipeline.analyze`), estimate treatment length from the stored
+   ``/tle`` answers (:func:`dentalkit.tle.estimate`; the sensitivity curves' hypothetical
+   queries go to their own store, ``tle-sensitivity/``), draw the figures and write
+   ``report.md``.
 
 The calibration (millimetres per pixel of each image kind) comes from the sandbox's
 documented image specifications; a real study takes it from the device or a ruler.
@@ -124,7 +126,7 @@ def run_demo(
     """
     from dentalkit import convert, io, pipeline, tle
     from dentalkit.client import Client
-    from dentalkit.cohort import fetch_cohort
+    from dentalkit.cohort import Fetcher, fetch_cohort
     from dentalkit.errors import ConfigurationError
     from dentalkit.sandbox import running
     from dentalkit.sandbox.app import BANNER
@@ -148,9 +150,13 @@ def run_demo(
             manifest = demo_manifest(sb, typed)
             report = fetch_cohort(manifest, out=out, client=client, progress=progress)
             echo(f"fetch: {report.summary()}")
-            estimates = tle.estimate(typed, client, progress=False)
+            # the /tle rows of the manifest are in the store: nothing is sent again
+            estimates = tle.estimate(typed, report.responses())
             curves = tle.sensitivity(
-                typed.head(12), "crowding", ["none", "mild", "moderate", "severe"], client
+                typed.head(12),
+                "crowding",
+                ["none", "mild", "moderate", "severe"],
+                Fetcher(out / "tle-sensitivity", client),
             )
         finally:
             client.close()
