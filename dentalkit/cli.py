@@ -96,15 +96,18 @@ def fetch(
     """Fetch a cohort into OUT: cached, concurrent, resumable (rerun the same command to resume).
 
     The key is read from DENTALKIT_API_KEY only (never a command-line option: arguments show
-    in process lists and shell history). Exit status 0 when every request is stored, 1 when
-    some rows are bad or some requests failed (see OUT/failures.parquet), 2 on a
-    configuration or manifest error.
+    in process lists and shell history). Exit status: 0 when every request is stored; 1 when
+    some rows are bad or some requests failed (see OUT/failures.parquet); 2 on a
+    configuration or manifest error; 3 when the service rejected the API key (401: the run
+    stops at the first one); 4 when the service could not be reached (the run stops when
+    no request got through). Each failure is named in one line on the terminal.
     """
     from dentalkit.client import Client
     from dentalkit.cohort import fetch_cohort
-    from dentalkit.errors import ConfigurationError, InputError
+    from dentalkit.errors import AuthError, ConfigurationError, InputError, TransportError
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    client = None
     try:
         client = Client(base_url, **({} if cache is None else {"cache": cache}))
         report = fetch_cohort(
@@ -120,15 +123,71 @@ def fetch(
     except (ConfigurationError, InputError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    except (AuthError, TransportError) as exc:  # errors=raise: the first failure stops the run
+        why = "auth" if isinstance(exc, AuthError) else "unreachable"
+        typer.echo(_stop_line(why, client.base_url if client else base_url, str(exc)), err=True)
+        raise typer.Exit(FETCH_EXIT[why]) from None
     typer.echo(report.summary())
+    if report.stopped:
+        typer.echo(_stop_line(report.stopped, client.base_url, report.stop_reason), err=True)
     if len(report.problems):
         path = out / "manifest-problems.csv"
         report.problems.to_csv(path, index=False)
         typer.echo(f"{len(report.problems)} bad manifest row(s) skipped; listed in {path}")
     if report.failed or report.skipped_failed:
         typer.echo(f"failures are listed in {out / 'failures.parquet'}; retry with --retry-failed")
+    if report.stopped:
+        raise typer.Exit(FETCH_EXIT[report.stopped])
+    if report.failed:
+        _echo_failure_reasons(report.failures)
     if len(report.problems) or report.failed or report.skipped_failed:
         raise typer.Exit(1)
+
+
+#: Exit status of ``dentalkit fetch`` (and ``first-contact``) when the run stopped early.
+FETCH_EXIT = {"auth": 3, "unreachable": 4}
+
+
+def _origin(base_url: str | None) -> str:
+    from urllib.parse import urlsplit
+
+    if not base_url:
+        return "the configured service"
+    parts = urlsplit(base_url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.netloc else base_url
+
+
+def _stop_line(why: str, base_url: str | None, reason: str | None) -> str:
+    """One line that names why a fetch stopped (never the key)."""
+    where = _origin(base_url)
+    if why == "auth":
+        return (
+            f"error: the service at {where} rejected the API key (HTTP 401 Unauthorized): set "
+            "DENTALKIT_API_KEY to a valid key for this service (a sandbox key only works "
+            "against the sandbox); nothing else was sent, rerun to resume [exit 3]"
+        )
+    return (
+        f"error: cannot reach the service at {where} ({_short(reason)}): check the base URL "
+        "(--base-url or DENTALKIT_BASE_URL), the network and the proxy; rerun to resume "
+        "[exit 4]"
+    )
+
+
+def _short(text: str | None, limit: int = 160) -> str:
+    text = " ".join((text or "no reason given").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _echo_failure_reasons(failures) -> None:
+    """One line per kind of failure of this store: how many, which status, one reason."""
+    if failures is None or not len(failures):
+        return
+    status = failures["status_code"].astype("object").where(failures["status_code"].notna())
+    keys = failures["error_type"].astype(str) + status.map(
+        lambda s: "" if s is None or s != s else f" (HTTP {int(s)})"
+    )
+    for kind, group in failures.groupby(keys.to_numpy(), sort=True):
+        typer.echo(f"{len(group)} failed: {kind}: {_short(str(group['error'].iloc[0]))}")
 
 
 @app.command()

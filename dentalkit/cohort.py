@@ -34,7 +34,14 @@ from dentalkit import settings
 from dentalkit._manifest import plan_requests, read_manifest
 from dentalkit.client import ApiResult, Client, ClientSpec, get_client
 from dentalkit.endpoints import ENDPOINTS
-from dentalkit.errors import ApiError, DentalkitError, InputError, ManifestError
+from dentalkit.errors import (
+    ApiError,
+    AuthError,
+    DentalkitError,
+    InputError,
+    ManifestError,
+    TransportError,
+)
 from dentalkit.store import FAILURES_SCHEMA, ResponseStore, read_responses
 
 __all__ = ["FetchReport", "Fetcher", "fetch_cohort"]
@@ -70,6 +77,13 @@ class FetchReport:
         Manifest problems (``errors="collect"``): row, field, value, reason.
     failures : DataFrame
         The store's failures table after this run.
+    stopped : str or None
+        Why the run stopped sending early: ``"auth"`` (the service rejected the API key:
+        every other request would fail the same way) or ``"unreachable"`` (the service
+        could not be reached, after all retries, before any answer arrived). The unsent
+        requests are neither stored nor failures; a rerun sends them.
+    stop_reason : str or None
+        The error message of that request (never the key).
     """
 
     out: Path
@@ -83,6 +97,8 @@ class FetchReport:
     seconds: float = 0.0
     problems: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
     failures: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    stopped: str | None = None
+    stop_reason: str | None = None
 
     def responses(self) -> pd.DataFrame:
         """The whole responses table of :attr:`out` (see :func:`dentalkit.store.read_responses`)."""
@@ -99,7 +115,31 @@ class FetchReport:
             text += f", {self.skipped_failed} failed earlier (retry_failed=True retries them)"
         if len(self.problems):
             text += f"; {len(self.problems)} manifest problem(s) (see .problems)"
+        if self.stopped:
+            unsent = self.sent - self.stored - self.failed
+            text += f"; stopped early ({_STOPPED[self.stopped]}), {unsent} not sent"
         return text + f" [{self.seconds:.1f} s]"
+
+
+_STOPPED = {
+    "auth": "the service rejected the API key",
+    "unreachable": "the service could not be reached",
+}
+
+
+def stop_reason(exc: Exception, answered: bool) -> str | None:
+    """``"auth"`` / ``"unreachable"`` when one failure means every other request fails too.
+
+    A 401 (:class:`~dentalkit.errors.AuthError`) concerns the key, not the request. A
+    :class:`~dentalkit.errors.TransportError` (after all retries) before any answer
+    arrived means the service cannot be reached; after answers arrived it may concern one
+    request, so the run goes on.
+    """
+    if isinstance(exc, AuthError):
+        return "auth"
+    if isinstance(exc, TransportError) and not answered:
+        return "unreachable"
+    return None
 
 
 def _member(keys: pd.Series, known: set[str]) -> np.ndarray:
@@ -353,7 +393,7 @@ def fetch_cohort(
 
     try:
         while True:
-            while len(pending) < window and first_error is None:
+            while len(pending) < window and first_error is None and report.stopped is None:
                 chunk = next(queue, None)
                 if chunk is None:
                     break
@@ -380,6 +420,10 @@ def fetch_cohort(
                         else:
                             new_failures.append(_failure(req, res))
                             report.failed += 1
+                            why = stop_reason(res, bool(report.stored or buffer))
+                            if why and report.stopped is None:
+                                report.stopped, report.stop_reason = why, str(res)
+                                log.error("fetch_cohort stops sending: %s (%s)", _STOPPED[why], res)
                             if errors == "raise" and first_error is None:
                                 first_error = res
                     bar.update(len(group))
