@@ -1,4 +1,4 @@
-"""Command line: ``dentalkit demo | sandbox | openapi | fetch | tables | analyze | figures | export``.
+"""Command line: ``dentalkit demo | sandbox | openapi | fetch | contract | tables | analyze | figures | export``.
 
 The study as shell steps: ``fetch`` (manifest → store) → ``tables`` (store → Parquet
 tables) → ``analyze`` (tables → analysis tables) → ``figures`` (tables + analyses →
@@ -188,6 +188,48 @@ def _echo_failure_reasons(failures) -> None:
     )
     for kind, group in failures.groupby(keys.to_numpy(), sort=True):
         typer.echo(f"{len(group)} failed: {kind}: {_short(str(group['error'].iloc[0]))}")
+
+
+@app.command()
+def contract(
+    store: Annotated[Path, typer.Argument(help="Store folder written by `dentalkit fetch`.")],
+    out: Annotated[Path, typer.Option(help="Folder for contract.md and contract.parquet.")],
+    tmj_phrases: Annotated[
+        list[Path] | None,
+        typer.Option(help="Extra TMJ phrases CSV (repeatable), added to the shipped phrases."),
+    ] = None,
+) -> None:
+    """Report what the service sent against the endpoint registry, per endpoint.
+
+    Versions, fields missing / extra / of another type, unknown labels, unrecognised TMJ
+    sentences, TimeStamp formats, output-link hosts and lifetimes (see
+    ``dentalkit.contract``). Writes OUT/contract.md and OUT/contract.parquet. Exit status
+    0 (also when differences were found: they are listed), 2 when the store cannot be read.
+    """
+    from dentalkit.contract import contract_report, write_contract
+    from dentalkit.errors import DentalkitError
+    from dentalkit.store import read_responses
+
+    try:
+        report = contract_report(read_responses(store), tmj_phrases=tmj_phrases or None)
+    except DentalkitError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    paths = write_contract(report, out)
+    _echo_contract(report)
+    typer.echo(f"wrote {paths['markdown']} and {paths['parquet']}")
+
+
+def _echo_contract(report) -> None:
+    """One line per endpoint: responses, patients, versions, drift rows."""
+    for ep, group in report.groupby("endpoint", sort=False):
+        base = group[group["aspect"] == "responses"]
+        versions = ", ".join(group.loc[group["aspect"] == "version", "item"]) or "no Version"
+        drift = int((group["verdict"] == "drift").sum())
+        typer.echo(
+            f"{ep:26s} {int(base['n_responses'].sum()):7d} responses "
+            f"{int(base['n_patients'].sum()):6d} patients  {versions}; {drift} drift"
+        )
 
 
 @app.command()
