@@ -163,6 +163,12 @@ def run_demo(
     responses = report.responses()
     tables = convert.tables(responses, errors="collect")
     io.write_tables(tables, out / "tables")
+    from dentalkit.contract import contract_report, write_contract
+
+    contract = contract_report(responses)
+    write_contract(contract, out)
+    n_drift = int((contract["verdict"] == "drift").sum())
+    echo(f"contract: {n_drift} difference(s) from the registry; see {out / 'contract.md'}")
     echo(
         "tables: "
         + ", ".join(f"{name} {len(t)}" for name, t in tables.items() if name != "problems")
@@ -209,7 +215,7 @@ def run_demo(
             "that runs no AI model. Every number below comes from synthetic anatomy; the "
             "tables are in `tables/` (data contract) and `analyses/`."
         ),
-        sections=_sections(tables, analyses),
+        sections=_sections(tables, analyses, contract),
         figures=figures,
     )
     elapsed = time.perf_counter() - t0
@@ -223,6 +229,7 @@ def run_demo(
         "analyses": out / "analyses",
         "figures": out / "figures",
         "report": report_path,
+        "contract": out / "contract.md",
     }
 
 
@@ -242,8 +249,66 @@ def _markdown(table: pd.DataFrame, floatfmt: str = ".2f") -> str:
     return "\n".join(lines)
 
 
-def _sections(tables: dict, analyses: dict) -> list[tuple[str, str]]:
+def _tmj_section(tmj: pd.DataFrame) -> str:
+    """TMJ findings per patient (the unit): with / without / unknown, never unknown as found."""
+    flags = tmj.groupby(tmj["patient_id"].astype(str))["has_finding"]
+    with_ = flags.apply(lambda s: bool((s == True).any()))  # noqa: E712 - NA-safe
+    unknown = flags.apply(lambda s: bool(s.isna().any())) & ~with_
+    without = ~with_ & ~unknown
+    table = pd.DataFrame(
+        {
+            "patients": [int(with_.sum()), int(without.sum()), int(unknown.sum())],
+            "responses": [
+                int((tmj["has_finding"] == True).sum()),  # noqa: E712
+                int((tmj["has_finding"] == False).sum()),  # noqa: E712
+                int(tmj["has_finding"].isna().sum()),
+            ],
+        },
+        index=pd.Index(
+            ["with a finding (any session)", "no finding (every session)", "unknown wording"],
+            name="TMJ",
+        ),
+    )
+    return (
+        _markdown(table.reset_index())
+        + f"\n\n{len(with_)} patients. A sentence that no TMJ phrase recognises is unknown, "
+        "never counted as a finding (docs/data-contract.md, TMJ sentences)."
+    )
+
+
+def _versions_section(versions: pd.DataFrame) -> str:
+    text = _markdown(versions[["endpoint", "model_version", "n_sessions", "n_patients"]])
+    pooled = sorted(set(versions.loc[versions["pooled"], "endpoint"]))
+    if pooled:
+        return text + (
+            "\n\n**Pooled model versions**: the analyses of "
+            + ", ".join(pooled)
+            + " mix responses of different Version labels."
+        )
+    return text + "\n\nEach endpoint answered with one Version label (or none, as the spec shows)."
+
+
+def _contract_section(contract: pd.DataFrame) -> str:
+    drift = contract[contract["verdict"] == "drift"]
+    if drift.empty:
+        head = "Every response is as the endpoint registry expects (no drift)."
+    else:
+        counts = drift.groupby("aspect", sort=False).size()
+        head = f"{len(drift)} difference(s) from the registry: " + ", ".join(
+            f"{a} {n}" for a, n in counts.items()
+        )
+    return head + " Per endpoint and aspect in `contract.md` and `contract.parquet`."
+
+
+def _sections(
+    tables: dict, analyses: dict, contract: pd.DataFrame | None = None
+) -> list[tuple[str, str]]:
     sections = []
+    versions = analyses.get("model_versions")
+    if versions is not None and len(versions):
+        sections.append(("Model versions per endpoint", _versions_section(versions)))
+    if contract is not None and len(contract):
+        sections.append(("Service contract", _contract_section(contract)))
     summary = analyses.get("ceph_summary")
     if summary is not None and len(summary):
         keep = ["SNA", "SNB", "ANB", "SN_MP", "FMA", "IMPA", "U1_SN", "N_Me", "ANS_Me", "S_Go"]
@@ -313,6 +378,9 @@ def _sections(tables: dict, analyses: dict) -> list[tuple[str, str]]:
         sections.append(
             ("Predicted treatment length (months)", _markdown(tle_summary[cols], ".1f"))
         )
+    tmj = tables.get("tmj")
+    if tmj is not None and len(tmj):
+        sections.append(("TMJ findings (patients)", _tmj_section(tmj)))
     problems = tables.get("problems")
     if problems is not None:
         sections.append(
