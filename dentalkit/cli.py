@@ -45,12 +45,31 @@ def sandbox(
 @app.command()
 def openapi(
     out: Annotated[Path | None, typer.Option(help="Write to this file instead of stdout.")] = None,
-    base_url: Annotated[str, typer.Option(help="Server URL ending in /api/v2.")] = "{base_url}",
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            help="Server URL ending in /api/v2 (default: a {base_url} server variable whose "
+            "default is the local sandbox)."
+        ),
+    ] = None,
+    spec_only: Annotated[
+        bool,
+        typer.Option(
+            help="Only what the spec shows: leave identifiers, ImageName and the /tle values "
+            "open instead of constraining them to what dentalkit sends and the sandbox enforces."
+        ),
+    ] = False,
 ) -> None:
-    """Print the OpenAPI 3.1 document generated from the endpoint registry."""
+    """Print the OpenAPI 3.1 document generated from the endpoint registry.
+
+    Usable as it is: ``servers`` holds the given URL or a ``base_url`` variable, and the
+    request constraints (non-empty identifiers, an http(s) ImageName, the /tle codes) are
+    those the sandbox enforces, so e.g. ``schemathesis run`` against the sandbox passes its
+    positive-data check.
+    """
     from dentalkit.openapi import openapi_document
 
-    text = json.dumps(openapi_document(base_url), indent=2)
+    text = json.dumps(openapi_document(base_url, sandbox=not spec_only), indent=2)
     if out is None:
         typer.echo(text)
     else:
