@@ -12,8 +12,9 @@ which users can extend with their own file (the ``tmj_phrases`` argument of the
 converters, or :data:`dentalkit.settings.tmj_phrases`). Each row of a phrases file has
 
 ``meaning``
-    ``no_finding`` (a statement that nothing was found) or ``finding`` (a term that
-    reports a finding: ``flattening``, ``erosion``, ``osteophyte`` …);
+    ``no_finding`` (a statement that nothing was found), ``finding`` (a term that
+    reports a finding: ``flattening``, ``erosion``, ``osteophyte`` …) or ``uncertain``
+    (a hedge: "possible", "cannot be excluded", "suspected" …);
 ``pattern``
     a regular expression over the normalised text (lower case, single spaces); a
     ``no_finding`` pattern must match a *whole* clause, a ``finding`` pattern anywhere in
@@ -33,8 +34,9 @@ The rule (:func:`classify`): the sentence is normalised and cut into clauses at 
 "whereas", "while", "although", "and"; a leading label ending in a colon ("Right TMJ:",
 "Impression:", "Findings:") is dropped, and a clause naming only a place ("left",
 "bilaterally") is ignored. A clause is *negative* when a ``no_finding`` pattern matches
-it whole, *positive* when it is not negative and a ``finding`` term occurs in it, and
-*unknown* otherwise. A positive clause that directly follows a negative clause through
+it whole, *unknown* when it is not negative and hedges ("Possible erosion", "Flattening
+cannot be excluded"), *positive* when it is neither and a ``finding`` term occurs in it,
+and *unknown* otherwise. A positive clause that directly follows a negative clause through
 "and" ("no effusion and condylar flattening": is the flattening denied too?) is unknown.
 Then ``has_finding`` is True when any clause is positive, False when every clause is
 negative, and NA otherwise — an unseen wording never counts as a finding, nor as the
@@ -137,6 +139,8 @@ class TmjPhrases:
         Matched against a whole clause.
     finding : tuple of re.Pattern
         Searched for in a clause, on word boundaries.
+    uncertain : tuple of re.Pattern
+        Hedges, searched for in a clause: such a clause is unknown.
     sources : tuple of str
         The files the phrases came from (shipped file first).
     """
@@ -144,6 +148,7 @@ class TmjPhrases:
     no_finding: tuple[re.Pattern[str], ...]
     finding: tuple[re.Pattern[str], ...]
     sources: tuple[str, ...]
+    uncertain: tuple[re.Pattern[str], ...] = ()
 
 
 def _expand(pattern: str) -> str:
@@ -167,10 +172,10 @@ def _read(text_: str, source: str) -> list[tuple[str, re.Pattern[str]]]:
         pattern = (rec.get("pattern") or "").strip().lower()
         if not meaning and not pattern:
             continue
-        if meaning not in ("no_finding", "finding"):
+        if meaning not in ("no_finding", "finding", "uncertain"):
             raise InputError(
-                f"TMJ phrases file {source}, line {line}: meaning must be 'no_finding' or "
-                f"'finding', got {meaning!r}"
+                f"TMJ phrases file {source}, line {line}: meaning must be 'no_finding', "
+                f"'finding' or 'uncertain', got {meaning!r}"
             )
         if not pattern:
             raise InputError(f"TMJ phrases file {source}, line {line}: the pattern is empty")
@@ -201,6 +206,7 @@ def _load(extra: tuple[str, ...]) -> TmjPhrases:
         no_finding=tuple(r for m, r in rows if m == "no_finding"),
         finding=tuple(r for m, r in rows if m == "finding"),
         sources=(PHRASES_FILE, *extra),
+        uncertain=tuple(r for m, r in rows if m == "uncertain"),
     )
 
 
@@ -284,6 +290,8 @@ def classify(sentence: str, phrases: PhrasesArg = None) -> bool | None:
     for clause, after_and in _clauses(sentence):
         if not _NOT_A_DENIAL.match(clause) and any(p.fullmatch(clause) for p in book.no_finding):
             state = "neg"
+        elif any(p.search(clause) for p in book.uncertain):
+            state = "unknown"
         elif any(p.search(clause) for p in book.finding):
             state = "unknown" if after_and and states and states[-1] == "neg" else "pos"
         else:
