@@ -29,17 +29,32 @@ def sandbox(
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
     noise: Annotated[bool, typer.Option(help="Add the simulator's measurement noise.")] = True,
     latency: Annotated[float, typer.Option(help="Seconds of simulated latency per request.")] = 0.0,
+    drift: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Answer as a changed service could: a drift scenario (repeatable; 'all' for "
+            "every one; see docs/real-service.md). Off by default."
+        ),
+    ] = None,
 ) -> None:
     """Serve the local sandbox of interface v2 (a simulator; it runs no AI model)."""
     from dentalkit.sandbox import SANDBOX_API_KEY, serve
     from dentalkit.sandbox.app import BANNER
+    from dentalkit.sandbox.drift import check_scenarios
 
     if host not in ("127.0.0.1", "localhost", "::1"):
         typer.echo("the sandbox serves loopback only; use 127.0.0.1, localhost or ::1", err=True)
         raise typer.Exit(2)
+    try:
+        scenarios = check_scenarios(drift)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     typer.echo(BANNER)
+    if scenarios:
+        typer.echo(f"drift mode: answering as a changed service ({', '.join(scenarios)})")
     typer.echo(f"base URL: http://{host}:{port}/api/v2   sandbox key: {SANDBOX_API_KEY}")
-    serve(host=host, port=port, noise=noise, faults={"latency": latency})
+    serve(host=host, port=port, noise=noise, faults={"latency": latency}, drift=scenarios)
 
 
 @app.command()
@@ -444,6 +459,13 @@ def demo(
     dpi: Annotated[
         int, typer.Option(min=300, max=1200, help="Figure resolution (PNG, images in PDFs).")
     ] = 600,
+    drift: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Sandbox drift scenario (repeatable, or 'all'): answer as a changed service "
+            "could; use a fresh --out. See docs/real-service.md."
+        ),
+    ] = None,
 ) -> None:
     """Run a whole study on the embedded sandbox: fetch, tables, analyses, figures, report.
 
@@ -452,10 +474,24 @@ def demo(
     """
     from dentalkit.demo import run_demo
     from dentalkit.errors import ConfigurationError
+    from dentalkit.sandbox.drift import check_scenarios
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        run_demo(patients=patients, out=out, echo=typer.echo, port=port, progress=progress, dpi=dpi)
+        scenarios = check_scenarios(drift)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    try:
+        run_demo(
+            patients=patients,
+            out=out,
+            echo=typer.echo,
+            port=port,
+            progress=progress,
+            dpi=dpi,
+            drift=scenarios,
+        )
     except ConfigurationError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

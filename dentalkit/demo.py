@@ -98,6 +98,7 @@ def run_demo(
     port: int = DEMO_PORT,
     progress: bool = True,
     dpi: int = 600,
+    drift: tuple[str, ...] = (),
 ) -> dict[str, Path]:
     """Run the whole study on the embedded sandbox and print where everything is.
 
@@ -118,6 +119,10 @@ def run_demo(
         Show the fetch progress bar.
     dpi : int
         Figure resolution (PNG and images inside PDFs), 300–1200.
+    drift : tuple of str
+        Sandbox drift scenarios (:mod:`dentalkit.sandbox.drift`): the sandbox answers as
+        a changed service could, and the contract report shows each difference. Use a
+        fresh ``out``: a folder's store and cache hold the answers of earlier runs.
 
     Returns
     -------
@@ -143,8 +148,12 @@ def run_demo(
         )
     typed = tle.example_patients(patients)
     cal = sandbox_calibration()
-    with running(port=port) as sb:
+    with running(port=port, drift=tuple(drift)) as sb:
         echo(f"sandbox at {sb.base_url} (sandbox key: {sb.api_key})")
+        if sb.config.drift:
+            echo(
+                f"drift mode: the sandbox answers as a changed service ({', '.join(sb.config.drift)})"
+            )
         client = Client(sb.base_url, api_key=sb.api_key, cache=out / "http-cache.sqlite")
         try:
             manifest = demo_manifest(sb, typed)

@@ -151,7 +151,8 @@ def estimate(
     )
     unique = encoded.drop_duplicates(ignore_index=True)
     stored = _stored(responses if fetch is None else _current(fetch))
-    answers = _lookup(unique, stored, errors)
+    malformed: dict[tuple, DentalkitError] = {}
+    answers = _lookup(unique, stored, errors, malformed)
     counts = {"from_store": len(answers), "sent": 0, "from_cache": 0}
     failures: dict[tuple, DentalkitError] = {}
     missing = [q for q in _queries(unique) if q not in answers]
@@ -162,7 +163,8 @@ def estimate(
             raise InputError(
                 f"the fetcher returned a {type(fetched).__name__}, not a responses table"
             )
-        answers = _lookup(unique, _stored(fetched), errors)
+        malformed = {}
+        answers = _lookup(unique, _stored(fetched), errors, malformed)
         info = fetched.attrs.get("fetch", {})
         counts["sent"] = int(info.get("sent", len(missing)))
         counts["from_cache"] = int(info.get("from_cache", 0))
@@ -185,6 +187,7 @@ def estimate(
     if unanswered:
         why = {
             q: failures.get(q)
+            or malformed.get(q)
             or ResponseFormatError(
                 "no stored answer for this query"
                 + (
@@ -282,11 +285,17 @@ def _is_tle(endpoint: Any) -> bool:
         return False
 
 
-def _lookup(unique: pd.DataFrame, stored: pd.DataFrame, errors: str) -> dict[tuple, tuple]:
+def _lookup(
+    unique: pd.DataFrame,
+    stored: pd.DataFrame,
+    errors: str,
+    malformed: dict[tuple, DentalkitError] | None = None,
+) -> dict[tuple, tuple]:
     """Query → (app, months) for the queries of ``unique`` that ``stored`` answers.
 
     Several stored answers of one query (several sessions asked it): the latest is used.
-    A malformed stored body raises in ``errors="raise"``, else it counts as unanswered.
+    A malformed stored body raises in ``errors="raise"``, else it counts as unanswered and
+    its error goes to ``malformed`` (the reason listed by :func:`problems`).
     """
     wanted = set(_queries(unique))
     out: dict[tuple, tuple] = {}
@@ -300,13 +309,17 @@ def _lookup(unique: pd.DataFrame, stored: pd.DataFrame, errors: str) -> dict[tup
         try:
             out[query] = _parse(orjson.loads(body) if isinstance(body, str | bytes) else body)
         except (orjson.JSONDecodeError, ResponseFormatError) as exc:
+            err = (
+                exc
+                if isinstance(exc, ResponseFormatError)
+                else ResponseFormatError(
+                    "the stored /tle body is not JSON", endpoint=_ENDPOINT.path
+                )
+            )
             if errors == "raise":
-                if isinstance(exc, ResponseFormatError):
-                    raise
-                raise ResponseFormatError(
-                    "a stored /tle body is not valid JSON", endpoint=_ENDPOINT.path
-                ) from None
-            log.warning("a stored /tle answer is malformed and ignored: %s", exc)
+                raise err from None
+            if malformed is not None and query not in out:
+                malformed[query] = err
     return out
 
 
