@@ -1,4 +1,4 @@
-"""Command line: ``dentalkit demo | sandbox | openapi | fetch | contract | tables | analyze | figures | export``.
+"""Command line: ``dentalkit demo | sandbox | openapi | first-contact | fetch | contract | tables | analyze | figures | export``.
 
 The study as shell steps: ``fetch`` (manifest → store) → ``tables`` (store → Parquet
 tables) → ``analyze`` (tables → analysis tables) → ``figures`` (tables + analyses →
@@ -222,6 +222,97 @@ def _echo_failure_reasons(failures) -> None:
     )
     for kind, group in failures.groupby(keys.to_numpy(), sort=True):
         typer.echo(f"{len(group)} failed: {kind}: {_short(str(group['error'].iloc[0]))}")
+
+
+@app.command("first-contact")
+def first_contact(
+    manifest: Annotated[
+        Path,
+        typer.Argument(
+            help="Small CSV/Parquet manifest of your images with an endpoint column (the "
+            "first valid row of each endpoint is sent; /tle rows carry p01 … p11)."
+        ),
+    ],
+    out: Annotated[
+        Path, typer.Option(help="Store folder; contract.md and contract.parquet go here.")
+    ],
+    base_url: Annotated[
+        str | None,
+        typer.Option(help="Service URL ending in /api/v2 (default: DENTALKIT_BASE_URL)."),
+    ] = None,
+    cache: Annotated[
+        str | None,
+        typer.Option(help="HTTP cache: .sqlite path, folder, redis:// URL or 'memory'."),
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Send without asking (scripts, CI).")
+    ] = False,
+) -> None:
+    """First contact with a service: one request per endpoint, then the contract report.
+
+    Prints what it will cost (requests not yet in OUT) and asks before sending (--yes skips
+    the question). The answers are stored in OUT like any fetch, and OUT/contract.md lists,
+    per endpoint, how the service's answers differ from the registry. Exit status as for
+    ``dentalkit fetch`` (0 sent or nothing to send, 1 some failed, 2 configuration or
+    manifest error, 3 key rejected, 4 service unreachable); 0 when you answer no.
+    """
+    from dentalkit.client import Client
+    from dentalkit.cohort import fetch_cohort, first_contact_plan
+    from dentalkit.contract import contract_report, write_contract
+    from dentalkit.errors import ConfigurationError, InputError
+    from dentalkit.store import read_responses
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        client = Client(base_url, **({} if cache is None else {"cache": cache}))
+        plan = first_contact_plan(manifest)
+        stored: set[str] = set()
+        if (out / "_dentalkit.json").exists():
+            stored = set(read_responses(out)["request_key"])
+    except (ConfigurationError, InputError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if plan.manifest.empty:
+        typer.echo("error: the manifest has no valid row for any endpoint", err=True)
+        raise typer.Exit(2)
+    cost = sum(k not in stored for k in plan.request_keys)
+    endpoints = ", ".join(plan.manifest["endpoint"])
+    typer.echo(
+        f"first contact with {_origin(client.base_url)}: one request per endpoint ({endpoints})"
+    )
+    if plan.missing:
+        typer.echo(f"not contacted (no valid manifest row): {', '.join(plan.missing)}")
+    if len(plan.problems):
+        typer.echo(f"{len(plan.problems)} bad manifest row(s) were not chosen")
+    typer.echo(
+        f"cost: {cost} request(s) to send"
+        + (
+            f" ({len(plan.request_keys) - cost} already stored in {out})"
+            if cost < len(plan.request_keys)
+            else ""
+        )
+        + "; the service may bill every request"
+    )
+    if cost and not yes and not typer.confirm("Send them?", default=False):
+        typer.echo("nothing sent")
+        return
+    try:
+        report = fetch_cohort(plan.manifest, out=out, client=client, progress=False)
+    except (ConfigurationError, InputError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(report.summary())
+    contract = contract_report(read_responses(out)) if (out / "_dentalkit.json").exists() else None
+    if contract is not None:
+        paths = write_contract(contract, out)
+        _echo_contract(contract)
+        typer.echo(f"contract report: {paths['markdown']} ({paths['parquet'].name})")
+    if report.stopped:
+        typer.echo(_stop_line(report.stopped, client.base_url, report.stop_reason), err=True)
+        raise typer.Exit(FETCH_EXIT[report.stopped])
+    if report.failed:
+        _echo_failure_reasons(report.failures)
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -44,7 +44,7 @@ from dentalkit.errors import (
 )
 from dentalkit.store import FAILURES_SCHEMA, ResponseStore, read_responses
 
-__all__ = ["FetchReport", "Fetcher", "fetch_cohort"]
+__all__ = ["FetchReport", "Fetcher", "FirstContactPlan", "fetch_cohort", "first_contact_plan"]
 
 log = logging.getLogger("dentalkit")
 
@@ -556,3 +556,70 @@ class Fetcher:
             for r in records
         ]
         return responses
+
+
+@dataclass
+class FirstContactPlan:
+    """The requests of a first contact: one per endpoint, from the user's small manifest.
+
+    Attributes
+    ----------
+    manifest : DataFrame
+        A manifest of one row per endpoint (``patient_id``, ``timestamp``, ``endpoint``,
+        ``image_url``, option and ``p01`` … ``p11`` columns), ready for :func:`fetch_cohort`.
+    request_keys : list of str
+        The store's request key of each row (to count what is already stored).
+    missing : list of str
+        Registry endpoints the manifest gives no valid row for (not contacted).
+    problems : DataFrame
+        The manifest's problems (bad rows are never chosen).
+    """
+
+    manifest: pd.DataFrame
+    request_keys: list[str]
+    missing: list[str]
+    problems: pd.DataFrame
+
+
+def first_contact_plan(
+    manifest: Any, endpoints: str | Sequence[str] | None = None
+) -> FirstContactPlan:
+    """Choose one request per endpoint from a small manifest (nothing is sent).
+
+    Parameters
+    ----------
+    manifest : DataFrame, list of dict or path
+        As for :func:`fetch_cohort`: rows with ``patient_id``, ``timestamp``,
+        ``image_url`` and an ``endpoint`` column (or ``endpoints=``); ``/tle`` rows carry
+        ``p01`` … ``p11``. The first valid row of each endpoint is chosen.
+    endpoints : str or list of str, optional
+        Endpoints for every row when there is no ``endpoint`` column.
+
+    Returns
+    -------
+    FirstContactPlan
+    """
+    import json
+
+    plan = plan_requests(read_manifest(manifest), endpoints)
+    chosen = plan.requests.drop_duplicates("endpoint", keep="first")
+    rows = []
+    for rec in chosen.to_dict("records"):
+        options = json.loads(rec["options"]) if rec["options"] else {}
+        row = {
+            "patient_id": rec["patient_id"],
+            "timestamp": rec["timestamp"],
+            "endpoint": rec["endpoint"],
+            "image_url": rec["image_url"] if rec["image_url"] is not None else "",
+        }
+        row.update({k: str(v) if isinstance(v, bool) else v for k, v in options.items()})
+        rows.append(row)
+    order = {name: i for i, name in enumerate(ENDPOINTS)}
+    rows.sort(key=lambda r: order[r["endpoint"]])
+    keys = dict(zip(chosen["endpoint"], chosen["request_key"], strict=True))
+    return FirstContactPlan(
+        manifest=pd.DataFrame(rows),
+        request_keys=[keys[r["endpoint"]] for r in rows],
+        missing=[name for name in ENDPOINTS if name not in keys],
+        problems=plan.problems,
+    )
