@@ -93,6 +93,35 @@ def _study(sb, drift: tuple[str, ...], analyze: bool = False) -> dict:
     }
 
 
+def _docs_matrix() -> dict[tuple[str, str], str]:
+    """The scenario × endpoint table of docs/real-service.md: (endpoint, scenario) → cell."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "real-service.md").read_text()
+    lines = [ln for ln in text.splitlines() if ln.startswith("| endpoint | `extra_fields`")]
+    assert len(lines) == 1, "the scenario × endpoint table is missing from the docs"
+    rows = text.split(lines[0], 1)[1].splitlines()[2:]
+    scenarios = [c.strip().strip("`") for c in lines[0].strip("|").split("|")][1:]
+    out = {}
+    for row in rows:
+        if not row.startswith("|"):
+            break
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        out.update({(cells[0], sc): cell for sc, cell in zip(scenarios, cells[1:], strict=True)})
+    return out
+
+
+def _cell(contract: pd.DataFrame, problems: pd.DataFrame, endpoint: str) -> str:
+    drift = contract[(contract["verdict"] == "drift") & (contract["endpoint"] == endpoint)]
+    text = ", ".join(sorted(set(drift["aspect"]))) or "—"
+    reasons = problems.loc[problems["endpoint"] == endpoint, "reason"]
+    if reasons.str.contains("response dropped").any():
+        text += " · dropped"
+    elif reasons.str.contains("rows kept").any():
+        text += " · kept"
+    return text
+
+
 @pytest.fixture(scope="module")
 def baseline(sb):
     return _study(sb, ())
@@ -130,6 +159,11 @@ def test_scenario_runs_reports_and_misreads_nothing(scenario, baseline, sb):
     assert expected <= shown, expected - shown
     if scenario == "keys_reordered":
         assert shown == set()
+    if scenario != "all":  # the docs' scenario × endpoint table says what this run shows
+        documented = _docs_matrix()
+        for name in ENDPOINTS:
+            cell = _cell(got["contract"], got["tables"]["problems"], name)
+            assert cell == documented[(name, scenario)], (name, scenario)
     t, b = got["tables"], baseline["tables"]
     problems = t["problems"]
     # landmarks: every shared key at the same place; new keys only where reported
