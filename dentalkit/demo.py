@@ -166,6 +166,7 @@ def run_demo(
                 "crowding",
                 ["none", "mild", "moderate", "severe"],
                 Fetcher(out / "tle-sensitivity", client),
+                errors="collect",  # a failed or malformed answer is a missing point, listed
             )
         finally:
             client.close()
@@ -192,8 +193,15 @@ def run_demo(
         estimates["estimate_length_months"] + rng.normal(0.0, 4.0, len(estimates))
     ).round(1)
     analyses["tle_estimates"] = estimates
-    analyses["tle_summary"] = tle.summary(estimates, by="malocclusion_class")
-    analyses["tle_calibration"] = tle.calibration(estimates, "observed_months")
+    n_estimated = int(estimates["estimate_length_months"].notna().sum())
+    if n_estimated >= 3:  # calibration needs three pairs; a summary needs values
+        analyses["tle_summary"] = tle.summary(estimates, by="malocclusion_class")
+        analyses["tle_calibration"] = tle.calibration(estimates, "observed_months")
+    else:
+        echo(
+            f"treatment length: {n_estimated} of {len(estimates)} patients have an estimate "
+            f"({len(tle.problems(estimates))} problem(s), listed in tle.problems); no summary"
+        )
     analyses["tle_sensitivity"] = curves
     # The sensitivity curves carry their inputs in attrs and stay in memory (figure only).
     stored = {k: v for k, v in analyses.items() if k != "tle_sensitivity"}
