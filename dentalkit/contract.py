@@ -201,7 +201,7 @@ class _Collector:
         cell.n += 1
         if who[0] is not None:
             cell.patients.add(who[0])
-        if cell.example is None:
+        if cell.example is None and who[0] is not None:
             cell.example = f"{who[0]} @ {who[1]}"
 
     def frame(self, per_endpoint: Mapping[str, tuple[int, int]]) -> pd.DataFrame:

@@ -191,8 +191,20 @@ def _read(text_: str, source: str) -> list[tuple[str, re.Pattern[str]]]:
     return rows
 
 
-@lru_cache(maxsize=16)
 def _load(extra: tuple[str, ...]) -> TmjPhrases:
+    """The compiled phrases; a user file is read again when it changed (size or mtime)."""
+    stamps = []
+    for path in extra:
+        try:
+            st = os.stat(path)
+            stamps.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            stamps.append(None)  # _compile names the file that cannot be read
+    return _compile(extra, tuple(stamps))
+
+
+@lru_cache(maxsize=16)
+def _compile(extra: tuple[str, ...], stamps: tuple) -> TmjPhrases:
     shipped = resources.files("dentalkit.data").joinpath(PHRASES_FILE).read_text("utf-8")
     rows = _read(shipped, PHRASES_FILE)
     for path in extra:

@@ -171,6 +171,17 @@ def test_bad_phrases_file_names_file_and_line(tmp_path, rows, message):
     assert "my_phrases.csv, line 2" in str(info.value)
 
 
+def test_an_edited_phrases_file_is_read_again(tmp_path):
+    import os
+
+    path = _phrases_file(tmp_path, [["no_finding", "all clear", ""]])
+    assert classify("All clear.", path) is False
+    with path.open("a", newline="") as fh:
+        csv.writer(fh).writerow(["no_finding", "joints fine", ""])
+    os.utime(path, ns=(1, 1))  # a different mtime, whatever the clock's resolution
+    assert classify("Joints fine.", path) is False
+
+
 def test_missing_phrases_file_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="cannot read the TMJ phrases file"):
         load_phrases(tmp_path / "absent.csv")
