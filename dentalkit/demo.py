@@ -311,8 +311,10 @@ def _contract_section(contract: pd.DataFrame) -> str:
         head = "Every response is as the endpoint registry expects (no drift)."
     else:
         counts = drift.groupby("aspect", sort=False).size()
-        head = f"{len(drift)} difference(s) from the registry: " + ", ".join(
-            f"{a} {n}" for a, n in counts.items()
+        head = (
+            f"{len(drift)} difference(s) from the registry: "
+            + ", ".join(f"{a} {n}" for a, n in counts.items())
+            + "."
         )
     return head + " Per endpoint and aspect in `contract.md` and `contract.parquet`."
 
