@@ -266,30 +266,25 @@ def _markdown(table: pd.DataFrame, floatfmt: str = ".2f") -> str:
     return "\n".join(lines)
 
 
-def _tmj_section(tmj: pd.DataFrame) -> str:
-    """TMJ findings per patient (the unit): with / without / unknown, never unknown as found."""
-    flags = tmj.groupby(tmj["patient_id"].astype(str))["has_finding"]
-    with_ = flags.apply(lambda s: bool((s == True).any()))  # noqa: E712 - NA-safe
-    unknown = flags.apply(lambda s: bool(s.isna().any())) & ~with_
-    without = ~with_ & ~unknown
+def _tmj_section(prev: pd.DataFrame) -> str:
+    """TMJ findings per patient (the unit): unknown wordings apart, never counted as found."""
+    r = prev.iloc[0]
     table = pd.DataFrame(
         {
-            "patients": [int(with_.sum()), int(without.sum()), int(unknown.sum())],
-            "responses": [
-                int((tmj["has_finding"] == True).sum()),  # noqa: E712
-                int((tmj["has_finding"] == False).sum()),  # noqa: E712
-                int(tmj["has_finding"].isna().sum()),
-            ],
-        },
-        index=pd.Index(
-            ["with a finding (any session)", "no finding (every session)", "unknown wording"],
-            name="TMJ",
-        ),
+            "patients": [int(r["n_units"])],
+            "with a finding": [int(r["n_with"])],
+            "without": [int(r["n_without"])],
+            "unknown wording": [int(r["n_unknown"])],
+            "prevalence (known)": [r["prevalence"]],
+            "ci_low": [r["ci_low"]],
+            "ci_high": [r["ci_high"]],
+            "bounds": [f"{r['bound_low']:.2f}–{r['bound_high']:.2f}"],
+        }
     )
     return (
-        _markdown(table.reset_index())
-        + f"\n\n{len(with_)} patients. A sentence that no TMJ phrase recognises is unknown, "
-        "never counted as a finding (docs/data-contract.md, TMJ sentences)."
+        _markdown(table, ".2f")
+        + f"\n\n{r['method']}. A sentence that no TMJ phrase recognises is unknown, never "
+        "counted as a finding (docs/data-contract.md, TMJ sentences)."
     )
 
 
@@ -397,9 +392,9 @@ def _sections(
         sections.append(
             ("Predicted treatment length (months)", _markdown(tle_summary[cols], ".1f"))
         )
-    tmj = tables.get("tmj")
-    if tmj is not None and len(tmj):
-        sections.append(("TMJ findings (patients)", _tmj_section(tmj)))
+    tmj_prev = analyses.get("tmj_prevalence")
+    if tmj_prev is not None and len(tmj_prev):
+        sections.append(("TMJ findings (patients)", _tmj_section(tmj_prev)))
     problems = tables.get("problems")
     if problems is not None:
         sections.append(

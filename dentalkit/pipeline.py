@@ -85,8 +85,9 @@ def analyze(
         ``ceph_measures``, ``ceph_zscores``, ``ceph_classes``, ``ceph_change``,
         ``ceph_summary``, ``arch_fits``, ``arch_measures``, ``arch_mean_forms``,
         ``arch_compare``, ``tooth_measures``, ``tooth_symmetry_cohort``, ``missing_by_fdi``,
-        ``missing_patterns``, ``findings_prevalence`` — each present when its input
-        table has rows — and ``model_versions`` (:func:`model_versions`: the ``Version``
+        ``missing_patterns``, ``findings_prevalence``, ``tmj_prevalence`` (unknown TMJ
+        wordings counted apart, never as findings) — each present when its input table
+        has rows — and ``model_versions`` (:func:`model_versions`: the ``Version``
         labels each endpoint's rows carry).
 
     Warns
@@ -161,6 +162,9 @@ def analyze(
         if images is not None and len(images):
             prev = findings.prevalence(det, counts, images=images)
             out["findings_prevalence"] = prev.prevalence
+        tmj = tables.get("tmj")
+        if tmj is not None and len(tmj):
+            out["tmj_prevalence"] = findings.tmj_prevalence(tmj)
     return out
 
 

@@ -39,7 +39,7 @@ def test_versions_are_counted_by_patient_and_session_and_pooling_warns():
         ("classifier", "(none)"): (2, 2, False),
     }
     with pytest.warns(MixedVersionsWarning, match=r"ceph_lateral_points: 2\.1\.0 \(1 patients\)"):
-        out = pipeline.analyze({"classifications": classifications, "tmj": landmarks})
+        out = pipeline.analyze({"classifications": classifications, "other": landmarks})
     assert out["model_versions"]["pooled"].any()
 
 
