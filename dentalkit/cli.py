@@ -138,7 +138,13 @@ def fetch(
     """
     from dentalkit.client import Client
     from dentalkit.cohort import fetch_cohort
-    from dentalkit.errors import AuthError, ConfigurationError, InputError, TransportError
+    from dentalkit.errors import (
+        AuthError,
+        ConfigurationError,
+        DentalkitError,
+        InputError,
+        TransportError,
+    )
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     client = None
@@ -161,6 +167,9 @@ def fetch(
         why = "auth" if isinstance(exc, AuthError) else "unreachable"
         typer.echo(_stop_line(why, client.base_url if client else base_url, str(exc)), err=True)
         raise typer.Exit(FETCH_EXIT[why]) from None
+    except DentalkitError as exc:  # errors=raise: any other failure, in one line
+        typer.echo(f"error: the run stopped at its first failure (--errors raise): {exc}", err=True)
+        raise typer.Exit(1) from None
     typer.echo(report.summary())
     if report.stopped:
         typer.echo(_stop_line(report.stopped, client.base_url, report.stop_reason), err=True)

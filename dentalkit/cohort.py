@@ -275,7 +275,8 @@ def fetch_cohort(
         request stops the run (what was received is stored) and its error is raised.
     retry_failed : bool
         Send only the requests the store's failures table lists (earlier failures are
-        otherwise skipped, so a rerun does not pay again for requests that cannot succeed).
+        otherwise skipped, so a rerun does not pay again for requests that cannot succeed;
+        a 401 is not the request's fault, so those are always sent again).
     flush_every, flush_interval : int, float, optional
         Write a Parquet part after this many answers or seconds (defaults in settings).
     batch_size : int, optional
@@ -332,7 +333,9 @@ def fetch_cohort(
     previous = store.read_failures()
     previous = previous[~_member(previous["request_key"], done)]
     stored_mask = _member(reqs["request_key"], done)
-    failed_before = _member(reqs["request_key"], set(previous["request_key"]))
+    # a 401 concerns the key, not the request: once the key is fixed, a rerun sends it again
+    request_specific = previous["error_type"].astype("object") != "AuthError"
+    failed_before = _member(reqs["request_key"], set(previous.loc[request_specific, "request_key"]))
     todo = ~stored_mask & (failed_before if retry_failed else ~failed_before)
     report.already_stored = int(stored_mask.sum())
     report.skipped_failed = 0 if retry_failed else int((~stored_mask & failed_before).sum())

@@ -46,6 +46,11 @@ def test_wrong_key_is_named_in_one_line_and_stops_the_run(fresh, tmp_path):
     # with errors=raise the same line, the same exit status
     raised = runner.invoke(app, [*args, "--errors", "raise"], env=env)
     assert raised.exit_code == 3 and len(_lines(raised)) == 1, raised.output
+    # with the right key, the rerun sends everything, the 401s included (not skipped)
+    good = {**env, "DENTALKIT_API_KEY": fresh.api_key}
+    fixed = runner.invoke(app, args, env=good)
+    assert fixed.exit_code == 0, fixed.output
+    assert "12 stored now" in fixed.output and "failed earlier" not in fixed.output
 
 
 def test_unreachable_service_is_named_in_one_line(tmp_path):
