@@ -3,14 +3,16 @@
     python benchmarks/tle.py            # full run
     python benchmarks/tle.py --smoke    # tiny run for CI
 
-``estimate`` is measured against a local sandbox with an in-memory cache: once cold
-(every distinct parameter set sent) and once warm (every answer from the HTTP cache).
+``estimate`` is measured against a local sandbox through a responses store
+(``dentalkit.cohort.Fetcher``, in-memory HTTP cache): once cold (every distinct parameter
+set sent and stored) and once warm (every answer read back from the store).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -60,21 +62,27 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     except ImportError:
         print("estimate: skipped (dentalkit.client not available)")
         return results
+    from dentalkit.cohort import Fetcher
     from dentalkit.sandbox import running
 
     cohort = tle.example_patients(n_estimate, seed=2)
-    with running() as sb, Client(sb.base_url, api_key=sb.api_key, cache="memory") as client:
+    with (
+        running() as sb,
+        Client(sb.base_url, api_key=sb.api_key, cache="memory") as client,
+        tempfile.TemporaryDirectory() as store,
+    ):
+        fetcher = Fetcher(store, client, max_workers=args.workers)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            est, cold = _timed(tle.estimate, cohort, client, args.workers, False)
-            _, warm = _timed(tle.estimate, cohort, client, args.workers, False)
+            est, cold = _timed(tle.estimate, cohort, fetcher)
+            _, warm = _timed(tle.estimate, cohort, fetcher)
         sent = sb.stats()["total"]
     distinct = est.attrs["requests"]
     results.update(estimate_cold_req_per_s=distinct / cold, estimate_warm_req_per_s=distinct / warm)
     print(
         f"estimate: {n_estimate} patients, {distinct} distinct requests, {sent} sent; "
         f"cold {cold:.2f} s ({distinct / cold:,.0f} req/s), warm {warm:.2f} s "
-        f"({distinct / warm:,.0f} req/s from cache), {args.workers} workers"
+        f"({distinct / warm:,.0f} req/s from the store), {args.workers} workers"
     )
     return results
 

@@ -62,6 +62,8 @@ ANALYSIS_TABLES: Mapping[str, tuple[str, str]] = MappingProxyType(
         "findings_prevalence": ("findings.prevalence(...).prevalence", "source × class"),
         "finding_boxes": ("findings.prevalence(...).boxes", "detection"),
         "finding_box_sizes": ("findings.prevalence(...).box_sizes", "source × class × measure"),
+        "model_versions": ("pipeline.model_versions", "endpoint × Version label"),
+        "tmj_prevalence": ("findings.tmj_prevalence", "cohort (patients as units)"),
         "tle_estimates": ("tle.estimate", "patient"),
         "tle_summary": ("tle.summary", "group"),
         "tle_sensitivity": ("tle.sensitivity", "patient × value, plus a mean row per value"),

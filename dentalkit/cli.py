@@ -1,4 +1,4 @@
-"""Command line: ``dentalkit demo | sandbox | openapi | fetch | tables | analyze | figures | export``.
+"""Command line: ``dentalkit demo | sandbox | openapi | first-contact | fetch | contract | tables | analyze | figures | export``.
 
 The study as shell steps: ``fetch`` (manifest → store) → ``tables`` (store → Parquet
 tables) → ``analyze`` (tables → analysis tables) → ``figures`` (tables + analyses →
@@ -29,28 +29,62 @@ def sandbox(
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
     noise: Annotated[bool, typer.Option(help="Add the simulator's measurement noise.")] = True,
     latency: Annotated[float, typer.Option(help="Seconds of simulated latency per request.")] = 0.0,
+    drift: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Answer as a changed service could: a drift scenario (repeatable; 'all' for "
+            "every one; see docs/real-service.md). Off by default."
+        ),
+    ] = None,
 ) -> None:
     """Serve the local sandbox of interface v2 (a simulator; it runs no AI model)."""
     from dentalkit.sandbox import SANDBOX_API_KEY, serve
     from dentalkit.sandbox.app import BANNER
+    from dentalkit.sandbox.drift import check_scenarios
 
     if host not in ("127.0.0.1", "localhost", "::1"):
         typer.echo("the sandbox serves loopback only; use 127.0.0.1, localhost or ::1", err=True)
         raise typer.Exit(2)
+    try:
+        scenarios = check_scenarios(drift)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     typer.echo(BANNER)
+    if scenarios:
+        typer.echo(f"drift mode: answering as a changed service ({', '.join(scenarios)})")
     typer.echo(f"base URL: http://{host}:{port}/api/v2   sandbox key: {SANDBOX_API_KEY}")
-    serve(host=host, port=port, noise=noise, faults={"latency": latency})
+    serve(host=host, port=port, noise=noise, faults={"latency": latency}, drift=scenarios)
 
 
 @app.command()
 def openapi(
     out: Annotated[Path | None, typer.Option(help="Write to this file instead of stdout.")] = None,
-    base_url: Annotated[str, typer.Option(help="Server URL ending in /api/v2.")] = "{base_url}",
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            help="Server URL ending in /api/v2 (default: a {base_url} server variable whose "
+            "default is the local sandbox)."
+        ),
+    ] = None,
+    spec_only: Annotated[
+        bool,
+        typer.Option(
+            help="Only what the spec shows: leave identifiers, ImageName and the /tle values "
+            "open instead of constraining them to what dentalkit sends and the sandbox enforces."
+        ),
+    ] = False,
 ) -> None:
-    """Print the OpenAPI 3.1 document generated from the endpoint registry."""
+    """Print the OpenAPI 3.1 document generated from the endpoint registry.
+
+    Usable as it is: ``servers`` holds the given URL or a ``base_url`` variable, and the
+    request constraints (non-empty identifiers, an http(s) ImageName, the /tle codes) are
+    those the sandbox enforces, so e.g. ``schemathesis run`` against the sandbox passes its
+    positive-data check.
+    """
     from dentalkit.openapi import openapi_document
 
-    text = json.dumps(openapi_document(base_url), indent=2)
+    text = json.dumps(openapi_document(base_url, sandbox=not spec_only), indent=2)
     if out is None:
         typer.echo(text)
     else:
@@ -96,15 +130,24 @@ def fetch(
     """Fetch a cohort into OUT: cached, concurrent, resumable (rerun the same command to resume).
 
     The key is read from DENTALKIT_API_KEY only (never a command-line option: arguments show
-    in process lists and shell history). Exit status 0 when every request is stored, 1 when
-    some rows are bad or some requests failed (see OUT/failures.parquet), 2 on a
-    configuration or manifest error.
+    in process lists and shell history). Exit status: 0 when every request is stored; 1 when
+    some rows are bad or some requests failed (see OUT/failures.parquet); 2 on a
+    configuration or manifest error; 3 when the service rejected the API key (401: the run
+    stops at the first one); 4 when the service could not be reached (the run stops when
+    no request got through). Each failure is named in one line on the terminal.
     """
     from dentalkit.client import Client
     from dentalkit.cohort import fetch_cohort
-    from dentalkit.errors import ConfigurationError, InputError
+    from dentalkit.errors import (
+        AuthError,
+        ConfigurationError,
+        DentalkitError,
+        InputError,
+        TransportError,
+    )
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    client = None
     try:
         client = Client(base_url, **({} if cache is None else {"cache": cache}))
         report = fetch_cohort(
@@ -120,15 +163,207 @@ def fetch(
     except (ConfigurationError, InputError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    except (AuthError, TransportError) as exc:  # errors=raise: the first failure stops the run
+        why = "auth" if isinstance(exc, AuthError) else "unreachable"
+        typer.echo(_stop_line(why, client.base_url if client else base_url, str(exc)), err=True)
+        raise typer.Exit(FETCH_EXIT[why]) from None
+    except DentalkitError as exc:  # errors=raise: any other failure, in one line
+        typer.echo(f"error: the run stopped at its first failure (--errors raise): {exc}", err=True)
+        raise typer.Exit(1) from None
     typer.echo(report.summary())
+    if report.stopped:
+        typer.echo(_stop_line(report.stopped, client.base_url, report.stop_reason), err=True)
     if len(report.problems):
         path = out / "manifest-problems.csv"
         report.problems.to_csv(path, index=False)
         typer.echo(f"{len(report.problems)} bad manifest row(s) skipped; listed in {path}")
     if report.failed or report.skipped_failed:
         typer.echo(f"failures are listed in {out / 'failures.parquet'}; retry with --retry-failed")
+    if report.stopped:
+        raise typer.Exit(FETCH_EXIT[report.stopped])
+    if report.failed:
+        _echo_failure_reasons(report.failures)
     if len(report.problems) or report.failed or report.skipped_failed:
         raise typer.Exit(1)
+
+
+#: Exit status of ``dentalkit fetch`` (and ``first-contact``) when the run stopped early.
+FETCH_EXIT = {"auth": 3, "unreachable": 4}
+
+
+def _origin(base_url: str | None) -> str:
+    from urllib.parse import urlsplit
+
+    if not base_url:
+        return "the configured service"
+    parts = urlsplit(base_url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.netloc else base_url
+
+
+def _stop_line(why: str, base_url: str | None, reason: str | None) -> str:
+    """One line that names why a fetch stopped (never the key)."""
+    where = _origin(base_url)
+    if why == "auth":
+        return (
+            f"error: the service at {where} rejected the API key (HTTP 401 Unauthorized): set "
+            "DENTALKIT_API_KEY to a valid key for this service (a sandbox key only works "
+            "against the sandbox); nothing else was sent, rerun to resume [exit 3]"
+        )
+    return (
+        f"error: cannot reach the service at {where} ({_short(reason)}): check the base URL "
+        "(--base-url or DENTALKIT_BASE_URL), the network and the proxy; rerun to resume "
+        "[exit 4]"
+    )
+
+
+def _short(text: str | None, limit: int = 160) -> str:
+    text = " ".join((text or "no reason given").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _echo_failure_reasons(failures) -> None:
+    """One line per kind of failure of this store: how many, which status, one reason."""
+    if failures is None or not len(failures):
+        return
+    status = failures["status_code"].astype("object").where(failures["status_code"].notna())
+    keys = failures["error_type"].astype(str) + status.map(
+        lambda s: "" if s is None or s != s else f" (HTTP {int(s)})"
+    )
+    for kind, group in failures.groupby(keys.to_numpy(), sort=True):
+        typer.echo(f"{len(group)} failed: {kind}: {_short(str(group['error'].iloc[0]))}")
+
+
+@app.command("first-contact")
+def first_contact(
+    manifest: Annotated[
+        Path,
+        typer.Argument(
+            help="Small CSV/Parquet manifest of your images with an endpoint column (the "
+            "first valid row of each endpoint is sent; /tle rows carry p01 … p11)."
+        ),
+    ],
+    out: Annotated[
+        Path, typer.Option(help="Store folder; contract.md and contract.parquet go here.")
+    ],
+    base_url: Annotated[
+        str | None,
+        typer.Option(help="Service URL ending in /api/v2 (default: DENTALKIT_BASE_URL)."),
+    ] = None,
+    cache: Annotated[
+        str | None,
+        typer.Option(help="HTTP cache: .sqlite path, folder, redis:// URL or 'memory'."),
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Send without asking (scripts, CI).")
+    ] = False,
+) -> None:
+    """First contact with a service: one request per endpoint, then the contract report.
+
+    Prints what it will cost (requests not yet in OUT) and asks before sending (--yes skips
+    the question). The answers are stored in OUT like any fetch, and OUT/contract.md lists,
+    per endpoint, how the service's answers differ from the registry. Exit status as for
+    ``dentalkit fetch`` (0 sent or nothing to send, 1 some failed, 2 configuration or
+    manifest error, 3 key rejected, 4 service unreachable); 0 when you answer no.
+    """
+    from dentalkit.client import Client
+    from dentalkit.cohort import fetch_cohort, first_contact_plan
+    from dentalkit.contract import contract_report, write_contract
+    from dentalkit.errors import ConfigurationError, InputError
+    from dentalkit.store import read_responses
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        client = Client(base_url, **({} if cache is None else {"cache": cache}))
+        plan = first_contact_plan(manifest)
+        stored: set[str] = set()
+        if (out / "_dentalkit.json").exists():
+            stored = set(read_responses(out)["request_key"])
+    except (ConfigurationError, InputError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if plan.manifest.empty:
+        typer.echo("error: the manifest has no valid row for any endpoint", err=True)
+        raise typer.Exit(2)
+    cost = sum(k not in stored for k in plan.request_keys)
+    endpoints = ", ".join(plan.manifest["endpoint"])
+    typer.echo(
+        f"first contact with {_origin(client.base_url)}: one request per endpoint ({endpoints})"
+    )
+    if plan.missing:
+        typer.echo(f"not contacted (no valid manifest row): {', '.join(plan.missing)}")
+    if len(plan.problems):
+        typer.echo(f"{len(plan.problems)} bad manifest row(s) were not chosen")
+    typer.echo(
+        f"cost: {cost} request(s) to send"
+        + (
+            f" ({len(plan.request_keys) - cost} already stored in {out})"
+            if cost < len(plan.request_keys)
+            else ""
+        )
+        + "; the service may bill every request"
+    )
+    if cost and not yes and not typer.confirm("Send them?", default=False):
+        typer.echo("nothing sent")
+        return
+    try:
+        report = fetch_cohort(plan.manifest, out=out, client=client, progress=False)
+    except (ConfigurationError, InputError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(report.summary())
+    contract = contract_report(read_responses(out)) if (out / "_dentalkit.json").exists() else None
+    if contract is not None:
+        paths = write_contract(contract, out)
+        _echo_contract(contract)
+        typer.echo(f"contract report: {paths['markdown']} ({paths['parquet'].name})")
+    if report.stopped:
+        typer.echo(_stop_line(report.stopped, client.base_url, report.stop_reason), err=True)
+        raise typer.Exit(FETCH_EXIT[report.stopped])
+    if report.failed:
+        _echo_failure_reasons(report.failures)
+        raise typer.Exit(1)
+
+
+@app.command()
+def contract(
+    store: Annotated[Path, typer.Argument(help="Store folder written by `dentalkit fetch`.")],
+    out: Annotated[Path, typer.Option(help="Folder for contract.md and contract.parquet.")],
+    tmj_phrases: Annotated[
+        list[Path] | None,
+        typer.Option(help="Extra TMJ phrases CSV (repeatable), added to the shipped phrases."),
+    ] = None,
+) -> None:
+    """Report what the service sent against the endpoint registry, per endpoint.
+
+    Versions, fields missing / extra / of another type, unknown labels, unrecognised TMJ
+    sentences, TimeStamp formats, output-link hosts and lifetimes (see
+    ``dentalkit.contract``). Writes OUT/contract.md and OUT/contract.parquet. Exit status
+    0 (also when differences were found: they are listed), 2 when the store cannot be read.
+    """
+    from dentalkit.contract import contract_report, write_contract
+    from dentalkit.errors import DentalkitError
+    from dentalkit.store import read_responses
+
+    try:
+        report = contract_report(read_responses(store), tmj_phrases=tmj_phrases or None)
+    except DentalkitError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    paths = write_contract(report, out)
+    _echo_contract(report)
+    typer.echo(f"wrote {paths['markdown']} and {paths['parquet']}")
+
+
+def _echo_contract(report) -> None:
+    """One line per endpoint: responses, patients, versions, drift rows."""
+    for ep, group in report.groupby("endpoint", sort=False):
+        base = group[group["aspect"] == "responses"]
+        versions = ", ".join(group.loc[group["aspect"] == "version", "item"]) or "no Version"
+        drift = int((group["verdict"] == "drift").sum())
+        typer.echo(
+            f"{ep:26s} {int(base['n_responses'].sum()):7d} responses "
+            f"{int(base['n_patients'].sum()):6d} patients  {versions}; {drift} drift"
+        )
 
 
 @app.command()
@@ -341,6 +576,13 @@ def demo(
     dpi: Annotated[
         int, typer.Option(min=300, max=1200, help="Figure resolution (PNG, images in PDFs).")
     ] = 600,
+    drift: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Sandbox drift scenario (repeatable, or 'all'): answer as a changed service "
+            "could; use a fresh --out. See docs/real-service.md."
+        ),
+    ] = None,
 ) -> None:
     """Run a whole study on the embedded sandbox: fetch, tables, analyses, figures, report.
 
@@ -349,10 +591,24 @@ def demo(
     """
     from dentalkit.demo import run_demo
     from dentalkit.errors import ConfigurationError
+    from dentalkit.sandbox.drift import check_scenarios
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        run_demo(patients=patients, out=out, echo=typer.echo, port=port, progress=progress, dpi=dpi)
+        scenarios = check_scenarios(drift)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    try:
+        run_demo(
+            patients=patients,
+            out=out,
+            echo=typer.echo,
+            port=port,
+            progress=progress,
+            dpi=dpi,
+            drift=scenarios,
+        )
     except ConfigurationError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

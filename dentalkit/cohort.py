@@ -34,10 +34,17 @@ from dentalkit import settings
 from dentalkit._manifest import plan_requests, read_manifest
 from dentalkit.client import ApiResult, Client, ClientSpec, get_client
 from dentalkit.endpoints import ENDPOINTS
-from dentalkit.errors import ApiError, DentalkitError, InputError, ManifestError
+from dentalkit.errors import (
+    ApiError,
+    AuthError,
+    DentalkitError,
+    InputError,
+    ManifestError,
+    TransportError,
+)
 from dentalkit.store import FAILURES_SCHEMA, ResponseStore, read_responses
 
-__all__ = ["FetchReport", "fetch_cohort"]
+__all__ = ["FetchReport", "Fetcher", "FirstContactPlan", "fetch_cohort", "first_contact_plan"]
 
 log = logging.getLogger("dentalkit")
 
@@ -70,6 +77,13 @@ class FetchReport:
         Manifest problems (``errors="collect"``): row, field, value, reason.
     failures : DataFrame
         The store's failures table after this run.
+    stopped : str or None
+        Why the run stopped sending early: ``"auth"`` (the service rejected the API key:
+        every other request would fail the same way) or ``"unreachable"`` (the service
+        could not be reached, after all retries, before any answer arrived). The unsent
+        requests are neither stored nor failures; a rerun sends them.
+    stop_reason : str or None
+        The error message of that request (never the key).
     """
 
     out: Path
@@ -83,6 +97,8 @@ class FetchReport:
     seconds: float = 0.0
     problems: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
     failures: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    stopped: str | None = None
+    stop_reason: str | None = None
 
     def responses(self) -> pd.DataFrame:
         """The whole responses table of :attr:`out` (see :func:`dentalkit.store.read_responses`)."""
@@ -99,7 +115,31 @@ class FetchReport:
             text += f", {self.skipped_failed} failed earlier (retry_failed=True retries them)"
         if len(self.problems):
             text += f"; {len(self.problems)} manifest problem(s) (see .problems)"
+        if self.stopped:
+            unsent = self.sent - self.stored - self.failed
+            text += f"; stopped early ({_STOPPED[self.stopped]}), {unsent} not sent"
         return text + f" [{self.seconds:.1f} s]"
+
+
+_STOPPED = {
+    "auth": "the service rejected the API key",
+    "unreachable": "the service could not be reached",
+}
+
+
+def stop_reason(exc: Exception, answered: bool) -> str | None:
+    """``"auth"`` / ``"unreachable"`` when one failure means every other request fails too.
+
+    A 401 (:class:`~dentalkit.errors.AuthError`) concerns the key, not the request. A
+    :class:`~dentalkit.errors.TransportError` (after all retries) before any answer
+    arrived means the service cannot be reached; after answers arrived it may concern one
+    request, so the run goes on.
+    """
+    if isinstance(exc, AuthError):
+        return "auth"
+    if isinstance(exc, TransportError) and not answered:
+        return "unreachable"
+    return None
 
 
 def _member(keys: pd.Series, known: set[str]) -> np.ndarray:
@@ -235,7 +275,8 @@ def fetch_cohort(
         request stops the run (what was received is stored) and its error is raised.
     retry_failed : bool
         Send only the requests the store's failures table lists (earlier failures are
-        otherwise skipped, so a rerun does not pay again for requests that cannot succeed).
+        otherwise skipped, so a rerun does not pay again for requests that cannot succeed;
+        a 401 is not the request's fault, so those are always sent again).
     flush_every, flush_interval : int, float, optional
         Write a Parquet part after this many answers or seconds (defaults in settings).
     batch_size : int, optional
@@ -292,7 +333,9 @@ def fetch_cohort(
     previous = store.read_failures()
     previous = previous[~_member(previous["request_key"], done)]
     stored_mask = _member(reqs["request_key"], done)
-    failed_before = _member(reqs["request_key"], set(previous["request_key"]))
+    # a 401 concerns the key, not the request: once the key is fixed, a rerun sends it again
+    request_specific = previous["error_type"].astype("object") != "AuthError"
+    failed_before = _member(reqs["request_key"], set(previous.loc[request_specific, "request_key"]))
     todo = ~stored_mask & (failed_before if retry_failed else ~failed_before)
     report.already_stored = int(stored_mask.sum())
     report.skipped_failed = 0 if retry_failed else int((~stored_mask & failed_before).sum())
@@ -353,7 +396,7 @@ def fetch_cohort(
 
     try:
         while True:
-            while len(pending) < window and first_error is None:
+            while len(pending) < window and first_error is None and report.stopped is None:
                 chunk = next(queue, None)
                 if chunk is None:
                     break
@@ -380,6 +423,10 @@ def fetch_cohort(
                         else:
                             new_failures.append(_failure(req, res))
                             report.failed += 1
+                            why = stop_reason(res, bool(report.stored or buffer))
+                            if why and report.stopped is None:
+                                report.stopped, report.stop_reason = why, str(res)
+                                log.error("fetch_cohort stops sending: %s (%s)", _STOPPED[why], res)
                             if errors == "raise" and first_error is None:
                                 first_error = res
                     bar.update(len(group))
@@ -407,3 +454,175 @@ def fetch_cohort(
     if first_error is not None:
         raise first_error
     return report
+
+
+class Fetcher:
+    """Fetch manifests into one responses store on demand: a callable for analyses.
+
+    Analyses that need answers they may not have yet (:func:`dentalkit.tle.estimate`,
+    :func:`dentalkit.tle.sensitivity`) take a fetcher instead of an HTTP client, so they
+    never import the client, and every request goes the one fetch path: planned by the
+    manifest rules, keyed by the store's request key, sent through the cache, stored
+    losslessly, recorded in ``failures.parquet`` when it fails, and resumed by the next
+    run (a killed run sends again only what was not yet answered).
+
+    Parameters
+    ----------
+    out : path
+        The store folder (created on first use).
+    client : Client, optional
+        Default ``Client()`` from :mod:`dentalkit.settings` and the environment; built on
+        first use.
+    max_workers, progress, flush_every, flush_interval, retry_failed
+        As for :func:`fetch_cohort` (a request that failed in an earlier run is skipped
+        unless ``retry_failed``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from dentalkit import tle
+    >>> from dentalkit.sandbox import running
+    >>> with running() as sb, tempfile.TemporaryDirectory() as out:
+    ...     fetcher = Fetcher(out, Client(sb.base_url, api_key=sb.api_key, cache="memory"))
+    ...     first = tle.estimate(tle.example_patients(3), fetcher)
+    ...     again = tle.estimate(tle.example_patients(3), fetcher)
+    ...     first.attrs["sent"], again.attrs["from_store"], again.attrs["sent"]
+    (3, 3, 0)
+    """
+
+    def __init__(
+        self,
+        out: str | os.PathLike[str],
+        client: Client | None = None,
+        *,
+        max_workers: int | None = None,
+        progress: bool = False,
+        flush_every: int | None = None,
+        flush_interval: float | None = None,
+        retry_failed: bool = False,
+    ) -> None:
+        self.out = Path(out)
+        self.retry_failed = retry_failed
+        self._client = client
+        self.max_workers = max_workers
+        self.progress = progress
+        self.flush_every = flush_every
+        self.flush_interval = flush_interval
+        self.last_report: FetchReport | None = None
+
+    def __repr__(self) -> str:
+        return f"Fetcher(out={str(self.out)!r})"
+
+    @property
+    def client(self) -> Client:
+        """The client (built from settings on first use when none was given)."""
+        if self._client is None:
+            self._client = Client()
+        return self._client
+
+    def stored(self) -> pd.DataFrame | None:
+        """The store's responses table, or None while the store does not exist yet."""
+        if not (self.out / "_dentalkit.json").exists():
+            return None
+        return read_responses(self.out)
+
+    def __call__(
+        self, manifest: Any, errors: Literal["collect", "raise"] = "collect"
+    ) -> pd.DataFrame:
+        """Fetch ``manifest`` into the store; return the whole responses table.
+
+        ``attrs["fetch"]`` holds the run's counts (``sent``, ``stored``, ``from_cache``,
+        ``failed``, ``already_stored``) and ``attrs["failures"]`` the failure records of
+        this manifest's requests (plain dicts).
+        """
+        report = fetch_cohort(
+            manifest,
+            out=self.out,
+            client=self.client,
+            max_workers=self.max_workers,
+            progress=self.progress,
+            errors=errors,
+            flush_every=self.flush_every,
+            flush_interval=self.flush_interval,
+            retry_failed=self.retry_failed,
+        )
+        self.last_report = report
+        responses = report.responses()
+        responses.attrs["fetch"] = {
+            k: int(getattr(report, k))
+            for k in ("sent", "stored", "from_cache", "failed", "already_stored")
+        }
+        failures = report.failures
+        records = failures.astype(object).where(failures.notna(), None).to_dict("records")
+        responses.attrs["failures"] = [
+            {k: r.get(k) for k in ("options", "error_type", "status_code", "error")}
+            for r in records
+        ]
+        return responses
+
+
+@dataclass
+class FirstContactPlan:
+    """The requests of a first contact: one per endpoint, from the user's small manifest.
+
+    Attributes
+    ----------
+    manifest : DataFrame
+        A manifest of one row per endpoint (``patient_id``, ``timestamp``, ``endpoint``,
+        ``image_url``, option and ``p01`` … ``p11`` columns), ready for :func:`fetch_cohort`.
+    request_keys : list of str
+        The store's request key of each row (to count what is already stored).
+    missing : list of str
+        Registry endpoints the manifest gives no valid row for (not contacted).
+    problems : DataFrame
+        The manifest's problems (bad rows are never chosen).
+    """
+
+    manifest: pd.DataFrame
+    request_keys: list[str]
+    missing: list[str]
+    problems: pd.DataFrame
+
+
+def first_contact_plan(
+    manifest: Any, endpoints: str | Sequence[str] | None = None
+) -> FirstContactPlan:
+    """Choose one request per endpoint from a small manifest (nothing is sent).
+
+    Parameters
+    ----------
+    manifest : DataFrame, list of dict or path
+        As for :func:`fetch_cohort`: rows with ``patient_id``, ``timestamp``,
+        ``image_url`` and an ``endpoint`` column (or ``endpoints=``); ``/tle`` rows carry
+        ``p01`` … ``p11``. The first valid row of each endpoint is chosen.
+    endpoints : str or list of str, optional
+        Endpoints for every row when there is no ``endpoint`` column.
+
+    Returns
+    -------
+    FirstContactPlan
+    """
+    import json
+
+    plan = plan_requests(read_manifest(manifest), endpoints)
+    chosen = plan.requests.drop_duplicates("endpoint", keep="first")
+    rows = []
+    for rec in chosen.to_dict("records"):
+        options = json.loads(rec["options"]) if rec["options"] else {}
+        row = {
+            "patient_id": rec["patient_id"],
+            "timestamp": rec["timestamp"],
+            "endpoint": rec["endpoint"],
+            "image_url": rec["image_url"] if rec["image_url"] is not None else "",
+        }
+        row.update({k: str(v) if isinstance(v, bool) else v for k, v in options.items()})
+        rows.append(row)
+    order = {name: i for i, name in enumerate(ENDPOINTS)}
+    rows.sort(key=lambda r: order[r["endpoint"]])
+    keys = dict(zip(chosen["endpoint"], chosen["request_key"], strict=True))
+    return FirstContactPlan(
+        manifest=pd.DataFrame(rows),
+        request_keys=[keys[r["endpoint"]] for r in rows],
+        missing=[name for name in ENDPOINTS if name not in keys],
+        problems=plan.problems,
+    )

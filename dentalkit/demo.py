@@ -9,8 +9,10 @@
 3. Fetch it through the cache with :func:`dentalkit.fetch_cohort` (progress bar,
    resumable: the second run finds everything stored).
 4. Convert the responses into tables (:mod:`dentalkit.convert`), run the analyses
-   (:func:`dentalkit.pipeline.analyze`), estimate treatment length
-   (:func:`dentalkit.tle.estimate`), draw the figures and write ``report.md``.
+   (:func:`dentalkit.pipeline.analyze`), estimate treatment length from the stored
+   ``/tle`` answers (:func:`dentalkit.tle.estimate`; the sensitivity curves' hypothetical
+   queries go to their own store, ``tle-sensitivity/``), draw the figures and write
+   ``report.md``.
 
 The calibration (millimetres per pixel of each image kind) comes from the sandbox's
 documented image specifications; a real study takes it from the device or a ruler.
@@ -117,6 +119,7 @@ def run_demo(
     port: int = DEMO_PORT,
     progress: bool = True,
     dpi: int = 600,
+    drift: tuple[str, ...] = (),
 ) -> dict[str, Path]:
     """Run the whole study on the embedded sandbox and print where everything is.
 
@@ -137,6 +140,10 @@ def run_demo(
         Show the fetch progress bar.
     dpi : int
         Figure resolution (PNG and images inside PDFs), 300–1200.
+    drift : tuple of str
+        Sandbox drift scenarios (:mod:`dentalkit.sandbox.drift`): the sandbox answers as
+        a changed service could, and the contract report shows each difference. Use a
+        fresh ``out``: a folder's store and cache hold the answers of earlier runs.
 
     Returns
     -------
@@ -145,7 +152,7 @@ def run_demo(
     """
     from dentalkit import convert, io, pipeline, tle
     from dentalkit.client import Client
-    from dentalkit.cohort import fetch_cohort
+    from dentalkit.cohort import Fetcher, fetch_cohort
     from dentalkit.errors import ConfigurationError
     from dentalkit.sandbox import running
     from dentalkit.sandbox.app import BANNER
@@ -162,22 +169,37 @@ def run_demo(
         )
     typed = tle.example_patients(patients)
     cal = sandbox_calibration()
-    with running(port=port) as sb:
+    with running(port=port, drift=tuple(drift)) as sb:
         echo(f"sandbox at {sb.base_url} (sandbox key: {sb.api_key})")
+        if sb.config.drift:
+            echo(
+                f"drift mode: the sandbox answers as a changed service ({', '.join(sb.config.drift)})"
+            )
         client = Client(sb.base_url, api_key=sb.api_key, cache=out / "http-cache.sqlite")
         try:
             manifest = demo_manifest(sb, typed)
             report = fetch_cohort(manifest, out=out, client=client, progress=progress)
             echo(f"fetch: {report.summary()}")
-            estimates = tle.estimate(typed, client, progress=False)
+            # the /tle rows of the manifest are in the store: nothing is sent again
+            estimates = tle.estimate(typed, report.responses())
             curves = tle.sensitivity(
-                typed.head(12), "crowding", ["none", "mild", "moderate", "severe"], client
+                typed.head(12),
+                "crowding",
+                ["none", "mild", "moderate", "severe"],
+                Fetcher(out / "tle-sensitivity", client),
+                errors="collect",  # a failed or malformed answer is a missing point, listed
             )
         finally:
             client.close()
     responses = report.responses()
     tables = convert.tables(responses, errors="collect")
     io.write_tables(tables, out / "tables")
+    from dentalkit.contract import contract_report, write_contract
+
+    contract = contract_report(responses)
+    write_contract(contract, out)
+    n_drift = int((contract["verdict"] == "drift").sum())
+    echo(f"contract: {n_drift} difference(s) from the registry; see {out / 'contract.md'}")
     echo(
         "tables: "
         + ", ".join(f"{name} {len(t)}" for name, t in tables.items() if name != "problems")
@@ -195,8 +217,15 @@ def run_demo(
         estimates["estimate_length_months"] + rng.normal(0.0, 4.0, len(estimates))
     ).round(1)
     analyses["tle_estimates"] = estimates
-    analyses["tle_summary"] = tle.summary(estimates, by="malocclusion_class")
-    analyses["tle_calibration"] = tle.calibration(estimates, "observed_months")
+    n_estimated = int(estimates["estimate_length_months"].notna().sum())
+    if n_estimated >= 3:  # calibration needs three pairs; a summary needs values
+        analyses["tle_summary"] = tle.summary(estimates, by="malocclusion_class")
+        analyses["tle_calibration"] = tle.calibration(estimates, "observed_months")
+    else:
+        echo(
+            f"treatment length: {n_estimated} of {len(estimates)} patients have an estimate "
+            f"({len(tle.problems(estimates))} problem(s), listed in tle.problems); no summary"
+        )
     analyses["tle_sensitivity"] = curves
     # The sensitivity curves carry their inputs in attrs and stay in memory (figure only).
     stored = {k: v for k, v in analyses.items() if k != "tle_sensitivity"}
@@ -227,7 +256,7 @@ def run_demo(
             "that runs no AI model. Every number below comes from synthetic anatomy; the "
             "tables are in `tables/` (data contract) and `analyses/`."
         ),
-        sections=_sections(tables, analyses),
+        sections=_sections(tables, analyses, contract),
         figures=figures,
     )
     elapsed = time.perf_counter() - t0
@@ -241,6 +270,7 @@ def run_demo(
         "analyses": out / "analyses",
         "figures": out / "figures",
         "report": report_path,
+        "contract": out / "contract.md",
     }
 
 
@@ -292,8 +322,63 @@ def _why_text(cmp: pd.DataFrame) -> str:
     return f"Test: {methods}. Why: {whys}."
 
 
-def _sections(tables: dict, analyses: dict) -> list[tuple[str, str]]:
+def _tmj_section(prev: pd.DataFrame) -> str:
+    """TMJ findings per patient (the unit): unknown wordings apart, never counted as found."""
+    r = prev.iloc[0]
+    table = pd.DataFrame(
+        {
+            "patients": [int(r["n_units"])],
+            "with a finding": [int(r["n_with"])],
+            "without": [int(r["n_without"])],
+            "unknown wording": [int(r["n_unknown"])],
+            "prevalence (known)": [r["prevalence"]],
+            "ci_low": [r["ci_low"]],
+            "ci_high": [r["ci_high"]],
+            "bounds": [f"{r['bound_low']:.2f}–{r['bound_high']:.2f}"],
+        }
+    )
+    return (
+        _markdown(table, ".2f")
+        + f"\n\n{r['method']}. A sentence that no TMJ phrase recognises is unknown, never "
+        "counted as a finding (docs/data-contract.md, TMJ sentences)."
+    )
+
+
+def _versions_section(versions: pd.DataFrame) -> str:
+    text = _markdown(versions[["endpoint", "model_version", "n_sessions", "n_patients"]])
+    pooled = sorted(set(versions.loc[versions["pooled"], "endpoint"]))
+    if pooled:
+        return text + (
+            "\n\n**Pooled model versions**: the analyses of "
+            + ", ".join(pooled)
+            + " mix responses of different Version labels."
+        )
+    return text + "\n\nEach endpoint answered with one Version label (or none, as the spec shows)."
+
+
+def _contract_section(contract: pd.DataFrame) -> str:
+    drift = contract[contract["verdict"] == "drift"]
+    if drift.empty:
+        head = "Every response is as the endpoint registry expects (no drift)."
+    else:
+        counts = drift.groupby("aspect", sort=False).size()
+        head = (
+            f"{len(drift)} difference(s) from the registry: "
+            + ", ".join(f"{a} {n}" for a, n in counts.items())
+            + "."
+        )
+    return head + " Per endpoint and aspect in `contract.md` and `contract.parquet`."
+
+
+def _sections(
+    tables: dict, analyses: dict, contract: pd.DataFrame | None = None
+) -> list[tuple[str, str]]:
     sections = []
+    versions = analyses.get("model_versions")
+    if versions is not None and len(versions):
+        sections.append(("Model versions per endpoint", _versions_section(versions)))
+    if contract is not None and len(contract):
+        sections.append(("Service contract", _contract_section(contract)))
     classes = analyses.get("ceph_classes")
     changes = analyses.get("ceph_class_changes")
     if classes is not None and len(classes):
@@ -450,6 +535,9 @@ def _sections(tables: dict, analyses: dict) -> list[tuple[str, str]]:
                 + _markdown(tle_summary[cols].astype({"n": "int64"}), ".1f"),
             )
         )
+    tmj_prev = analyses.get("tmj_prevalence")
+    if tmj_prev is not None and len(tmj_prev):
+        sections.append(("TMJ findings (patients)", _tmj_section(tmj_prev)))
     problems = tables.get("problems")
     if problems is not None:
         sections.append(

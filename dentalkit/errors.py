@@ -275,6 +275,10 @@ class EchoMismatchWarning(DentalkitWarning):
     """A response echoes a PatientID/TimeStamp that differs from the request."""
 
 
+class MixedVersionsWarning(DentalkitWarning):
+    """An analysis pools responses of one endpoint that carry different ``Version`` labels."""
+
+
 def api_error_for_status(status: int, **kwargs: Any) -> ApiError:
     """Build the right :class:`ApiError` subclass for an HTTP status."""
     if status == 401:

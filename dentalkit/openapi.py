@@ -23,7 +23,7 @@ from dentalkit.endpoints import (
     Kind,
 )
 
-__all__ = ["openapi_document"]
+__all__ = ["DEFAULT_SERVER", "openapi_document"]
 
 # The sandbox's documented narrowing of what the spec leaves open; one definition, used
 # both by the sandbox's validation and by the sandbox variant of this document.
@@ -225,7 +225,13 @@ def _operation(endpoint: Endpoint, sandbox: bool = False) -> dict[str, Any]:
                 "name": q.name,
                 "in": "query",
                 "required": True,
-                "description": q.meaning + " (allowed values not shown by the spec)",
+                "description": q.meaning
+                + (
+                    " (the spec does not show allowed values: these are dentalkit's codebook "
+                    "encodings, which the sandbox enforces)"
+                    if sandbox
+                    else " (allowed values not shown by the spec)"
+                ),
                 "schema": {"type": "string", **({"enum": values[q.name]} if sandbox else {})},
             }
             for q in endpoint.query
@@ -233,17 +239,48 @@ def _operation(endpoint: Endpoint, sandbox: bool = False) -> dict[str, Any]:
     return op
 
 
-def openapi_document(base_url: str = "{base_url}", *, sandbox: bool = False) -> dict[str, Any]:
+#: Default of the ``base_url`` server variable: the local sandbox (``dentalkit sandbox``).
+DEFAULT_SERVER = "http://127.0.0.1:8765/api/v2"
+
+
+def _servers(base_url: str | None) -> list[dict[str, Any]]:
+    """``servers``: the given URL, or a ``{base_url}`` variable (default: the sandbox)."""
+    if base_url and base_url != "{base_url}":
+        return [{"url": base_url}]
+    return [
+        {
+            "url": "{base_url}",
+            "variables": {
+                "base_url": {
+                    "default": DEFAULT_SERVER,
+                    "description": (
+                        "Service URL ending in /api/v2 (the spec's {base_url}); the default "
+                        "is the local dentalkit sandbox"
+                    ),
+                }
+            },
+        }
+    ]
+
+
+def openapi_document(
+    base_url: str | None = "{base_url}", *, sandbox: bool = False
+) -> dict[str, Any]:
     """Return the OpenAPI 3.1 document of interface v2 as a dict.
 
     Parameters
     ----------
-    base_url : str
-        Server URL ending in ``/api/v2`` (the spec's ``{base_url}``).
+    base_url : str, optional
+        Server URL ending in ``/api/v2``. ``None`` or ``"{base_url}"`` (the spec's
+        placeholder) give a ``servers`` entry with a ``base_url`` variable whose default
+        is the local sandbox (:data:`DEFAULT_SERVER`), so tools can use the document as
+        it is.
     sandbox : bool
-        Narrow the formats the spec leaves open to what the sandbox accepts (an http(s)
-        ``ImageName`` URL, non-blank strings, the /tle codebook's codes). The sandbox
-        serves this variant; property-based tests use it to reach success responses.
+        Narrow the formats the spec leaves open to what dentalkit sends and the sandbox
+        enforces (an http(s) ``ImageName`` URL, non-blank strings, the /tle codebook's
+        codes). The sandbox serves this variant, ``dentalkit openapi`` writes it by
+        default (``--spec-only`` for the open one), and schemathesis's positive-data
+        check passes against the sandbox with it.
     """
     return {
         "openapi": "3.1.0",
@@ -256,7 +293,7 @@ def openapi_document(base_url: str = "{base_url}", *, sandbox: bool = False) -> 
                 "are the dentalkit sandbox's documented choices."
             ),
         },
-        "servers": [{"url": base_url}],
+        "servers": _servers(base_url),
         "components": {
             "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"}},
             "schemas": _components(),

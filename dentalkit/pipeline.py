@@ -21,9 +21,16 @@ from typing import Any
 
 import pandas as pd
 
-from dentalkit.errors import DentalkitWarning
+from dentalkit.errors import DentalkitWarning, MixedVersionsWarning
 
-__all__ = ["analyze", "make_figures", "read_analyses", "write_analyses", "write_report"]
+__all__ = [
+    "analyze",
+    "make_figures",
+    "model_versions",
+    "read_analyses",
+    "write_analyses",
+    "write_report",
+]
 
 log = logging.getLogger("dentalkit")
 
@@ -91,12 +98,26 @@ def analyze(
         ``arch_fits``, ``arch_measures``, ``arch_mean_forms`` and ``arch_compare`` (first
         session of each patient: one row per patient), ``tooth_measures``,
         ``tooth_symmetry_cohort``, ``missing_by_fdi``, ``missing_patterns``,
-        ``findings_prevalence`` — each present when its input table has rows.
+        ``findings_prevalence``, ``tmj_prevalence`` (unknown TMJ wordings counted apart,
+        never as findings) — each present when its input table has rows — and
+        ``model_versions`` (:func:`model_versions`: the ``Version`` labels each endpoint's
+        rows carry).
+
+    Warns
+    -----
+    MixedVersionsWarning
+        When the rows of one endpoint carry several ``Version`` labels: its analyses pool
+        answers of different model versions (recorded in ``model_versions``, column
+        ``pooled``).
     """
     from dentalkit import arch, ceph, findings, stats, teeth
     from dentalkit.stats import one_row_per_unit
 
     out: dict[str, pd.DataFrame] = {}
+    versions = model_versions(tables)
+    if len(versions):
+        out["model_versions"] = versions
+        _warn_pooled(versions)
     landmarks = tables.get("landmarks")
     with warnings.catch_warnings():
         # Problems are collected into tables; a warning per stage would only repeat them.
@@ -174,7 +195,86 @@ def analyze(
         if images is not None and len(images):
             prev = findings.prevalence(det, counts, images=images)
             out["findings_prevalence"] = prev.prevalence
+        tmj = tables.get("tmj")
+        if tmj is not None and len(tmj):
+            out["tmj_prevalence"] = findings.tmj_prevalence(tmj)
     return out
+
+
+def model_versions(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """The ``Version`` labels behind the tables, per endpoint: what the analyses pool.
+
+    Parameters
+    ----------
+    tables : mapping of str to DataFrame
+        Tables of :func:`dentalkit.convert.tables` (any with ``endpoint``,
+        ``model_version``, ``patient_id`` and ``timestamp`` columns count).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per endpoint and ``model_version`` (``"(none)"`` for endpoints whose
+        responses carry no Version, such as the classifier): ``n_sessions`` and
+        ``n_patients`` (distinct sessions and patients with that label; the patient is the
+        unit) and ``pooled`` (True when the endpoint's rows carry more than one label, so
+        its analyses mix model versions).
+    """
+    keys = []
+    for table in tables.values():
+        if table is None or not len(table):
+            continue
+        if not {"endpoint", "model_version", "patient_id", "timestamp"} <= set(table.columns):
+            continue
+        keys.append(
+            pd.DataFrame(
+                {
+                    "endpoint": table["endpoint"].astype("object"),
+                    "model_version": table["model_version"].astype("object"),
+                    "patient_id": table["patient_id"].astype("object"),
+                    "timestamp": table["timestamp"].astype("object"),
+                }
+            ).drop_duplicates()
+        )
+    cols = ["endpoint", "model_version", "n_sessions", "n_patients", "pooled"]
+    if not keys:
+        return pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
+    allk = pd.concat(keys, ignore_index=True).drop_duplicates()
+    allk["model_version"] = allk["model_version"].where(allk["model_version"].notna(), "(none)")
+    grouped = allk.groupby(["endpoint", "model_version"], sort=True)
+    out = pd.DataFrame(
+        {
+            "n_sessions": grouped[["patient_id", "timestamp"]].apply(
+                lambda g: len(g.drop_duplicates())
+            ),
+            "n_patients": grouped["patient_id"].nunique(),
+        }
+    ).reset_index()
+    labels = out.groupby("endpoint")["model_version"].transform("size")
+    out["pooled"] = (labels > 1).to_numpy()
+    return out.astype(
+        {"endpoint": "str", "model_version": "str", "n_sessions": "int64", "n_patients": "int64"}
+    )[cols]
+
+
+def _warn_pooled(versions: pd.DataFrame) -> None:
+    pooled = versions[versions["pooled"]]
+    if not len(pooled):
+        return
+    parts = [
+        f"{ep}: "
+        + ", ".join(
+            f"{v} ({n} patients)" for v, n in zip(g["model_version"], g["n_patients"], strict=True)
+        )
+        for ep, g in pooled.groupby("endpoint", sort=True)
+    ]
+    warnings.warn(
+        "the analyses pool responses of different model versions — "
+        + "; ".join(parts)
+        + " (recorded in the model_versions table; analyse one Version at a time by "
+        "filtering the tables on model_version to keep them apart)",
+        MixedVersionsWarning,
+        stacklevel=3,
+    )
 
 
 def _merge_groups(table: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:

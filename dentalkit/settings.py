@@ -31,6 +31,7 @@ __all__ = [
     "max_retries",
     "max_workers",
     "timeout",
+    "tmj_phrases",
     "user_agent",
     "verify",
 ]
@@ -116,3 +117,8 @@ flush_every: int = 500
 
 #: ... or after this many seconds since the last part, whichever comes first.
 flush_interval: float = 10.0
+
+#: Extra TMJ phrases file(s) (CSV: ``meaning``, ``pattern``, ``example``) whose rows are added
+#: to the shipped ``dentalkit/data/tmj_phrases.csv`` when TMJ sentences are read (see
+#: :func:`dentalkit.convert.has_finding`); a path, a list of paths or ``None``.
+tmj_phrases: str | os.PathLike[str] | list[str | os.PathLike[str]] | None = None

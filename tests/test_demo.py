@@ -66,6 +66,12 @@ def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp
     assert len(changes) == 3 and (changes["n_sessions"] == 2).all()
     z = pd.read_parquet(out / "analyses" / "ceph_zscores.parquet")
     assert z["sex"].isin(["F", "M"]).all() and z["age"].between(5, 60).all()
+    # versions per endpoint, the contract (no drift from the sandbox) and TMJ by patient
+    assert "## Model versions per endpoint" in report and "2.3.0-sandbox" in report
+    assert "no drift" in report and (out / "contract.md").exists()
+    contract = pd.read_parquet(out / "contract.parquet")
+    assert set(contract["endpoint"]) == {e.name for e in image_endpoints()} | {"tle"}
+    assert "## TMJ findings (patients)" in report
 
     # The same study as shell steps: tables, analyze and figures.
     cal = sandbox_calibration()

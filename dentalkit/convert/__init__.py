@@ -39,6 +39,7 @@ from dentalkit.convert._tables import (
     tooth_keypoints,
 )
 from dentalkit.convert._tmj import has_finding
+from dentalkit.convert._tmj import load_phrases as load_tmj_phrases
 from dentalkit.convert._toothkeys import fdi as fdi_number
 from dentalkit.convert.schemas import TABLE_NAMES
 
@@ -51,6 +52,7 @@ __all__ = [
     "findings",
     "has_finding",
     "landmarks",
+    "load_tmj_phrases",
     "read_tables",
     "schemas",
     "tables",

@@ -74,6 +74,7 @@ def tables(
     errors: Errors = "raise",
     landmark_map: LandmarkMap = None,
     include: Iterable[str] | None = None,
+    tmj_phrases: _tmj.PhrasesArg = None,
 ) -> dict[str, pd.DataFrame]:
     """Convert a responses table into every dentalkit table, plus ``problems``.
 
@@ -86,6 +87,9 @@ def tables(
         is accepted too.
     include : iterable of str, optional
         Build only these tables (default: all); only their responses are read.
+    tmj_phrases : path or list of paths, optional
+        Extra TMJ phrases files added to the shipped ones (default:
+        :data:`dentalkit.settings.tmj_phrases`); see :func:`dentalkit.convert.has_finding`.
 
     Returns
     -------
@@ -122,7 +126,7 @@ def tables(
         if unknown:
             raise InputError(f"include: unknown table(s) {unknown}; tables are {', '.join(wanted)}")
         wanted = tuple(t for t in wanted if t in include)
-    out, problems = _run(responses, errors, landmark_map, wanted)
+    out, problems = _run(responses, errors, landmark_map, wanted, tmj_phrases)
     problems.warn(stacklevel=3)
     out["problems"] = problems.frame(wanted)
     return out
@@ -136,18 +140,23 @@ def _run(
     errors: Errors,
     landmark_map: LandmarkMap,
     wanted: tuple[str, ...],
+    tmj_phrases: _tmj.PhrasesArg = None,
 ) -> tuple[dict[str, pd.DataFrame], Problems]:
     problems = Problems(errors)
     names = _landmark_names(landmark_map) if "landmarks" in wanted else {}
     req = prepare(responses, problems)
     kinds = {TABLE_KINDS[t] for t in wanted}
     with gc_paused():
-        built = _convert_kinds(req, kinds, problems, names)
+        built = _convert_kinds(req, kinds, problems, names, tmj_phrases)
     return {t: built[t] for t in wanted}, problems
 
 
 def _convert_kinds(
-    req: Requests, kinds: set[Kind], problems: Problems, names: dict[str, dict[str, str]]
+    req: Requests,
+    kinds: set[Kind],
+    problems: Problems,
+    names: dict[str, dict[str, str]],
+    tmj_phrases: _tmj.PhrasesArg = None,
 ) -> dict[str, pd.DataFrame]:
     built: dict[str, pd.DataFrame] = {}
     for kind in Kind:
@@ -165,7 +174,7 @@ def _convert_kinds(
         elif kind is Kind.CLASSIFIER:
             built["classifications"] = _classifier.convert(req, idx, problems)
         elif kind is Kind.TMJ:
-            built["tmj"] = _tmj.convert(req, idx, problems)
+            built["tmj"] = _tmj.convert(req, idx, problems, tmj_phrases)
         elif kind is Kind.TLE:
             built["tle"] = _tle.convert(req, idx, problems)
     return built
@@ -194,9 +203,13 @@ def _names_by_view(table: pd.DataFrame) -> dict[str, dict[str, str]]:
 
 
 def _one(
-    table: str, responses: pd.DataFrame, errors: Errors, landmark_map: LandmarkMap = None
+    table: str,
+    responses: pd.DataFrame,
+    errors: Errors,
+    landmark_map: LandmarkMap = None,
+    tmj_phrases: _tmj.PhrasesArg = None,
 ) -> pd.DataFrame:
-    out, problems = _run(responses, errors, landmark_map, (table,))
+    out, problems = _run(responses, errors, landmark_map, (table,), tmj_phrases)
     problems.warn(stacklevel=4)
     found = problems.frame([table])
     if len(found):
@@ -301,15 +314,21 @@ def classifications(responses: pd.DataFrame, errors: Errors = "raise") -> pd.Dat
     return _one("classifications", responses, errors)
 
 
-def tmj(responses: pd.DataFrame, errors: Errors = "raise") -> pd.DataFrame:
+def tmj(
+    responses: pd.DataFrame, errors: Errors = "raise", tmj_phrases: _tmj.PhrasesArg = None
+) -> pd.DataFrame:
     """TMJ cross-sectional findings: one row per response.
 
     Columns: the session key, ``image_name``, ``finding`` (the sentence as sent) and
-    ``has_finding`` (False when the whole sentence states that nothing was found; see
-    :func:`dentalkit.convert.has_finding` for the exact rule).
+    ``has_finding`` (nullable boolean: True, False, or missing when the sentence is
+    recognised neither as "no finding" nor as a finding; see
+    :func:`dentalkit.convert.has_finding` for the rule and ``tmj_phrases`` for
+    extending it). Each distinct unrecognised sentence gives one problems row.
     {common}
+    tmj_phrases : path or list of paths, optional
+        Extra TMJ phrases files (default :data:`dentalkit.settings.tmj_phrases`).
     """
-    return _one("tmj", responses, errors)
+    return _one("tmj", responses, errors, tmj_phrases=tmj_phrases)
 
 
 def tle(responses: pd.DataFrame, errors: Errors = "raise") -> pd.DataFrame:

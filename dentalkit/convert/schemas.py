@@ -12,7 +12,8 @@ arrow type (declared)                       pandas dtype of the built table
 ``float64``                                 ``float64``
 ``int16`` / ``int32`` (not nullable)        ``int16`` / ``int32``
 ``int16`` / ``int64`` (nullable)            ``Int16`` / ``Int64``
-``bool``                                    ``bool``
+``bool`` (not nullable)                     ``bool``
+``bool`` (nullable)                         ``boolean``
 ``timestamp[ns, UTC]``                      ``datetime64[ns, UTC]``
 ``binary`` with ``geometry`` metadata       ``object`` (shapely Polygon or None); WKB on disk
 ==========================================  =============================================
@@ -253,7 +254,12 @@ SCHEMAS: Mapping[str, pa.Schema] = MappingProxyType(
                 *_session(Kind.TMJ),
                 _field("image_name", pa.string(), "ImageName: the stored file name, not the URL"),
                 _field("finding", _CAT, "Results.Finding, the sentence as sent"),
-                _field("has_finding", pa.bool_(), "False when the sentence says nothing was found"),
+                _field(
+                    "has_finding",
+                    pa.bool_(),
+                    "True / False / missing when the sentence is not recognised (unknown)",
+                    nullable=True,
+                ),
             ]
         ),
         "tle": pa.schema(
@@ -325,6 +331,8 @@ def _pandas_dtype(table: str, field: pa.Field):
         return _STR
     if pa.types.is_timestamp(t):
         return pd.DatetimeTZDtype(unit=t.unit, tz=t.tz)
+    if pa.types.is_boolean(t) and field.nullable:
+        return pd.BooleanDtype()
     if pa.types.is_integer(t) and field.nullable:
         return pd.api.types.pandas_dtype(str(t).capitalize())  # int16 -> Int16
     return np.dtype(t.to_pandas_dtype())

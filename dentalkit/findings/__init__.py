@@ -18,5 +18,13 @@ from __future__ import annotations
 
 from dentalkit.findings._images import COUNTED_SOURCES, analysed_images
 from dentalkit.findings._prevalence import UNITS, FindingsPrevalence, prevalence
+from dentalkit.findings._tmj import tmj_prevalence
 
-__all__ = ["COUNTED_SOURCES", "UNITS", "FindingsPrevalence", "analysed_images", "prevalence"]
+__all__ = [
+    "COUNTED_SOURCES",
+    "UNITS",
+    "FindingsPrevalence",
+    "analysed_images",
+    "prevalence",
+    "tmj_prevalence",
+]

@@ -348,6 +348,10 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
             payload = simulate.respond_json(endpoint, data, noise=config.noise, extra=extra)
         else:
             payload = orjson.dumps(simulate.estimate_tle(data))
+        if config.drift:  # a changed service (drift mode, off by default)
+            from dentalkit.sandbox.drift import apply_drift
+
+            payload = orjson.dumps(apply_drift(config.drift, endpoint, orjson.loads(payload), data))
         if decision.malformed:
             payload = payload[: max(1, len(payload) // 2)]
         return 200, payload, usage
@@ -364,7 +368,8 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     @app.get("/", include_in_schema=False)
     async def banner() -> Response:
         return Response(
-            orjson.dumps({"sandbox": True, "message": BANNER}), media_type="application/json"
+            orjson.dumps({"sandbox": True, "message": BANNER, "drift": list(config.drift)}),
+            media_type="application/json",
         )
 
     @app.get("/openapi.json", include_in_schema=False)

@@ -100,6 +100,10 @@ class SandboxConfig:
         whenever a request is answered, so two runs of a cohort give
         byte-identical bodies (used by the reliability tests). ``None``, the
         default, follows the wall clock.
+    drift : tuple of str
+        Drift scenarios (:mod:`dentalkit.sandbox.drift`): answer as a changed service
+        could (extra fields, new labels, other wordings …). Empty, the default, answers
+        exactly as the registry says; ``("all",)`` turns every scenario on.
     """
 
     api_key: str = SANDBOX_API_KEY
@@ -111,6 +115,12 @@ class SandboxConfig:
     link_ttl: float = 72 * 3600.0
     clock_offset: float = 0.0
     frozen_time: float | None = None
+    drift: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        from dentalkit.sandbox.drift import check_scenarios
+
+        self.drift = check_scenarios(self.drift)
 
     def now(self) -> float:
         """Current sandbox time (Unix seconds): ``frozen_time`` or the wall clock, plus
@@ -133,11 +143,20 @@ class SandboxConfig:
             "link_ttl": self.link_ttl,
             "clock_offset": self.clock_offset,
             "frozen_time": self.frozen_time,
+            "drift": list(self.drift),
         }
 
     def update(self, changes: dict[str, Any]) -> None:
         """Apply a partial update from ``PUT /_sandbox/config`` (validated)."""
-        allowed = {"noise", "max_body_bytes", "clock_offset", "link_ttl", "faults", "frozen_time"}
+        allowed = {
+            "noise",
+            "max_body_bytes",
+            "clock_offset",
+            "link_ttl",
+            "faults",
+            "frozen_time",
+            "drift",
+        }
         unknown = set(changes) - allowed
         if unknown:
             raise ValueError(
@@ -156,6 +175,10 @@ class SandboxConfig:
         for name in ("noise", "max_body_bytes", "clock_offset", "link_ttl"):
             if name in changes:
                 setattr(self, name, type(getattr(self, name))(changes[name]))
+        if "drift" in changes:
+            from dentalkit.sandbox.drift import check_scenarios
+
+            self.drift = check_scenarios(changes["drift"] or ())
         if "frozen_time" in changes:
             frozen = changes["frozen_time"]
             self.frozen_time = None if frozen is None else float(frozen)

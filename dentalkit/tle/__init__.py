@@ -7,7 +7,8 @@ From a typed patient table to validated ``/tle`` calls, cohort summaries, sensit
   column feeds each of p01 … p11 and how it is encoded.
 * :func:`encode` / :func:`decode` — typed table ⇄ the eleven query strings, validating
   every row first.
-* :func:`estimate` — one call per distinct parameter set through the cached client.
+* :func:`estimate` — predicted months from the stored GET /tle answers (a fetcher sends
+  one request per distinct parameter set the store lacks, through fetch_cohort).
 * :func:`summary`, :func:`sensitivity`, :func:`calibration` — analyses (pure).
 """
 

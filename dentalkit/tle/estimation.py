@@ -1,27 +1,31 @@
-"""Predicted treatment lengths for a cohort through ``GET /tle``, and sensitivity curves.
+"""Predicted treatment lengths for a cohort from ``GET /tle`` answers, and sensitivity curves.
 
 :func:`estimate` validates and encodes the whole patient table first (nothing is sent
-for an invalid row), sends **one** request per distinct parameter set through the cached
-client (the HTTP cache also de-duplicates across runs) and maps the answers back to
-every row. :func:`sensitivity` varies one factor while holding the others (a
+for an invalid row) and maps each row to the stored answer for its query. The answers
+come from the **responses store** — the same lossless, resumable store the image
+endpoints are fetched into: pass the responses table itself (nothing is sent), or a
+*fetcher* such as :class:`dentalkit.cohort.Fetcher` that fetches the queries the store
+lacks through :func:`dentalkit.fetch_cohort` (one request per distinct query; planned,
+sent, stored, failed and resumed like every other request). This module never imports
+the HTTP client. :func:`sensitivity` varies one factor while holding the others (a
 partial-dependence curve) on top of :func:`estimate`.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import warnings
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
+import orjson
 import pandas as pd
 
 from dentalkit.endpoints import get_endpoint
 from dentalkit.errors import (
-    ApiError,
     DentalkitError,
     DentalkitWarning,
     InputError,
@@ -31,10 +35,14 @@ from dentalkit.errors import (
 from dentalkit.tle.codebook import Codebook, load_codebook
 from dentalkit.tle.encoding import PROBLEM_COLUMNS, encode
 
-if TYPE_CHECKING:
-    from dentalkit.client import Client
-
-__all__ = ["ESTIMATE_PROBLEM_COLUMNS", "estimate", "problems", "sensitivity"]
+__all__ = [
+    "ESTIMATE_PROBLEM_COLUMNS",
+    "SENSITIVITY_TIMESTAMP",
+    "TLE_TIMESTAMP",
+    "estimate",
+    "problems",
+    "sensitivity",
+]
 
 log = logging.getLogger("dentalkit")
 
@@ -43,31 +51,43 @@ _PARAMS = [q.name for q in _ENDPOINT.query]
 #: Columns of :func:`problems` (of an :func:`estimate` or :func:`sensitivity` result): the
 #: encoding problems' columns plus the error type and HTTP status of a failed call.
 ESTIMATE_PROBLEM_COLUMNS = (*PROBLEM_COLUMNS, "error_type", "status_code")
+#: The ``timestamp`` of the /tle requests a fetcher stores for a patient table without a
+#: ``timestamp`` column (the store keys every request by patient, session and query).
+TLE_TIMESTAMP = "tle"
+#: The ``timestamp`` of the /tle requests :func:`sensitivity` stores through a fetcher.
+SENSITIVITY_TIMESTAMP = "tle-sensitivity"
+
+#: What :func:`estimate` reads answers from: a responses table, or a fetcher.
+Source = pd.DataFrame | Callable[..., pd.DataFrame]
 
 
 def estimate(
     patients: pd.DataFrame,
-    client: Client | None = None,
-    max_workers: int = 8,
-    progress: bool = True,
+    responses: Source,
     errors: Literal["collect", "raise"] = "collect",
     *,
     codebook: Codebook | str | None = None,
-    refresh: bool = False,
+    timestamp: str | None = None,
 ) -> pd.DataFrame:
-    """Predict the treatment length of every patient with ``GET /tle``.
+    """Predicted treatment length of every patient, from stored ``GET /tle`` answers.
 
     Parameters
     ----------
     patients : pandas.DataFrame
-        Typed patient table with the codebook's columns (see :func:`~dentalkit.tle.encode`).
-    client : dentalkit.Client, optional
-        The cached client; default ``dentalkit.Client()`` (settings and environment). For
-        the local sandbox: ``Client(sb.base_url, api_key=sb.api_key)``.
-    max_workers : int
-        Concurrent requests (threads sharing the client).
-    progress : bool
-        Show a tqdm progress bar over the distinct requests.
+        Typed patient table with the codebook's columns (see :func:`~dentalkit.tle.encode`);
+        ``patient_id`` (and ``timestamp``) when present key the requests a fetcher stores.
+    responses : DataFrame or fetcher
+        Where the answers come from:
+
+        * a responses table (:func:`dentalkit.store.read_responses`): nothing is sent; a
+          query without a stored answer leaves the row missing and is listed by
+          :func:`problems`;
+        * a fetcher, e.g. ``dentalkit.cohort.Fetcher(out, client)``: a callable that takes
+          a ``/tle`` manifest (``patient_id``, ``timestamp``, ``endpoint``, ``p01`` …
+          ``p11``) and ``errors=``, fetches it into its store with
+          :func:`dentalkit.fetch_cohort` and returns the store's responses table (with the
+          run's failures in ``attrs["failures"]``). Only queries the store does not answer
+          yet are sent, one request per distinct query; a killed run resumes from the store.
     errors : {"collect", "raise"}
         ``"collect"`` (default): invalid rows are not sent and failed calls do not stop the
         run; both leave ``app``/``estimate_length_months`` missing and are listed by
@@ -76,8 +96,9 @@ def estimate(
         before anything is sent; the first failed call raises its error.
     codebook : Codebook or path, optional
         Default: the shipped codebook.
-    refresh : bool
-        Bypass the cache read and store fresh answers.
+    timestamp : str, optional
+        Session label of the requests a fetcher stores; default the ``timestamp`` column,
+        else :data:`TLE_TIMESTAMP`.
 
     Returns
     -------
@@ -85,34 +106,37 @@ def estimate(
         The input rows (same index and order, input not modified) plus ``p01`` … ``p11``
         (the strings sent; missing for invalid rows), ``app`` (the estimator's name) and
         ``estimate_length_months`` (float64, months as the service answered).
-        :func:`problems` ``(result)`` gives one row per invalid value or failed call
-        (columns :data:`ESTIMATE_PROBLEM_COLUMNS`); ``attrs["requests"]`` is the number of
-        distinct parameter sets and ``attrs["from_cache"]`` how many the HTTP cache
-        answered. ``attrs`` hold plain values only (the problems as records), so results
+        :func:`problems` ``(result)`` gives one row per invalid value, failed call or
+        missing answer (columns :data:`ESTIMATE_PROBLEM_COLUMNS`); ``attrs["requests"]``
+        is the number of distinct parameter sets, ``attrs["from_store"]`` how many the
+        store already answered before this call, ``attrs["sent"]`` how many the fetcher
+        sent and ``attrs["from_cache"]`` how many of those the HTTP cache answered.
+        ``attrs`` hold plain values only (the problems as records), so results
         concatenate with :func:`pandas.concat` and copy cheaply.
 
     Raises
     ------
     InputError
-        ``patients`` is not a DataFrame or lacks a codebook column (either mode).
+        ``patients`` is not a DataFrame or lacks a codebook column, or ``responses`` is
+        neither a responses table nor a fetcher (either mode).
     ManifestError
         ``errors="raise"`` and some value is invalid (every one listed; nothing sent).
     ApiError, TransportError, ResponseFormatError
-        ``errors="raise"`` and a call failed.
+        ``errors="raise"`` and a call failed or a stored answer is malformed.
 
     Examples
     --------
     >>> from dentalkit import tle
     >>> from dentalkit.client import Client
+    >>> from dentalkit.cohort import Fetcher
     >>> from dentalkit.sandbox import running
     >>> with running() as sb:  # doctest: +SKIP
-    ...     client = Client(sb.base_url, api_key=sb.api_key)
-    ...     est = tle.estimate(tle.example_patients(20), client)
+    ...     fetcher = Fetcher("study-store", Client(sb.base_url, api_key=sb.api_key))
+    ...     est = tle.estimate(tle.example_patients(20), fetcher)
     """
     if errors not in ("collect", "raise"):
         raise InputError(f"errors must be 'collect' or 'raise', got {errors!r}")
-    if max_workers < 1:
-        raise InputError(f"max_workers must be at least 1, got {max_workers}")
+    fetch = _check_source(responses)
     book = load_codebook(codebook)
     if not isinstance(patients, pd.DataFrame):
         encode(patients, book)  # raises the InputError that explains
@@ -126,12 +150,29 @@ def estimate(
         status_code=pd.Series(pd.NA, index=problems.index, dtype="Int16"),
     )
     unique = encoded.drop_duplicates(ignore_index=True)
-    answers, failures, from_cache = _call_all(
-        unique, client, max_workers, progress, errors, refresh
-    )
+    stored = _stored(responses if fetch is None else _current(fetch))
+    malformed: dict[tuple, DentalkitError] = {}
+    answers = _lookup(unique, stored, errors, malformed)
+    counts = {"from_store": len(answers), "sent": 0, "from_cache": 0}
+    failures: dict[tuple, DentalkitError] = {}
+    missing = [q for q in _queries(unique) if q not in answers]
+    if fetch is not None and missing:
+        manifest = _manifest(patients, encoded, set(missing), timestamp)
+        fetched = fetch(manifest, errors=errors)
+        if not isinstance(fetched, pd.DataFrame):
+            raise InputError(
+                f"the fetcher returned a {type(fetched).__name__}, not a responses table"
+            )
+        malformed = {}
+        answers = _lookup(unique, _stored(fetched), errors, malformed)
+        info = fetched.attrs.get("fetch", {})
+        counts["sent"] = int(info.get("sent", len(missing)))
+        counts["from_cache"] = int(info.get("from_cache", 0))
+        failures = _failures(fetched.attrs.get("failures", ()))
+    table = _answers_table(answers)
 
     n, valid = len(patients), encoded.index.to_numpy()
-    keyed = encoded.merge(answers, on=_PARAMS, how="left", validate="many_to_one")
+    keyed = encoded.merge(table, on=_PARAMS, how="left", validate="many_to_one")
     out = patients.copy()
     for name, source, dtype in (
         *((param, encoded, "str") for param in _PARAMS),
@@ -142,12 +183,32 @@ def estimate(
         column[valid] = source[name].to_numpy(dtype=object)
         out[name] = pd.Series(column, index=patients.index).astype(dtype)
 
-    if len(failures):
-        failed = encoded.reset_index(names="_pos").merge(failures, on=_PARAMS, how="inner")
+    unanswered = [q for q in _queries(unique) if q not in answers]
+    if unanswered:
+        why = {
+            q: failures.get(q)
+            or malformed.get(q)
+            or ResponseFormatError(
+                "no stored answer for this query"
+                + (
+                    " (not fetched: pass a fetcher such as dentalkit.cohort.Fetcher, or fetch "
+                    "the query with fetch_cohort first)"
+                    if fetch is None
+                    else " (the call failed or was not sent; see failures.parquet in the store)"
+                ),
+                endpoint=_ENDPOINT.path,
+            )
+            for q in unanswered
+        }
+        if errors == "raise":
+            raise why[unanswered[0]]
+        frame = pd.DataFrame([dict(zip(_PARAMS, q, strict=True)) for q in unanswered])
+        frame["error"] = [why[q] for q in unanswered]
+        failed = encoded.reset_index(names="_pos").merge(frame, on=_PARAMS, how="inner")
         problems = pd.concat([problems, _failure_problems(failed, patients)], ignore_index=True)
     out.attrs["problems"] = _records(problems)
     out.attrs["requests"] = len(unique)
-    out.attrs["from_cache"] = from_cache
+    out.attrs.update(counts)
     if len(problems):
         n_rows = int(out["estimate_length_months"].isna().sum())
         warnings.warn(
@@ -157,6 +218,172 @@ def estimate(
             stacklevel=2,
         )
     return out
+
+
+def _check_source(responses: Any) -> Callable[..., pd.DataFrame] | None:
+    """The fetcher, or None for a responses table; anything else is an InputError."""
+    if isinstance(responses, pd.DataFrame):
+        missing = {"endpoint", "options", "body"} - set(responses.columns)
+        if missing:
+            raise InputError(
+                "responses must be a responses table (dentalkit.store.read_responses) with "
+                f"the columns endpoint, options and body; missing {sorted(missing)}"
+            )
+        return None
+    if callable(responses):
+        return responses
+    raise InputError(
+        "tle.estimate reads GET /tle answers from the responses store: pass the responses "
+        "table (dentalkit.store.read_responses(out)) or a fetcher such as "
+        f"dentalkit.cohort.Fetcher(out, client); got a {type(responses).__name__} "
+        "(a Client is no longer taken directly, so that every answer is stored and a killed "
+        "run resumes)"
+    )
+
+
+def _current(fetch: Callable[..., pd.DataFrame]) -> pd.DataFrame | None:
+    """What the fetcher's store already holds (None when it cannot say)."""
+    stored = getattr(fetch, "stored", None)
+    return stored() if callable(stored) else None
+
+
+def _queries(unique: pd.DataFrame) -> list[tuple]:
+    return list(unique[_PARAMS].itertuples(index=False, name=None))
+
+
+def _stored(responses: pd.DataFrame | None) -> pd.DataFrame:
+    """The stored /tle answers: their query (p01 … p11), body and fetch time."""
+    cols = [*_PARAMS, "body", "fetched_at"]
+    if responses is None or not len(responses):
+        return pd.DataFrame(columns=cols)
+    ok = np.array([_is_tle(e) for e in responses["endpoint"].astype("object")], dtype=bool)
+    if "status_code" in responses.columns:
+        status = pd.to_numeric(responses["status_code"], errors="coerce")
+        ok &= (status.isna() | (status == 200)).to_numpy()
+    if "error" in responses.columns:
+        ok &= responses["error"].isna().to_numpy()
+    sub = responses.loc[ok]
+    rows = []
+    fetched = sub["fetched_at"] if "fetched_at" in sub.columns else pd.Series(pd.NaT, sub.index)
+    for opts, body, at in zip(sub["options"], sub["body"], fetched, strict=True):
+        try:
+            query = json.loads(opts) if isinstance(opts, str | bytes) else opts
+        except ValueError:
+            continue
+        if not isinstance(query, Mapping) or any(
+            not isinstance(query.get(p), str) for p in _PARAMS
+        ):
+            continue
+        rows.append((*(query[p] for p in _PARAMS), body, at))
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _is_tle(endpoint: Any) -> bool:
+    try:
+        return get_endpoint(endpoint) is _ENDPOINT
+    except KeyError:
+        return False
+
+
+def _lookup(
+    unique: pd.DataFrame,
+    stored: pd.DataFrame,
+    errors: str,
+    malformed: dict[tuple, DentalkitError] | None = None,
+) -> dict[tuple, tuple]:
+    """Query → (app, months) for the queries of ``unique`` that ``stored`` answers.
+
+    Several stored answers of one query (several sessions asked it): the latest is used.
+    A malformed stored body raises in ``errors="raise"``, else it counts as unanswered and
+    its error goes to ``malformed`` (the reason listed by :func:`problems`).
+    """
+    wanted = set(_queries(unique))
+    out: dict[tuple, tuple] = {}
+    if not len(stored):
+        return out
+    order = stored.sort_values("fetched_at", kind="stable", na_position="first")
+    for rec in order.itertuples(index=False, name=None):
+        query, body = tuple(rec[: len(_PARAMS)]), rec[len(_PARAMS)]
+        if query not in wanted:
+            continue
+        try:
+            out[query] = _parse(orjson.loads(body) if isinstance(body, str | bytes) else body)
+        except (orjson.JSONDecodeError, ResponseFormatError) as exc:
+            err = (
+                exc
+                if isinstance(exc, ResponseFormatError)
+                else ResponseFormatError(
+                    "the stored /tle body is not JSON", endpoint=_ENDPOINT.path
+                )
+            )
+            if errors == "raise":
+                raise err from None
+            if malformed is not None and query not in out:
+                malformed[query] = err
+    return out
+
+
+def _answers_table(answers: dict[tuple, tuple]) -> pd.DataFrame:
+    rows = [(*q, app, months) for q, (app, months) in answers.items()]
+    table = pd.DataFrame(rows, columns=[*_PARAMS, "app", "estimate_length_months"])
+    return table.astype(
+        {**dict.fromkeys(_PARAMS, "str"), "app": "str", "estimate_length_months": "float64"}
+    )
+
+
+def _manifest(
+    patients: pd.DataFrame, encoded: pd.DataFrame, missing: set[tuple], timestamp: str | None
+) -> pd.DataFrame:
+    """The /tle manifest of the rows whose query the store lacks (first row per query)."""
+    pos = encoded.index.to_numpy()
+    queries = _queries(encoded)
+    first: dict[tuple, int] = {}
+    for p, q in zip(pos, queries, strict=True):
+        if q in missing and q not in first:
+            first[q] = int(p)
+    take = np.fromiter(first.values(), dtype=np.int64, count=len(first))
+    if "patient_id" in patients.columns:
+        ids = patients["patient_id"].astype("str").to_numpy()[take]
+    else:
+        ids = np.asarray([f"row-{patients.index[p]}" for p in take], dtype=object)
+    if timestamp is not None:
+        stamps = np.full(len(take), timestamp, dtype=object)
+    elif "timestamp" in patients.columns:
+        stamps = patients["timestamp"].astype("str").to_numpy()[take]
+    else:
+        stamps = np.full(len(take), TLE_TIMESTAMP, dtype=object)
+    manifest = pd.DataFrame(
+        {"patient_id": ids, "timestamp": stamps, "endpoint": _ENDPOINT.name}, dtype=object
+    )
+    for i, param in enumerate(_PARAMS):
+        manifest[param] = [q[i] for q in first]
+    return manifest
+
+
+def _failures(records: Any) -> dict[tuple, DentalkitError]:
+    """Query → the error of its failed call, from a fetcher's failure records."""
+    out: dict[tuple, DentalkitError] = {}
+    for rec in records or ():
+        try:
+            query = json.loads(rec.get("options") or "")
+        except (ValueError, TypeError):
+            continue
+        if not isinstance(query, Mapping) or any(p not in query for p in _PARAMS):
+            continue
+        err = _StoredFailureError(rec.get("error") or "the call failed", rec)
+        out[tuple(query[p] for p in _PARAMS)] = err
+    return out
+
+
+class _StoredFailureError(DentalkitError):
+    """A failed /tle call as recorded in the store's failures table."""
+
+    def __init__(self, message: str, record: Mapping[str, Any]) -> None:
+        super().__init__(message)
+        self.error_type = str(record.get("error_type") or "DentalkitError")
+        code = record.get("status_code")
+        self.status = None if code is None or pd.isna(code) else int(code)
+        self.path = "$"
 
 
 def problems(result: pd.DataFrame) -> pd.DataFrame:
@@ -200,66 +427,6 @@ def _records(table: pd.DataFrame) -> tuple[dict[str, Any], ...]:
         {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
         for row in clean.to_dict("records")
     )
-
-
-def _call_all(
-    unique: pd.DataFrame,
-    client: Client | None,
-    max_workers: int,
-    progress: bool,
-    errors: str,
-    refresh: bool,
-) -> tuple[pd.DataFrame, pd.DataFrame, int]:
-    """Send each distinct parameter set once; return answers, failures and cache hits."""
-    answers = {c: [] for c in [*_PARAMS, "app", "estimate_length_months"]}
-    failures: list[dict[str, Any]] = []
-    from_cache = 0
-    if len(unique):
-        if client is None:
-            from dentalkit.client import Client
-
-            client = Client()
-        from tqdm.auto import tqdm
-
-        queries = unique.to_dict("records")
-        with (
-            ThreadPoolExecutor(
-                max_workers=min(max_workers, len(queries)), thread_name_prefix="dentalkit-tle"
-            ) as pool,
-            tqdm(total=len(queries), unit="req", desc="tle", disable=not progress) as bar,
-        ):
-            futures = {pool.submit(_one, client, q, refresh): q for q in queries}
-            for future in as_completed(futures):
-                query = futures[future]
-                outcome = future.result()
-                bar.update(1)
-                if isinstance(outcome, Exception):
-                    if errors == "raise":
-                        for f in futures:
-                            f.cancel()
-                        raise outcome
-                    failures.append({**query, "error": outcome})
-                    continue
-                app, months, cached = outcome
-                from_cache += cached
-                for param in _PARAMS:
-                    answers[param].append(query[param])
-                answers["app"].append(app)
-                answers["estimate_length_months"].append(months)
-    table = pd.DataFrame(answers).astype(
-        {**dict.fromkeys(_PARAMS, "str"), "app": "str", "estimate_length_months": "float64"}
-    )
-    return table, pd.DataFrame(failures, columns=[*_PARAMS, "error"]), from_cache
-
-
-def _one(client: Client, query: dict[str, str], refresh: bool) -> tuple | Exception:
-    """Worker: one /tle call; a DentalkitError is returned, not raised."""
-    try:
-        result = client.call(_ENDPOINT, refresh=refresh, **query)
-        app, months = _parse(result.data)
-    except DentalkitError as exc:
-        return exc
-    return app, months, bool(result.from_cache)
 
 
 def _parse(data: Any) -> tuple[str, float]:
@@ -315,24 +482,30 @@ def _failure_problems(failed: pd.DataFrame, patients: pd.DataFrame) -> pd.DataFr
             "param": pd.Series([pd.NA] * n, dtype="str"),
             "value": query.astype("str").to_numpy(),
             "reason": pd.Series([str(e) for e in errors_], dtype="str"),
-            "error_type": pd.Series([type(e).__name__ for e in errors_], dtype="str"),
-            "status_code": pd.Series(
-                [e.status if isinstance(e, ApiError) else pd.NA for e in errors_], dtype="Int16"
-            ),
+            "error_type": pd.Series([_error_type(e) for e in errors_], dtype="str"),
+            "status_code": pd.Series([_status(e) for e in errors_], dtype="Int16"),
         }
     )
+
+
+def _error_type(err: Exception) -> str:
+    return err.error_type if isinstance(err, _StoredFailureError) else type(err).__name__
+
+
+def _status(err: Exception) -> Any:
+    status = getattr(err, "status", None)
+    return pd.NA if status is None else int(status)
 
 
 def sensitivity(
     patient_or_patients: pd.DataFrame | pd.Series | Mapping[str, Any],
     parameter: str,
     values: Sequence[Any],
-    client: Client | None = None,
+    responses: Source,
     *,
     codebook: Codebook | str | None = None,
-    max_workers: int = 8,
-    progress: bool = False,
     errors: Literal["collect", "raise"] = "raise",
+    timestamp: str | None = SENSITIVITY_TIMESTAMP,
 ) -> pd.DataFrame:
     """Vary one factor, hold the others: predicted months per value (partial dependence).
 
@@ -350,10 +523,15 @@ def sensitivity(
     values : sequence
         Typed values to try, in plotting order (e.g. ``["none", "mild", "moderate",
         "severe"]`` or ``range(10, 41, 2)``).
-    client : dentalkit.Client, optional
-        As for :func:`estimate`; identical parameter sets are sent once.
-    codebook, max_workers, progress
+    responses : DataFrame or fetcher
+        As for :func:`estimate`; identical parameter sets are sent once. Use a fetcher
+        with its own store (``Fetcher(out / "tle-sensitivity", client)``): the varied
+        queries are hypothetical patients, not observations of the cohort.
+    codebook
         As for :func:`estimate`.
+    timestamp : str, optional
+        Session label of the requests a fetcher stores (default
+        :data:`SENSITIVITY_TIMESTAMP`), so that they never pose as a patient's session.
     errors : {"raise", "collect"}
         ``"raise"`` (default): an invalid value (in ``values`` or in a patient's other
         columns) or a failed call raises. ``"collect"``: those points are NaN, and a mean
@@ -373,7 +551,7 @@ def sensitivity(
     Examples
     --------
     >>> curve = tle.sensitivity(
-    ...     patient, "crowding", ["none", "mild", "severe"], client
+    ...     patient, "crowding", ["none", "mild", "severe"], fetcher
     ... )  # doctest: +SKIP
     >>> curve.query("curve == 'mean'").plot(x="value", y="estimate_length_months")  # doctest: +SKIP
     """
@@ -394,7 +572,7 @@ def sensitivity(
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DentalkitWarning)  # reported once below
-        result = estimate(grid, client, max_workers, progress, errors, codebook=book)
+        result = estimate(grid, responses, errors, codebook=book, timestamp=timestamp)
     curves = pd.DataFrame(
         {
             "curve": "patient",

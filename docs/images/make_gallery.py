@@ -234,17 +234,21 @@ GALLERY = [
         "class: boxes, points, and the mean with its BCa bootstrap 95 % CI "
         "(``dentalkit.tle.summary``).",
         """
+        import tempfile
+
         from dentalkit.client import Client
+        from dentalkit.cohort import Fetcher
         from dentalkit.sandbox import running
 
-        with running() as sb:
+        with running() as sb, tempfile.TemporaryDirectory() as store:
             client = Client(sb.base_url, api_key=sb.api_key, cache="memory")
-            est = tle.estimate(tle.example_patients(120), client, progress=False)
+            est = tle.estimate(tle.example_patients(120), Fetcher(f"{store}/tle", client))
+            what_if = Fetcher(f"{store}/sensitivity", client)  # hypothetical patients: own store
             curves = [
                 tle.sensitivity(
-                    tle.example_patients(30), "crowding", ["none", "mild", "moderate", "severe"], client
+                    tle.example_patients(30), "crowding", ["none", "mild", "moderate", "severe"], what_if
                 ),
-                tle.sensitivity(tle.example_patients(30), "age_years", range(10, 41, 5), client),
+                tle.sensitivity(tle.example_patients(30), "age_years", range(10, 41, 5), what_if),
             ]
         ax = plot.tle_distribution(est, "malocclusion_class")
         """,

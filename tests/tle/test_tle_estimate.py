@@ -1,5 +1,6 @@
-"""estimate() and sensitivity() against the local sandbox: dedup, determinism, the
-sandbox's documented rule, failure handling. Requests are counted at the sandbox."""
+"""estimate() and sensitivity() against the local sandbox through the responses store:
+dedup, determinism, the sandbox's documented rule, failure handling. Requests are counted
+at the sandbox."""
 
 from __future__ import annotations
 
@@ -38,12 +39,14 @@ def sb():
 
 
 @pytest.fixture
-def client(sb):
+def client(sb, tmp_path):
+    """A fetcher into a fresh store (the name is kept: it stands where a client stood)."""
     from dentalkit.client import Client
+    from dentalkit.cohort import Fetcher
 
     sb.reset_stats()
     with Client(sb.base_url, api_key=sb.api_key, cache="memory", max_retries=0) as c:
-        yield c
+        yield Fetcher(tmp_path / "store", c)
 
 
 def rule(row: pd.Series) -> float:
@@ -62,23 +65,27 @@ def test_identical_parameter_sets_cost_one_request(sb, client):
         {**BASE, "crowding": "severe"},
         {**BASE, "extraction": "yes"},
     ]
-    est = estimate(pd.DataFrame(rows), client, progress=False)
+    est = estimate(pd.DataFrame(rows), client)
     stats = sb.stats()
     assert stats["by_path"] == {"/tle": 3}
     assert sorted(stats["by_request"].values()) == [1, 1, 1]
-    assert est.attrs["requests"] == 3
+    assert est.attrs["requests"] == 3 and est.attrs["sent"] == 3
     assert est["estimate_length_months"].notna().all()
     m = est["estimate_length_months"].to_numpy()
     assert m[0] == m[1] == m[2] and m[3] == m[4]
-    # the HTTP cache de-duplicates across runs: a second run sends nothing
-    again = estimate(pd.DataFrame(rows), client, progress=False)
-    assert sb.stats()["total"] == 3 and again.attrs["from_cache"] == 3
+    # the store answers a second run: nothing is sent, not even a cache lookup
+    again = estimate(pd.DataFrame(rows), client)
+    assert sb.stats()["total"] == 3
+    assert again.attrs["from_store"] == 3 and again.attrs["sent"] == 0
     pd.testing.assert_frame_equal(again, est, check_like=False)
+    # and the stored responses alone give the same table, with no fetcher at all
+    alone = estimate(pd.DataFrame(rows), client.stored())
+    pd.testing.assert_frame_equal(alone, est, check_like=False)
 
 
 def test_every_row_gets_the_answer_to_its_own_query(sb, client):
     patients = example_patients(40, seed=3)
-    est = estimate(patients, client, progress=False, max_workers=4)
+    est = estimate(patients, client)
     assert est.index.equals(patients.index)
     assert est[list(patients.columns)].equals(patients)  # input columns untouched
     assert est[PARAMS].equals(encode(patients))
@@ -89,14 +96,16 @@ def test_every_row_gets_the_answer_to_its_own_query(sb, client):
     assert sb.stats()["total"] == len(est[PARAMS].drop_duplicates())
 
 
-def test_deterministic_across_clients_without_shared_cache(sb):
+def test_deterministic_across_clients_without_shared_cache(sb, tmp_path):
     from dentalkit.client import Client
+    from dentalkit.cohort import Fetcher
 
     patients = example_patients(15, seed=9)
     runs = []
-    for _ in range(2):
+    for k in range(2):
         with Client(sb.base_url, api_key=sb.api_key, cache="memory") as c:
-            runs.append(estimate(patients, c, progress=False)["estimate_length_months"])
+            fetcher = Fetcher(tmp_path / f"store{k}", c)
+            runs.append(estimate(patients, fetcher)["estimate_length_months"])
     pd.testing.assert_series_equal(runs[0], runs[1])
 
 
@@ -133,10 +142,10 @@ def test_invalid_rows_are_not_sent(sb, client):
     )
     rows["patient_id"] = ["PA", "PB", "PC"]
     with pytest.raises(ManifestError, match="2 problem"):
-        estimate(rows, client, progress=False, errors="raise")
+        estimate(rows, client, errors="raise")
     assert sb.stats()["total"] == 0
     with pytest.warns(DentalkitWarning, match="2 of 3 patient row"):
-        est = estimate(rows, client, progress=False)
+        est = estimate(rows, client)
     assert sb.stats()["total"] == 1
     assert est["estimate_length_months"].isna().tolist() == [False, True, True]
     assert est.loc["b", PARAMS].isna().all() and est.loc["a", PARAMS].notna().all()
@@ -149,7 +158,7 @@ def test_invalid_rows_are_not_sent(sb, client):
     # Results concatenate (attrs hold plain records, not DataFrames) and copy their records.
     both = pd.concat([est, est.copy()])
     assert len(both) == 6 and len(problems(both)) == 2
-    good = estimate(rows.loc[["a"]], client, progress=False)
+    good = estimate(rows.loc[["a"]], client)
     assert problems(good).empty and list(problems(good).columns) == list(found.columns)
     mixed = pd.concat([est, good])  # records differ: pandas drops attrs, and we say so
     with pytest.raises(InputError, match="before concatenating"):
@@ -161,23 +170,25 @@ def test_repeated_index_labels_map_back_by_position(client):
         [BASE, {**BASE, "crowding": "severe"}, {**BASE, "sex": "?"}], index=[7, 7, 7]
     )
     with pytest.warns(DentalkitWarning):
-        est = estimate(rows, client, progress=False)
+        est = estimate(rows, client)
     assert est.index.tolist() == [7, 7, 7]
     months = est["estimate_length_months"].to_numpy()
     assert months[1] > months[0] and np.isnan(months[2])
     assert problems(est)["row"].tolist() == [7]
 
 
-def test_failed_calls_are_collected_or_raised():
+def test_failed_calls_are_collected_or_raised(tmp_path):
     from dentalkit.client import Client
+    from dentalkit.cohort import Fetcher
     from dentalkit.errors import ServerError
     from dentalkit.sandbox import running
 
     patients = example_patients(4, seed=2)
     with running(faults={"error_rate": 1.0}) as failing:
         c = Client(failing.base_url, api_key=failing.api_key, cache="memory", max_retries=0)
+        fetcher = Fetcher(tmp_path / "store", c)
         with pytest.warns(DentalkitWarning, match="4 of 4 patient row"):
-            est = estimate(patients, c, progress=False)
+            est = estimate(patients, fetcher)
         assert est["estimate_length_months"].isna().all() and est["app"].isna().all()
         found = problems(est)
         assert len(found) == 4
@@ -185,8 +196,10 @@ def test_failed_calls_are_collected_or_raised():
         assert set(found["status_code"]) <= {500, 502, 503}
         assert found["patient_id"].tolist() == patients["patient_id"].tolist()
         assert found["value"].str.startswith("p01=").all()
+        # the failures are in the store's failures table; a retry sends them again
+        assert len(fetcher.last_report.failures) == 4
         with pytest.raises(ServerError):
-            estimate(patients, c, progress=False, errors="raise")
+            estimate(patients, Fetcher(tmp_path / "store", c, retry_failed=True), errors="raise")
 
 
 @pytest.mark.parametrize(
@@ -251,6 +264,8 @@ def test_sensitivity_single_patient_and_bad_values(sb, client):
         )
     mean = partial[partial["curve"] == "mean"]
     assert mean["n_patients"].tolist() == [2, 0]
+    # the varied queries are stored under the sensitivity session label, never a visit's
+    assert set(client.stored()["timestamp"]) == {"tle-sensitivity"}
     assert np.isnan(mean["estimate_length_months"].iloc[1])
     with pytest.raises(InputError, match="at least one value"):
         sensitivity(BASE, "crowding", [], client)
@@ -261,38 +276,86 @@ def test_sensitivity_single_patient_and_bad_values(sb, client):
 
 
 def test_argument_checks(client):
+    from dentalkit.client import Client
+
     with pytest.raises(InputError, match="errors must be"):
         estimate(pd.DataFrame([BASE]), client, errors="ignore")
-    with pytest.raises(InputError, match="max_workers"):
-        estimate(pd.DataFrame([BASE]), client, max_workers=0)
     with pytest.raises(InputError, match="must be a pandas DataFrame"):
         estimate([BASE], client)
+    with (
+        Client("http://127.0.0.1:9/api/v2", api_key="k", cache="memory") as c,
+        pytest.raises(InputError, match="Fetcher"),
+    ):
+        estimate(pd.DataFrame([BASE]), c)
+    with pytest.raises(InputError, match="missing"):
+        estimate(pd.DataFrame([BASE]), pd.DataFrame({"endpoint": ["tle"]}))
 
 
 def test_empty_and_all_invalid_tables_send_nothing(sb, client):
     empty = pd.DataFrame(columns=list(BASE))
-    out = estimate(empty, client, progress=False)
+    out = estimate(empty, client)
     assert len(out) == 0 and "estimate_length_months" in out.columns
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DentalkitWarning)
-        out = estimate(pd.DataFrame([{**BASE, "sex": "?"}]), client, progress=False)
+        out = estimate(pd.DataFrame([{**BASE, "sex": "?"}]), client)
     assert out["estimate_length_months"].isna().all()
     assert sb.stats()["total"] == 0
 
 
-def test_encoded_table_is_a_fetch_cohort_manifest(sb, client, tmp_path):
-    # The store-based path (raw responses kept losslessly) gives the same numbers.
+def test_a_cohort_manifest_store_answers_estimate(sb, client, tmp_path):
+    # /tle rows fetched with the image endpoints (as the demo does) answer estimate():
+    # the same store, the same request keys, nothing sent again.
     import orjson
 
-    from dentalkit.cohort import fetch_cohort
+    from dentalkit.cohort import Fetcher, fetch_cohort
 
     patients = example_patients(6, seed=5)
     manifest = patients[["patient_id"]].assign(timestamp="2024-03-05", endpoint="tle")
     manifest = manifest.join(encode(patients))
-    report = fetch_cohort(manifest, out=tmp_path, client=client, progress=False)
+    report = fetch_cohort(manifest, out=tmp_path / "s", client=client.client, progress=False)
     assert report.failed == 0 and len(report.problems) == 0
     stored = report.responses().set_index("patient_id")["body"].map(orjson.loads)
-    est = estimate(patients, client, progress=False).set_index("patient_id")
-    assert est.attrs["from_cache"] == est.attrs["requests"]  # fetch_cohort filled the cache
+    sb.reset_stats()
+    est = estimate(patients, Fetcher(tmp_path / "s", client.client)).set_index("patient_id")
+    assert sb.stats()["total"] == 0 and est.attrs["from_store"] == est.attrs["requests"]
     for pid, body in stored.items():
         assert body["estimate_length"] == est.loc[pid, "estimate_length_months"]
+
+
+@pytest.mark.parametrize("package", ["tle", "ceph", "arch", "teeth", "findings", "stats"])
+def test_analysis_modules_never_import_the_client(package):
+    # `import dentalkit` loads the fetch layer for its public names, so the check reads
+    # the analysis modules' own import statements (also those inside functions).
+    import ast
+    from pathlib import Path
+
+    import dentalkit
+
+    forbidden = {"dentalkit.client", "dentalkit._http", "dentalkit.cohort", "requests"}
+    folder = Path(dentalkit.__file__).parent / package
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            found += [f"{path.name}: {n}" for n in names if n in forbidden]
+    assert found == []
+
+
+def test_missing_answers_in_a_plain_responses_table_are_problems(client):
+    patients = example_patients(3, seed=8)
+    est = estimate(patients.iloc[:2], client)
+    with pytest.warns(DentalkitWarning, match="1 of 3 patient row"):
+        partial = estimate(patients, client.stored())
+    assert partial["estimate_length_months"].isna().tolist() == [False, False, True]
+    found = problems(partial)
+    assert "no stored answer" in found["reason"].iloc[0] and "Fetcher" in found["reason"].iloc[0]
+    assert (
+        partial["estimate_length_months"].iloc[:2].tolist()
+        == est["estimate_length_months"].tolist()
+    )
+    with pytest.raises(ResponseFormatError, match="no stored answer"):
+        estimate(patients, client.stored(), errors="raise")

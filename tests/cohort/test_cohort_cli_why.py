@@ -1,0 +1,96 @@
+"""``dentalkit fetch`` says why on the terminal: a wrong key or an unreachable service is
+named in one line with its own exit status, and the run stops instead of failing every
+request the same way (issue 20, item 7)."""
+
+from __future__ import annotations
+
+import socket
+
+import pandas as pd
+from typer.testing import CliRunner
+
+from dentalkit.cli import app
+from dentalkit.store import read_failures
+
+
+def _manifest(path, n=12):
+    pd.DataFrame(
+        {
+            "patient_id": [f"W{i:02d}" for i in range(n)],
+            "timestamp": "2024-03-05",
+            "image_url": [f"https://images.example.org/W{i}/x.png" for i in range(n)],
+        }
+    ).to_csv(path, index=False)
+    return path
+
+
+def _lines(result) -> list[str]:
+    return [line for line in result.output.splitlines() if line.startswith("error:")]
+
+
+def test_wrong_key_is_named_in_one_line_and_stops_the_run(fresh, tmp_path):
+    runner = CliRunner()
+    wrong = "not-the-key-" + "x" * 20
+    env = {"DENTALKIT_API_KEY": wrong, "DENTALKIT_BASE_URL": fresh.base_url}
+    out = tmp_path / "out"
+    args = ["fetch", str(_manifest(tmp_path / "m.csv")), "--endpoint", "classifier", "--out", str(out), "--cache", "memory", "--no-progress", "--workers", "1"]  # fmt: skip
+    result = runner.invoke(app, args, env=env)
+    assert result.exit_code == 3, result.output
+    (line,) = _lines(result)
+    assert "rejected the API key" in line and "401" in line and "DENTALKIT_API_KEY" in line
+    assert fresh.base_url.rsplit("/api/v2", 1)[0] in line
+    assert wrong not in result.output  # the key itself is never printed
+    # it stopped: far fewer than the 12 requests reached the service (window of 4 in flight)
+    assert fresh.stats()["by_status"].get(401, 0) < 12
+    assert (read_failures(out)["status_code"] == 401).all()
+    # with errors=raise the same line, the same exit status
+    raised = runner.invoke(app, [*args, "--errors", "raise"], env=env)
+    assert raised.exit_code == 3 and len(_lines(raised)) == 1, raised.output
+    # with the right key, the rerun sends everything, the 401s included (not skipped)
+    good = {**env, "DENTALKIT_API_KEY": fresh.api_key}
+    fixed = runner.invoke(app, args, env=good)
+    assert fixed.exit_code == 0, fixed.output
+    assert "12 stored now" in fixed.output and "failed earlier" not in fixed.output
+
+
+def test_unreachable_service_is_named_in_one_line(tmp_path):
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = f"http://127.0.0.1:{port}/api/v2"
+    env = {"DENTALKIT_API_KEY": "k", "DENTALKIT_BASE_URL": base}
+    runner = CliRunner()
+    args = ["fetch", str(_manifest(tmp_path / "m.csv", n=3)), "--endpoint", "classifier", "--out", str(tmp_path / "out"), "--cache", "memory", "--no-progress", "--workers", "1"]  # fmt: skip
+    from dentalkit import settings
+
+    old = settings.max_retries, settings.backoff_base
+    settings.max_retries, settings.backoff_base = 0, 0.0
+    try:
+        result = runner.invoke(app, args, env=env)
+    finally:
+        settings.max_retries, settings.backoff_base = old
+    assert result.exit_code == 4, result.output
+    (line,) = _lines(result)
+    assert f"cannot reach the service at http://127.0.0.1:{port}" in line
+    assert "--base-url" in line
+
+
+def test_other_failures_are_summarised_by_kind(sb, tmp_path):
+    from dentalkit.sandbox import running
+
+    with running(faults={"error_rate": 1.0}) as failing:
+        from dentalkit import settings
+
+        old = settings.max_retries, settings.backoff_base
+        settings.max_retries, settings.backoff_base = 0, 0.0
+        try:
+            env = {"DENTALKIT_API_KEY": failing.api_key, "DENTALKIT_BASE_URL": failing.base_url}
+            args = ["fetch", str(_manifest(tmp_path / "m.csv", n=3)), "--endpoint", "classifier", "--out", str(tmp_path / "out"), "--cache", "memory", "--no-progress"]  # fmt: skip
+            result = CliRunner().invoke(app, args, env=env)
+        finally:
+            settings.max_retries, settings.backoff_base = old
+    assert result.exit_code == 1, result.output
+    import re
+
+    kinds = re.findall(r"^(\d+) failed: ServerError \(HTTP 5\d\d\): .+$", result.output, re.M)
+    assert kinds and sum(int(k) for k in kinds) == 3, result.output
