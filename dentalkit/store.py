@@ -133,12 +133,18 @@ def parse_session_time(timestamps: pd.Series) -> pd.Series:
     (docs/data-contract.md). Vectorized over the whole column.
 
     >>> parse_session_time(
-    ...     pd.Series(["2024-03-05", "2024-03-05T10:00:00+02:00", "5/3/24"])
+    ...     pd.Series(["2024-03-05", "2024-03-05T10:00:00+02:00", "5/3/24", "-3-3"])
     ... ).tolist()
-    [Timestamp('2024-03-05 00:00:00+0000', tz='UTC'), Timestamp('2024-03-05 08:00:00+0000', tz='UTC'), NaT]
+    [Timestamp('2024-03-05 00:00:00+0000', tz='UTC'), Timestamp('2024-03-05 08:00:00+0000', tz='UTC'), NaT, NaT]
     """
     parsed = pd.to_datetime(timestamps.astype("str"), format="ISO8601", utc=True, errors="coerce")
-    return parsed.astype("datetime64[ns, UTC]")
+    # ISO 8601 allows years that nanoseconds cannot hold ("-3-3" is 3 BC, March): NaT too
+    fits = parsed.isna() | ((parsed >= _NS_MIN) & (parsed <= _NS_MAX))
+    return parsed.where(fits).astype("datetime64[ns, UTC]")
+
+
+_NS_MIN = pd.Timestamp.min.tz_localize("UTC")
+_NS_MAX = pd.Timestamp.max.tz_localize("UTC")
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -27,7 +27,26 @@ _Generator = np.random.Generator
 _PCG64 = np.random.PCG64
 _LITTLE_ENDIAN = sys.byteorder == "little"
 
-__all__ = ["REFERENCE_DATE", "DigestSeed", "age_at", "digest", "generator", "parse_timestamp"]
+__all__ = [
+    "PATIENT_CACHE",
+    "REFERENCE_DATE",
+    "SESSION_CACHE",
+    "DigestSeed",
+    "age_at",
+    "digest",
+    "generator",
+    "parse_timestamp",
+]
+
+#: Patients whose drawn parameters and tooth layouts the simulator keeps (``lru_cache``), and
+#: sessions whose placements it keeps. Everything is deterministic, so an evicted patient is
+#: simply drawn again; the bounds only trade CPU for memory. A cohort fetch asks for one
+#: patient's images close together (at most a few dozen requests are in flight), so a few
+#: hundred patients cover it; with these bounds a sandbox that has seen any number of
+#: patients stays near 270 MB (``benchmarks/sandbox_memory.py``: flat from the 2,000th to
+#: the 12,000th patient, all 12 image endpoints, two sessions each).
+PATIENT_CACHE = 512
+SESSION_CACHE = 1024
 
 #: Each patient's baseline age is the age on this date; the birth date follows.
 REFERENCE_DATE = date(2024, 1, 1)

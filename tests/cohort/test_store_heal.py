@@ -196,3 +196,12 @@ def test_one_writer_per_store_readers_never_wait(make_client, fresh, tmp_path):
     assert result["rep"].stored == 8
     rep = fetch_cohort(manifest(12), "classifier", out, client=client, progress=False)
     assert (rep.already_stored, rep.sent) == (12, 0)  # nothing paid twice
+
+
+def test_iso_years_nanoseconds_cannot_hold_are_stored_with_nat(make_client, fresh, tmp_path):
+    # "-3-3" is valid ISO 8601 (3 BC): it used to crash the flush after the answers arrived
+    m = manifest(2).assign(timestamp=["-3-3", "99999-01-01"])
+    rep = fetch_cohort(m, "classifier", tmp_path / "out", client=make_client(), progress=False)
+    got = read_responses(tmp_path / "out")
+    assert rep.stored == 2 and got["session_time"].isna().all()
+    assert got["timestamp"].tolist() == ["-3-3", "99999-01-01"]
