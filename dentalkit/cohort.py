@@ -239,9 +239,16 @@ def _open_store(out: str | os.PathLike[str], client: Client) -> ResponseStore:
                 }
             ]
         moved += [
-            {"file": f, "kind": "HTTP cache (SQLite)", "reason": "could not be opened"}
+            {
+                "file": str(client.spec.cache),
+                "kind": "HTTP cache (SQLite)",
+                "reason": "could not be opened",
+                "moved_to": f,
+                "rows": None,
+            }
             for f in getattr(client, "quarantined_cache", [])[:1]
         ]
+        client.quarantined_cache = []  # reported once
         store = ResponseStore(out, client.base_url, heal=True)
     except BaseException:
         lock.release()
