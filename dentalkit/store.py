@@ -226,8 +226,10 @@ def _read_failures_file(path: Path) -> pd.DataFrame:
 def store_lock(out: str | os.PathLike[str], timeout: float | None = 0.0) -> Any:
     """The write lock of the store ``out`` (a ``filelock.FileLock``, acquired on return).
 
-    Use it as a context manager around everything that writes the store. ``timeout`` seconds
-    to wait for another writer (``0``: refuse at once, ``None``: wait as long as it takes).
+    Hold it while writing the store and release it with ``lock.release()``. ``timeout``:
+    seconds to wait for another writer (``0``: refuse at once, ``None``: wait as long as it
+    takes). The lock is an OS file lock on ``out/.dentalkit.lock``: it is released when the
+    process ends, however it ends, and readers never take it.
 
     Raises
     ------
@@ -289,6 +291,8 @@ class ResponseStore:
         self.quarantined: list[dict[str, Any]] = []
         #: Request columns of the rows that quarantined parts held (where readable).
         self.lost_rows: list[pd.DataFrame] = []
+        #: The write lock, when the fetch path holds one (released by :meth:`close`).
+        self.lock: Any = None
         self.parts.mkdir(parents=True, exist_ok=True)
         meta_path = self.out / _META
         meta: dict[str, Any] | None = None
@@ -390,9 +394,8 @@ class ResponseStore:
 
     def close(self) -> None:
         """Release the write lock, when this store object holds one (the fetch path)."""
-        lock = getattr(self, "lock", None)
-        if lock is not None:
-            lock.release()
+        if self.lock is not None:
+            self.lock.release()
             self.lock = None
 
     def read_failures(self) -> pd.DataFrame:
