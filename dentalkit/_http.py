@@ -163,7 +163,8 @@ def check_service_url(url: str, *, what: str = "base URL") -> str:
         )
     if scheme == "http" and not is_loopback(parts.hostname):
         raise ConfigurationError(
-            f"refusing plain http:// to {parts.hostname!r}: the service requires TLS (HTTPS only) "
+            f"refusing plain http:// to {parts.hostname!r} ({what}): the service requires TLS "
+            "(HTTPS only) "
             "and the API key would travel unencrypted. Use https://… "
             "(http:// is allowed only for loopback hosts such as the local sandbox)"
         )

@@ -139,3 +139,38 @@ def test_answers_over_the_size_limit_are_refused_and_not_cached(tmp_path, chunke
         ) as client:
             assert len(client.classifier("P1", "2024-01-01", URL).text) > 2_999_000
     assert ("declared" in str(info.value)) is (not chunked)
+
+
+def _link(url: str):
+    from datetime import UTC, datetime
+
+    from dentalkit.client import ApiResult
+
+    return ApiResult(
+        endpoint="ceph_lateral_points",
+        request={"PatientID": "P1"},
+        request_key="k",
+        data={"OutputImageUrl": url},
+        text="{}",
+        status_code=200,
+        from_cache=False,
+        fetched_at=datetime.now(UTC),
+    )
+
+
+def test_output_image_redirects_obey_the_https_rule_on_every_hop(tmp_path):
+    from dentalkit.client import download_output_image
+    from tests.hostile_servers import send
+
+    png = b"\x89PNG\r\n\x1a\nfake"
+    routes = {
+        "/img.png": redirect_to("/real.png", status=302),
+        "/real.png": lambda h, s: send(h, 200, png, Content_Type="image/png"),
+        "/away.png": redirect_to("http://10.255.255.1/img.png", status=302),
+    }
+    with Service(routes) as host:
+        path = download_output_image(_link(host.origin + "/img.png"), tmp_path / "a.png")
+        assert path.read_bytes() == png
+        with pytest.raises(ConfigurationError, match="redirect target"):
+            download_output_image(_link(host.origin + "/away.png"), tmp_path / "b.png")
+    assert not (tmp_path / "b.png").exists()
