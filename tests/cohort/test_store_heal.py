@@ -205,3 +205,24 @@ def test_iso_years_nanoseconds_cannot_hold_are_stored_with_nat(make_client, fres
     got = read_responses(tmp_path / "out")
     assert rep.stored == 2 and got["session_time"].isna().all()
     assert got["timestamp"].tolist() == ["-3-3", "99999-01-01"]
+
+
+def test_a_second_fetch_waits_for_the_lock_when_told_to(make_client, fresh, tmp_path, monkeypatch):
+    from dentalkit import settings
+    from dentalkit.store import store_lock
+
+    out = tmp_path / "out"
+    lock = store_lock(out)
+    timer = threading.Timer(0.3, lock.release)
+    timer.start()
+    monkeypatch.setattr(settings, "store_lock_timeout", 10.0)
+    started = time.monotonic()
+    rep = fetch_cohort(manifest(2), "classifier", out, client=make_client(), progress=False)
+    assert rep.stored == 2 and time.monotonic() - started >= 0.25  # it waited, then wrote
+    monkeypatch.setattr(settings, "store_lock_timeout", 0.2)
+    held = store_lock(out)
+    try:
+        with pytest.raises(StoreLockedError, match=r"waited 0\.2 s"):
+            fetch_cohort(manifest(2), "classifier", out, client=make_client(), progress=False)
+    finally:
+        held.release()
