@@ -14,7 +14,7 @@ CSV conventions (also written into ``data_dictionary.json``):
 * categorical columns as their labels; the dictionary lists the allowed values in
   their order (the levels of an R factor, SPSS value labels);
 * geometry columns as WKT (``POLYGON ((…))``) at full precision;
-* text cells that a spreadsheet would run as a formula are neutralised (OWASP, "CSV
+* text cells that a spreadsheet would run as a formula are neutralized (OWASP, "CSV
   Injection"): a text, string or category cell — or a column name — that begins with ``=``,
   ``+``, ``-``, ``@``, a tab or a carriage return gets a leading apostrophe ``'`` unless it is
   a plain number such as ``-4.5``; a cell of apostrophes followed by one of those characters
@@ -47,7 +47,7 @@ __all__ = [
     "FORMATS",
     "csv_text",
     "export",
-    "neutralise_cell",
+    "neutralize_cell",
     "read_export",
     "restore_cell",
     "safe_csv_frame",
@@ -83,7 +83,7 @@ _CONVENTIONS = {
         "carriage return in a text cell has every non-numeric cell quoted)"
     ),
 }
-#: Kinds of column whose cells are text in the CSV and are neutralised.
+#: Kinds of column whose cells are text in the CSV and are neutralized.
 _TEXT_KINDS = ("string", "text", "categorical", "ordered categorical")
 _TRIGGER = "=+-@\t\r"
 _FORMULA = re.compile(f"'*[{re.escape(_TRIGGER)}]")
@@ -92,10 +92,10 @@ _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-def neutralise_cell(text: str) -> str:
+def neutralize_cell(text: str) -> str:
     """``text`` as a CSV cell that no spreadsheet runs as a formula (OWASP rule).
 
-    >>> [neutralise_cell(t) for t in ["=1+1", "@SUM(A1)", "-4.5", "+1+1", "'=x", "ok"]]
+    >>> [neutralize_cell(t) for t in ["=1+1", "@SUM(A1)", "-4.5", "+1+1", "'=x", "ok"]]
     ["'=1+1", "'@SUM(A1)", '-4.5', "'+1+1", "''=x", 'ok']
     """
     if _FORMULA.match(text) and not _NUMBER.fullmatch(text):
@@ -104,7 +104,7 @@ def neutralise_cell(text: str) -> str:
 
 
 def restore_cell(text: str) -> str:
-    """Undo :func:`neutralise_cell` (``restore_cell(neutralise_cell(t)) == t`` for every t).
+    """Undo :func:`neutralize_cell` (``restore_cell(neutralize_cell(t)) == t`` for every t).
 
     >>> restore_cell("'=1+1"), restore_cell("''=x"), restore_cell("'t Hooft")
     ('=1+1', "'=x", "'t Hooft")
@@ -136,7 +136,7 @@ def csv_text(frame: pd.DataFrame, text_columns: Iterable[str]) -> str:
     """
     import csv
 
-    del text_columns  # every column is looked at: names may have been neutralised
+    del text_columns  # every column is looked at: names may have been neutralized
     has_cr = any(
         frame.iloc[:, i].astype(object).map(lambda v: isinstance(v, str) and "\r" in v).any()
         for i in range(frame.shape[1])
@@ -147,10 +147,10 @@ def csv_text(frame: pd.DataFrame, text_columns: Iterable[str]) -> str:
 
 
 def safe_csv_frame(frame: pd.DataFrame, table: str, text_columns: Iterable[str]) -> pd.DataFrame:
-    """``frame`` (cells as the CSV text) with formula cells neutralised and names checked.
+    """``frame`` (cells as the CSV text) with formula cells neutralized and names checked.
 
     ``text_columns`` are the columns whose cells are text (others — numbers, booleans,
-    date-times, WKT — are left as they are). Column names are neutralised too.
+    date-times, WKT — are left as they are). Column names are neutralized too.
 
     Raises
     ------
@@ -161,10 +161,10 @@ def safe_csv_frame(frame: pd.DataFrame, table: str, text_columns: Iterable[str])
     for name in text_columns:
         col = out[name].astype(object)
         _refuse_controls(table, str(name), col)
-        out[name] = col.map(neutralise_cell, na_action="ignore")
+        out[name] = col.map(neutralize_cell, na_action="ignore")
     names = [str(c) for c in out.columns]
     _refuse_controls(table, "(column names)", pd.Series(names, dtype=object))
-    out.columns = [neutralise_cell(c) for c in names]
+    out.columns = [neutralize_cell(c) for c in names]
     return out
 
 

@@ -1,4 +1,4 @@
-"""Safe CSV exports: formula cells neutralised by OWASP's rule (only text cells — numbers stay
+"""Safe CSV exports: formula cells neutralized by OWASP's rule (only text cells — numbers stay
 numbers), control characters refused, every value restored exactly by read_export."""
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def test_no_text_cell_can_start_a_formula_and_numbers_stay_numbers(tmp_path):
     pd.testing.assert_frame_equal(back, df)
 
 
-def test_column_names_and_dictionary_cells_are_neutralised_too(tmp_path):
+def test_column_names_and_dictionary_cells_are_neutralized_too(tmp_path):
     df = pd.DataFrame({'=HYPERLINK("http://x")': ["a"], "ok": ["b"]})
     files = export({"t": df}, tmp_path, descriptions={"ok": "=2+3 danger"})
     assert cells(files["t.csv"])[0] == ['\'=HYPERLINK("http://x")', "ok"]
@@ -130,3 +130,12 @@ def test_property_every_text_value_round_trips_and_no_cell_is_a_formula(tmp_path
     back = io.read_export(out)["t"]
     # CSV cannot tell "" from missing (documented): compare the rest exactly
     assert back["s"].fillna("").tolist() == df["s"].tolist()
+
+
+def test_docstring_examples_of_the_export_module():
+    import doctest
+
+    from dentalkit import _export
+
+    result = doctest.testmod(_export, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
