@@ -143,7 +143,7 @@ def _arch(pid: str, ts: str, arch: str, where: Where | None = None) -> tuple[dic
     return _arch_at(pid, ts, arch, where or (pid, ts))
 
 
-@lru_cache(maxsize=2 * SESSION_CACHE)
+@lru_cache(maxsize=SESSION_CACHE)
 def _arch_at(pid: str, ts: str, arch: str, where: Where) -> tuple[dict, ImageTransform]:
     layout = dental.arch_layout(patient(pid), arch)
     outlines = np.vstack([t["outline"] for t in layout["teeth"].values()])
@@ -184,7 +184,7 @@ def _frontal_photo(
     return _frontal_photo_at(pid, ts, where or (pid, ts), kind)
 
 
-@lru_cache(maxsize=2 * SESSION_CACHE)
+@lru_cache(maxsize=SESSION_CACHE)
 def _frontal_photo_at(pid: str, ts: str, where: Where, kind: str) -> tuple[dict, ImageTransform]:
     shift, overbite = _lower_shift_and_overbite(pid, ts)
     layout = dental.frontal_layout(patient(pid), shift, overbite)
@@ -214,7 +214,7 @@ def _photo_teeth(
     return _photo_teeth_at(pid, ts, kind, where or (pid, ts))
 
 
-@lru_cache(maxsize=2 * SESSION_CACHE)
+@lru_cache(maxsize=SESSION_CACHE)
 def _photo_teeth_at(
     pid: str, ts: str, kind: str, where: Where
 ) -> tuple[dict[str, dict], ImageTransform, np.ndarray]:

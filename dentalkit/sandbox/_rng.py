@@ -42,11 +42,11 @@ __all__ = [
 #: sessions whose placements it keeps. Everything is deterministic, so an evicted patient is
 #: simply drawn again; the bounds only trade CPU for memory. A cohort fetch asks for one
 #: patient's images close together (at most a few dozen requests are in flight), so a few
-#: hundred patients cover it; with these bounds a sandbox that has seen any number of
-#: patients stays near 270 MB (``benchmarks/sandbox_memory.py``: flat from the 2,000th to
-#: the 12,000th patient, all 12 image endpoints, two sessions each).
+#: hundred patients cover it. With these bounds a sandbox server stays under 250 MB however
+#: many patients it has seen (``benchmarks/sandbox_memory.py --http``: 248 MB after 10,000;
+#: with bounds of 4,096-16,384 entries it reached 628 MB and grew 48 MB per 1,000).
 PATIENT_CACHE = 512
-SESSION_CACHE = 1024
+SESSION_CACHE = 512
 
 #: Each patient's baseline age is the age on this date; the birth date follows.
 REFERENCE_DATE = date(2024, 1, 1)
