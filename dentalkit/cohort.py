@@ -250,6 +250,7 @@ def _open_store(out: str | os.PathLike[str], client: Client) -> ResponseStore:
         ]
         client.quarantined_cache = []  # reported once
         store = ResponseStore(out, client.base_url, heal=True)
+        store.done = store.completed_keys()  # read (and healed) while the lock is released on error
     except BaseException:
         lock.release()
         raise
@@ -404,7 +405,7 @@ def fetch_cohort(
     store = _open_store(out, client)  # holds the write lock until store.close()
     report = FetchReport(out=store.out, requested=len(plan.requests), problems=plan.problems)
 
-    done = store.completed_keys()
+    done = store.done
     lost_keys = _add_lost_requests(plan, store, done)
     report.requested = len(plan.requests)
     reqs = plan.requests

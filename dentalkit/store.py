@@ -293,6 +293,8 @@ class ResponseStore:
         self.lost_rows: list[pd.DataFrame] = []
         #: The write lock, when the fetch path holds one (released by :meth:`close`).
         self.lock: Any = None
+        #: Request keys read by the fetch path when it opened the store.
+        self.done: set[str] = set()
         self.parts.mkdir(parents=True, exist_ok=True)
         meta_path = self.out / _META
         meta: dict[str, Any] | None = None
