@@ -20,6 +20,10 @@ from dentalkit.errors import ExpiredLinkError, InputError, TransportError, api_e
 __all__ = ["download_output_image"]
 
 
+#: Redirects followed when downloading an output image.
+_MAX_HOPS = 10
+
+
 def _as_utc(value: Any) -> datetime | None:
     if value is None or (not isinstance(value, str | datetime) and pd.isna(value)):
         return None
@@ -123,12 +127,20 @@ def download_output_image(
         )
     check_service_url(url, what="output image link")
     try:
-        resp = requests.get(
-            url,
-            timeout=timeout or settings.timeout,
-            verify=settings.verify if verify is None else verify,
-            headers={"User-Agent": settings.user_agent},
-        )
+        for _ in range(_MAX_HOPS):  # redirects by hand: every hop obeys the https rule
+            resp = requests.get(
+                url,
+                timeout=timeout or settings.timeout,
+                verify=settings.verify if verify is None else verify,
+                headers={"User-Agent": settings.user_agent},
+                allow_redirects=False,
+            )
+            if not resp.is_redirect:
+                break
+            url = requests.compat.urljoin(url, resp.headers["Location"])
+            check_service_url(url, what="output image link (redirect target)")
+        else:
+            raise TransportError(f"the output image link of the {who} redirects too often")
     except requests.RequestException as exc:
         raise TransportError(f"downloading the output image of the {who}: {exc}") from None
     if resp.status_code != 200:

@@ -13,13 +13,23 @@ CSV conventions (also written into ``data_dictionary.json``):
   to the microsecond when present); naive date-times without a zone;
 * categorical columns as their labels; the dictionary lists the allowed values in
   their order (the levels of an R factor, SPSS value labels);
-* geometry columns as WKT (``POLYGON ((…))``) at full precision.
+* geometry columns as WKT (``POLYGON ((…))``) at full precision;
+* text cells that a spreadsheet would run as a formula are neutralized (OWASP, "CSV
+  Injection"): a text, string or category cell — or a column name — that begins with ``=``,
+  ``+``, ``-``, ``@``, a tab or a carriage return gets a leading apostrophe ``'`` unless it is
+  a plain number such as ``-4.5``; a cell of apostrophes followed by one of those characters
+  gets one apostrophe more, so :func:`read_export` restores every value exactly. Number,
+  integer, boolean and date-time columns are never changed (``-1.5`` stays a number);
+* control characters other than tab, line feed and carriage return (U+0000–U+0008, U+000B,
+  U+000C, U+000E–U+001F, U+007F) are refused with an :class:`~dentalkit.errors.InputError`
+  naming table, column and rows: spreadsheets and R's readers cut or mangle them.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,7 +42,16 @@ from dentalkit._dictionary import data_dictionary, value_labels
 from dentalkit._pseudonymize import PSEUDONYM_ATTR
 from dentalkit.errors import InputError
 
-__all__ = ["DICTIONARY_FORMAT", "FORMATS", "export", "read_export"]
+__all__ = [
+    "DICTIONARY_FORMAT",
+    "FORMATS",
+    "csv_text",
+    "export",
+    "neutralize_cell",
+    "read_export",
+    "restore_cell",
+    "safe_csv_frame",
+]
 
 #: Formats :func:`export` writes besides the dictionary.
 FORMATS = ("csv", "parquet")
@@ -50,7 +69,105 @@ _CONVENTIONS = {
     "categorical": "labels as text; allowed_values lists the levels in order",
     "geometry": "WKT (OGC Well-Known Text), pixel or mm coordinates as the unit says",
     "numbers": "shortest text that reads back to the same IEEE 754 double",
+    "formula_cells": (
+        "OWASP CSV-injection rule: a text, string or category cell (or column name) that "
+        "begins with = + - @, a tab or a carriage return is written with a leading "
+        "apostrophe (') unless it is a plain number such as -4.5; a cell of apostrophes "
+        "followed by one of those characters gets one apostrophe more. Remove one leading "
+        "apostrophe from such cells to get the value (dentalkit.io.read_export does). "
+        "Numeric, boolean and date-time columns are never changed"
+    ),
+    "control_characters": (
+        "refused: no cell holds U+0000-U+0008, U+000B, U+000C, U+000E-U+001F or U+007F; "
+        "tab, line feed and carriage return inside a quoted cell are kept (a table with a "
+        "carriage return in a text cell has every non-numeric cell quoted)"
+    ),
 }
+#: Kinds of column whose cells are text in the CSV and are neutralized.
+_TEXT_KINDS = ("string", "text", "categorical", "ordered categorical")
+_TRIGGER = "=+-@\t\r"
+_FORMULA = re.compile(f"'*[{re.escape(_TRIGGER)}]")
+_ESCAPED = re.compile(f"'+[{re.escape(_TRIGGER)}]")
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def neutralize_cell(text: str) -> str:
+    """``text`` as a CSV cell that no spreadsheet runs as a formula (OWASP rule).
+
+    >>> [neutralize_cell(t) for t in ["=1+1", "@SUM(A1)", "-4.5", "+1+1", "'=x", "ok"]]
+    ["'=1+1", "'@SUM(A1)", '-4.5', "'+1+1", "''=x", 'ok']
+    """
+    if _FORMULA.match(text) and not _NUMBER.fullmatch(text):
+        return "'" + text
+    return text
+
+
+def restore_cell(text: str) -> str:
+    """Undo :func:`neutralize_cell` (``restore_cell(neutralize_cell(t)) == t`` for every t).
+
+    >>> restore_cell("'=1+1"), restore_cell("''=x"), restore_cell("'t Hooft")
+    ('=1+1', "'=x", "'t Hooft")
+    """
+    return text[1:] if _ESCAPED.match(text) else text
+
+
+def _refuse_controls(table: str, name: str, col: pd.Series) -> None:
+    bad = col.map(lambda v: isinstance(v, str) and bool(_CONTROL.search(v))).to_numpy(bool)
+    if bad.any():
+        rows = (np.flatnonzero(bad) + 1).tolist()
+        first = col[bad].iloc[0]
+        char = _CONTROL.search(first).group()  # type: ignore[union-attr]
+        shown = ", ".join(map(str, rows[:5])) + (f" … ({len(rows)} rows)" if len(rows) > 5 else "")
+        raise InputError(
+            f"table {table!r}, column {name!r}: control character U+{ord(char):04X} in row(s) "
+            f"{shown} (1-based; CSV line = row + 1). CSV readers cut or mangle it: remove it, "
+            "e.g. df[col] = df[col].str.replace(r'[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f]', '', "
+            "regex=True)"
+        )
+
+
+def csv_text(frame: pd.DataFrame, text_columns: Iterable[str]) -> str:
+    """The CSV text of ``frame`` (LF line ends, no index).
+
+    Python's ``csv`` writer quotes a cell holding a line feed but not one holding a lone
+    carriage return, which readers then take for a line end; a table with a carriage return
+    in a text cell is therefore written with every non-numeric cell quoted (RFC 4180).
+    """
+    import csv
+
+    del text_columns  # every column is looked at: names may have been neutralized
+    has_cr = any(
+        frame.iloc[:, i].astype(object).map(lambda v: isinstance(v, str) and "\r" in v).any()
+        for i in range(frame.shape[1])
+        if not pd.api.types.is_numeric_dtype(frame.dtypes.iloc[i])
+    ) or any("\r" in str(c) for c in frame.columns)
+    quoting = csv.QUOTE_NONNUMERIC if has_cr else csv.QUOTE_MINIMAL
+    return frame.to_csv(index=False, lineterminator="\n", quoting=quoting)
+
+
+def safe_csv_frame(frame: pd.DataFrame, table: str, text_columns: Iterable[str]) -> pd.DataFrame:
+    """``frame`` (cells as the CSV text) with formula cells neutralized and names checked.
+
+    ``text_columns`` are the columns whose cells are text (others — numbers, booleans,
+    date-times, WKT — are left as they are). Column names are neutralized too.
+
+    Raises
+    ------
+    InputError
+        A text cell or a column name holds a control character (see the module notes).
+    """
+    out = frame.copy()
+    for name in text_columns:
+        col = out[name].astype(object)
+        _refuse_controls(table, str(name), col)
+        out[name] = col.map(neutralize_cell, na_action="ignore")
+    names = [str(c) for c in out.columns]
+    _refuse_controls(table, "(column names)", pd.Series(names, dtype=object))
+    out.columns = [neutralize_cell(c) for c in names]
+    return out
+
+
 _NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
@@ -221,8 +338,10 @@ def export(
         )
         frame = _csv_frame(df, types)
         if "csv" in formats:
+            text_cols = [c for c in df.columns if types[str(c)] in _TEXT_KINDS]
+            safe = safe_csv_frame(frame, name, text_cols)
             path = out / f"{name}.csv"
-            _write_text(path, frame.to_csv(index=False, lineterminator="\n"))
+            _write_text(path, csv_text(safe, text_cols))
             written[path.name] = path
         if "parquet" in formats:
             from dentalkit.io import _atomic_write  # io imports this module
@@ -237,8 +356,10 @@ def export(
             written[path.name] = path
 
     csv_dict = dictionary.assign(allowed_values=dictionary["allowed_values"].map("|".join))
+    text_cols = [c for c in csv_dict.columns if not pd.api.types.is_numeric_dtype(csv_dict[c])]
+    csv_dict = safe_csv_frame(csv_dict, "data_dictionary", text_cols)
     path = out / "data_dictionary.csv"
-    _write_text(path, csv_dict.to_csv(index=False, lineterminator="\n"))
+    _write_text(path, csv_text(csv_dict, text_cols))
     written[path.name] = path
     path = out / "data_dictionary.json"
     _write_text(
@@ -351,6 +472,10 @@ def read_export(
             na_values=[""],
             encoding="utf-8",
         )
+        raw.columns = [restore_cell(str(c)) for c in raw.columns]
+        for rec in columns:
+            if rec["type"] in _TEXT_KINDS:
+                raw[rec["column"]] = raw[rec["column"]].map(restore_cell, na_action="ignore")
         df = pd.DataFrame(
             {rec["column"]: _restore(raw[rec["column"]], rec) for rec in columns}, index=raw.index
         )

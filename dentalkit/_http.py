@@ -24,7 +24,14 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from dentalkit.endpoints import Endpoint
-from dentalkit.errors import ApiError, ConfigurationError, api_error_for_status, require
+from dentalkit.errors import (
+    ApiError,
+    ConfigurationError,
+    RedirectRefusedError,
+    ResponseTooLargeError,
+    api_error_for_status,
+    require,
+)
 
 __all__ = [
     "Secret",
@@ -32,11 +39,14 @@ __all__ = [
     "backoff_delay",
     "cache_description",
     "canonical_request",
+    "check_http_cache",
     "check_service_url",
     "is_loopback",
     "make_session",
     "normalize_cache",
+    "origin",
     "parse_retry_after",
+    "quarantine_cache",
     "request_key",
     "scrub",
     "session_request_key",
@@ -93,16 +103,47 @@ class Secret:
 
 
 def is_loopback(host: str | None) -> bool:
-    """True for ``localhost``, 127.0.0.0/8 and ``::1``."""
+    """True for ``localhost`` exactly, an address in 127.0.0.0/8, and ``::1``.
+
+    Names under ``.localhost`` (``evil.localhost``) are *not* loopback here: RFC 6761 lets
+    resolvers send them to loopback, but nothing obliges the resolver in use to do so, and
+    a proxy or a hosts file may send them anywhere.
+
+    >>> [is_loopback(h) for h in ("localhost", "127.8.9.1", "[::1]", "evil.localhost", "10.0.0.1")]
+    [True, True, True, False, False]
+    """
     if not host:
         return False
-    host = host.strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
+    host = host.lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if host == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(host)
     except ValueError:
         return False
+    if address.version == 4:
+        return address in _LOOPBACK_V4
+    return address == _LOOPBACK_V6
+
+
+_LOOPBACK_V4 = ipaddress.ip_network("127.0.0.0/8")
+_LOOPBACK_V6 = ipaddress.ip_address("::1")
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    """``(scheme, host, port)`` of ``url``, the port filled in for http (80) and https (443).
+
+    Two URLs have the same origin when these three are equal (RFC 6454).
+
+    >>> origin("https://Svc.example.org/api/v2") == origin("https://svc.example.org:443/x")
+    True
+    """
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    return scheme, (parts.hostname or "").lower(), port
 
 
 def check_service_url(url: str, *, what: str = "base URL") -> str:
@@ -122,7 +163,8 @@ def check_service_url(url: str, *, what: str = "base URL") -> str:
         )
     if scheme == "http" and not is_loopback(parts.hostname):
         raise ConfigurationError(
-            f"refusing plain http:// to {parts.hostname!r}: the service requires TLS (HTTPS only) "
+            f"refusing plain http:// to {parts.hostname!r} ({what}): the service requires TLS "
+            "(HTTPS only) "
             "and the API key would travel unencrypted. Use https://… "
             "(http:// is allowed only for loopback hosts such as the local sandbox)"
         )
@@ -242,18 +284,128 @@ def _backend(spec: str | None) -> tuple[Any, dict[str, Any]]:
     return "filesystem", {"cache_name": str(path), "serializer": "json", "decode_content": False}
 
 
+def _sqlite_problem(path: Path) -> str:
+    """Why the SQLite file at ``path`` is not a sound cache (``""`` when it is), read-only."""
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    except sqlite3.Error as exc:
+        return f"{type(exc).__name__}: {exc}"
+    try:
+        found = [r[0] for r in con.execute("PRAGMA quick_check")]
+        if found != ["ok"]:
+            return "PRAGMA quick_check: " + "; ".join(map(str, found[:3]))
+        return ""
+    except sqlite3.Error as exc:
+        return f"{type(exc).__name__}: {exc}"
+    finally:
+        con.close()
+
+
+def check_http_cache(cache: Any) -> list[tuple[str, int | None, str]]:
+    """Check an HTTP cache without changing it: ``[(name, entries, reason)]``.
+
+    A SQLite cache gets ``PRAGMA quick_check`` and every stored response is read back and its
+    body parsed; a filesystem cache has every file read back the same way. ``reason`` is
+    ``""`` for a sound cache; otherwise it says what is wrong (and how many entries). Redis
+    and in-memory caches are reported as not checked.
+    """
+    import sqlite3
+
+    from requests_cache.serializers import init_serializer
+
+    spec = normalize_cache(cache)
+    if spec is None or spec.startswith(_REDIS_SCHEMES):
+        return [(f"{cache_description(spec)} (not checked: only files are)", None, "")]
+    path = Path(spec)
+    if not path.exists():
+        return [(str(path), None, "no such file or folder")]
+    bad = 0
+    n = 0
+    if path.suffix.lower() in _SQLITE_SUFFIXES:
+        problem = _sqlite_problem(path)
+        if problem:
+            return [(str(path), None, problem)]
+        serializer = init_serializer("pickle", False)
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        try:
+            values = [r[0] for r in con.execute("SELECT value FROM responses")]
+        except sqlite3.Error as exc:
+            return [(str(path), None, f"{type(exc).__name__}: {exc}")]
+        finally:
+            con.close()
+    else:
+        serializer = init_serializer("json", False)
+        values = []
+        for file in sorted(path.rglob("*.json")):
+            try:
+                values.append(file.read_bytes())
+            except OSError:
+                values.append(b"")
+    for value in values:
+        n += 1
+        try:
+            response = serializer.loads(value)
+            ok = response.status_code != 200 or isinstance(orjson.loads(response.content), dict)
+        except Exception:  # any failure to read an entry back is damage
+            ok = False
+        bad += not ok
+    reason = (
+        f"{bad} of {n} entries cannot be read back (requests-cache treats them as misses, "
+        "or evicts them when the body does not parse, and asks the service again)"
+        if bad
+        else ""
+    )
+    return [(str(path), n, reason)]
+
+
+def quarantine_cache(cache: Any) -> list[Path]:
+    """Move a damaged SQLite cache (with its ``-wal`` and ``-shm`` files) aside; never delete.
+
+    The files get the suffix ``.damaged-<UTC time>`` in the same folder. Returns the new paths.
+    """
+    from datetime import UTC, datetime
+
+    spec = normalize_cache(cache)
+    if spec is None or spec.startswith(_REDIS_SCHEMES):
+        return []
+    path = Path(spec)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    moved = []
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if file.exists():
+            target = file.with_name(f"{file.name}.damaged-{stamp}")
+            os.replace(file, target)
+            moved.append(target)
+            log.warning("moved the damaged HTTP cache file %s to %s", file, target)
+    return moved
+
+
+def sqlite_cache_problem(cache: Any) -> str:
+    """``""`` unless ``cache`` is a SQLite cache file that fails ``PRAGMA quick_check``."""
+    spec = normalize_cache(cache)
+    if spec is None or spec.startswith(_REDIS_SCHEMES):
+        return ""
+    path = Path(spec)
+    if path.suffix.lower() not in _SQLITE_SUFFIXES or not path.exists():
+        return ""
+    return _sqlite_problem(path)
+
+
 _parsed = threading.local()
 
 
 def _cacheable(response: requests.Response) -> bool:
     """requests-cache ``filter_fn``: store only 200s whose body is a JSON object.
 
-    Responses read back from the cache passed this check when they were written. The parsed
-    body of a fresh response is kept for :func:`take_parsed`, so it is parsed only once.
+    requests-cache also applies it to responses read back from the cache, and deletes an
+    entry that fails it: a cached body damaged after it was written (an edited or garbled
+    cache) is evicted the first time it is read, so a retry reaches the service instead of
+    reading the same bad entry again. The parsed body is kept for :func:`take_parsed`, so it
+    is parsed only once.
     """
-    from requests_cache import CachedResponse
-
-    if isinstance(response, CachedResponse) or response.status_code != 200:
+    if response.status_code != 200:
         return True  # status codes are filtered by allowable_codes; keep old entries on errors
     try:
         data = orjson.loads(response.content)
@@ -275,6 +427,118 @@ def take_parsed(response: requests.Response) -> Any:
         return None
 
 
+def _shallow(response: requests.Response) -> requests.Response:
+    """A shallow copy that keeps ``raw`` (``copy.copy`` goes through ``__getstate__``,
+    which drops it)."""
+    twin = object.__new__(type(response))
+    twin.__dict__.update(response.__dict__)
+    return twin
+
+
+def _redacting_save(save: Any) -> Any:
+    """Wrap a backend's ``save_response`` so the redirect history it stores has no key.
+
+    requests-cache redacts ``ignored_parameters`` from the request and headers of the response
+    it saves, but stores ``response.history`` (the redirect hops, each with the request that
+    was sent, key header included) as received. The wrapper hands it copies of the hops whose
+    requests carry no key header; the backend's own save (and its error handling, e.g. the
+    Redis cache's) is unchanged.
+    """
+
+    def save_response(response: requests.Response, *args: Any, **kwargs: Any) -> Any:
+        if response.history:
+            response = _shallow(response)
+            hops = []
+            for hop in response.history:
+                hop = _shallow(hop)
+                if hop.request is not None:
+                    hop.request = hop.request.copy()
+                    if KEY_HEADER in hop.request.headers:
+                        hop.request.headers[KEY_HEADER] = "REDACTED"
+                hops.append(hop)
+            response.history = hops
+        return save(response, *args, **kwargs)
+
+    return save_response
+
+
+def _size_guard(limit: int) -> Any:
+    """A response hook that reads at most ``limit`` bytes of a body (else raises)."""
+
+    def guard(response: requests.Response, **kwargs: Any) -> requests.Response:
+        if getattr(response, "_content_consumed", False) or getattr(response, "from_cache", False):
+            size = len(response.content or b"")
+            if size > limit:
+                raise _too_large(response, f"{size:,} bytes received", limit)
+            return response
+        declared = response.headers.get("Content-Length", "")
+        if declared.strip().isdigit() and int(declared) > limit:
+            response.close()
+            raise _too_large(response, f"{int(declared):,} bytes declared", limit)
+        chunks: list[bytes] = []
+        total = 0
+        for chunk in response.iter_content(1 << 16):
+            total += len(chunk)
+            if total > limit:
+                response.close()
+                raise _too_large(response, f"more than {limit:,} bytes sent", limit)
+            chunks.append(chunk)
+        response._content = b"".join(chunks)
+        response._content_consumed = True
+        return response
+
+    return guard
+
+
+def _too_large(response: requests.Response, what: str, limit: int) -> ResponseTooLargeError:
+    request = response.request
+    path = urlsplit(request.url or "").path if request is not None else "?"
+    method = request.method if request is not None else "?"
+    return ResponseTooLargeError(
+        f"the answer to {method} {path} is too large ({what}; the limit, "
+        f"settings.max_response_bytes, is {limit:,} bytes). Nothing was cached or stored. "
+        "If the service really sends answers this large, raise settings.max_response_bytes"
+    )
+
+
+def _session_class() -> type:
+    from requests_cache import CachedSession
+
+    class ServiceSession(CachedSession):
+        """A ``CachedSession`` that keeps the key with the service's origin.
+
+        A redirect is followed only to the same origin (scheme, host, port) as the configured
+        base URL; a redirect anywhere else raises :class:`~dentalkit.errors.RedirectRefusedError`
+        before the next hop is sent, so the key is never sent to another server (requests
+        itself strips only ``Authorization`` on a host change, not ``x-api-key``).
+        """
+
+        service_origin: tuple[str, str, int | None] | None = None
+
+        def rebuild_auth(self, prepared_request: Any, response: Any) -> None:
+            target = prepared_request.url or ""
+            allowed = self.service_origin or origin(response.request.url or "")
+            if origin(target) != allowed:
+                prepared_request.headers.pop(KEY_HEADER, None)
+                scheme, host, port = origin(target)
+                source = urlsplit(response.request.url or "")
+                raise RedirectRefusedError(
+                    f"{response.request.method} {source.path}: the service answered "
+                    f"{response.status_code} redirecting to {scheme}://{host}:{port}, another "
+                    f"origin than the configured service ({allowed[0]}://{allowed[1]}:{allowed[2]}); "
+                    "dentalkit follows redirects only within the service's origin, so the API "
+                    "key is never sent elsewhere. Not followed. If the service has moved, set "
+                    "the new base URL (DENTALKIT_BASE_URL / settings.base_url)"
+                )
+            check_service_url(target, what="redirect target")
+            super().rebuild_auth(prepared_request, response)
+
+    return ServiceSession
+
+
+_SESSION_CLASS: type | None = None
+
+
 def make_session(
     cache: str | None,
     *,
@@ -283,17 +547,24 @@ def make_session(
     user_agent: str,
     base_url: str | None = None,
     pool_size: int = 64,
+    max_response_bytes: int | None = None,
 ) -> requests.Session:
     """A requests-cache ``CachedSession`` configured as dentalkit needs it.
 
     POST and GET are cached; only status 200 with a JSON-object body is stored; the
     ``x-api-key`` header is left out of the cache key **and** redacted from everything stored
-    (requests-cache ``ignored_parameters``); ``expire_after=None`` never expires.
+    (requests-cache ``ignored_parameters``, applied to redirect hops too);
+    ``expire_after=None`` never expires. Redirects are followed within the origin of
+    ``base_url`` only; bodies longer than ``max_response_bytes`` raise
+    :class:`~dentalkit.errors.ResponseTooLargeError`.
     """
-    from requests_cache import DEFAULT_IGNORED_PARAMS, NEVER_EXPIRE, CachedSession
+    from requests_cache import DEFAULT_IGNORED_PARAMS, NEVER_EXPIRE
 
+    global _SESSION_CLASS
+    if _SESSION_CLASS is None:
+        _SESSION_CLASS = _session_class()
     backend, kwargs = _backend(cache)
-    session = CachedSession(
+    session = _SESSION_CLASS(
         backend=backend,
         allowable_methods=("GET", "POST"),
         allowable_codes=(200,),
@@ -303,6 +574,11 @@ def make_session(
         stale_if_error=False,
         **kwargs,
     )
+    session.cache.save_response = _redacting_save(session.cache.save_response)
+    if base_url is not None:
+        session.service_origin = origin(base_url)
+    if max_response_bytes is not None:
+        session.hooks["response"].append(_size_guard(int(max_response_bytes)))
     adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
     session.mount("http://", adapter)
     session.mount("https://", adapter)

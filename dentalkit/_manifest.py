@@ -63,7 +63,12 @@ def read_manifest(manifest: Any) -> pd.DataFrame:
     if isinstance(manifest, pd.DataFrame):
         return manifest.reset_index(drop=True)
     if isinstance(manifest, list | tuple) and all(isinstance(r, Mapping) for r in manifest):
-        return pd.DataFrame(list(manifest))
+        rows = list(manifest)
+        names = list(dict.fromkeys(k for r in rows for k in r))
+        _check_names(names)
+        # object columns: text that UTF-8 cannot encode (a lone surrogate) reaches validation,
+        # which reports it as a problem row, instead of failing in pandas' string inference
+        return pd.DataFrame(rows, columns=pd.Index(names, dtype=object), dtype=object)
     if isinstance(manifest, str | os.PathLike):
         path = Path(manifest)
         if not path.exists():
@@ -79,6 +84,24 @@ def read_manifest(manifest: Any) -> pd.DataFrame:
         "manifest must be a DataFrame, a list of row dicts or a .csv/.parquet path, "
         f"got {type(manifest).__name__}"
     )
+
+
+def _check_names(names: list[Any]) -> None:
+    """Raise :class:`ManifestError` (a problems row per name) for column names that UTF-8
+    cannot encode (lone surrogates): they could be neither matched nor reported as text."""
+    bad = [k for k in names if isinstance(k, str) and not _clean_text(k)]
+    if bad:
+        raise ManifestError(
+            pd.DataFrame(
+                {
+                    "table": "manifest",
+                    "row": None,
+                    "field": [_show(k) for k in bad],
+                    "value": [_show(k) for k in bad],
+                    "reason": "column name is not valid Unicode text (lone surrogate)",
+                }
+            )
+        )
 
 
 def _text(col: pd.Series) -> pd.Series:

@@ -1,4 +1,4 @@
-"""Command line: ``dentalkit demo | sandbox | openapi | first-contact | fetch | contract | tables | analyze | figures | export``.
+"""Command line: ``dentalkit demo | sandbox | openapi | first-contact | fetch | verify | contract | tables | analyze | figures | export``.
 
 The study as shell steps: ``fetch`` (manifest → store) → ``tables`` (store → Parquet
 tables) → ``analyze`` (tables → analysis tables) → ``figures`` (tables + analyses →
@@ -141,15 +141,17 @@ def fetch(
     from dentalkit.errors import (
         AuthError,
         ConfigurationError,
+        DamagedFileError,
         DentalkitError,
         InputError,
+        StoreLockedError,
         TransportError,
     )
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     client = None
     try:
-        client = Client(base_url, **({} if cache is None else {"cache": cache}))
+        client = Client(base_url, heal_cache=True, **({} if cache is None else {"cache": cache}))
         report = fetch_cohort(
             manifest,
             endpoint or None,
@@ -160,7 +162,7 @@ def fetch(
             errors=errors,  # type: ignore[arg-type]
             retry_failed=retry_failed,
         )
-    except (ConfigurationError, InputError) as exc:
+    except (ConfigurationError, InputError, StoreLockedError, DamagedFileError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except (AuthError, TransportError) as exc:  # errors=raise: the first failure stops the run
@@ -173,9 +175,20 @@ def fetch(
     typer.echo(report.summary())
     if report.stopped:
         typer.echo(_stop_line(report.stopped, client.base_url, report.stop_reason), err=True)
+    for rec in report.quarantined.to_dict("records"):
+        typer.echo(f"damaged {rec['kind']} {rec['file']} moved to {rec['moved_to']}")
     if len(report.problems):
+        from dentalkit._export import csv_text, safe_csv_frame
+
         path = out / "manifest-problems.csv"
-        report.problems.to_csv(path, index=False)
+        cells = report.problems.astype(object).where(report.problems.notna(), None)
+        text = [c for c in cells.columns if c != "row"]  # manifest text: no bare formulas
+        try:
+            safe = safe_csv_frame(cells, "manifest-problems", text)
+        except InputError:  # control characters in a manifest value: write them escaped
+            escaped = cells[text].map(lambda v: v.encode("unicode_escape").decode("ascii") if isinstance(v, str) else v)  # fmt: skip
+            safe = safe_csv_frame(cells.assign(**escaped), "manifest-problems", text)
+        path.write_text(csv_text(safe, text), encoding="utf-8")
         typer.echo(f"{len(report.problems)} bad manifest row(s) skipped; listed in {path}")
     if report.failed or report.skipped_failed:
         typer.echo(f"failures are listed in {out / 'failures.parquet'}; retry with --retry-failed")
@@ -364,6 +377,47 @@ def _echo_contract(report) -> None:
             f"{ep:26s} {int(base['n_responses'].sum()):7d} responses "
             f"{int(base['n_patients'].sum()):6d} patients  {versions}; {drift} drift"
         )
+
+
+@app.command()
+def verify(
+    store: Annotated[Path, typer.Argument(help="Store folder written by `dentalkit fetch`.")],
+    cache: Annotated[
+        str | None,
+        typer.Option(help="Also check this HTTP cache (.sqlite file or cache folder)."),
+    ] = None,
+) -> None:
+    """Check every file of a store (and an HTTP cache) without fetching or changing anything.
+
+    Reads back the store marker, every responses part and the failures table (and with
+    --cache every cached answer). Exit status 0 when all can be read, 1 when some cannot
+    (run the same `dentalkit fetch` again: it moves them aside into STORE/_quarantine and
+    sends their requests again), 2 when STORE is not a store.
+    """
+    import pandas as pd
+
+    from dentalkit.errors import InputError
+    from dentalkit.store import verify_store
+
+    try:
+        report = verify_store(store, cache=cache)
+    except InputError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    for rec in report.to_dict("records"):
+        state = "ok" if rec["ok"] else "DAMAGED"
+        rows = "" if pd.isna(rec["rows"]) else f" {int(rec['rows']):,} rows"
+        why = f": {rec['reason']}" if rec["reason"] else ""
+        typer.echo(f"{state:8s} {rec['kind']:16s} {rec['file']}{rows}{why}")
+    bad = int((~report["ok"]).sum())
+    stored = int(report.loc[report["kind"] == "responses part", "rows"].fillna(0).sum())
+    typer.echo(f"{len(report)} file(s) checked, {bad} damaged; {stored:,} stored rows readable")
+    if bad:
+        typer.echo(
+            f"to repair: run the same `dentalkit fetch … --out {store}` again (damaged files "
+            "are moved aside, never deleted, and their requests sent again)"
+        )
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -20,9 +20,11 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
+import sqlite3
 import threading
 import time
 from collections.abc import Mapping
@@ -45,6 +47,7 @@ from dentalkit._http import (
     make_session,
     normalize_cache,
     parse_retry_after,
+    quarantine_cache,
     request_key,
     scrub,
     take_parsed,
@@ -53,6 +56,7 @@ from dentalkit._methods import endpoint_method
 from dentalkit.endpoints import API_PREFIX, ENDPOINTS, Endpoint, get_endpoint
 from dentalkit.errors import (
     ConfigurationError,
+    DamagedFileError,
     InputError,
     ResponseFormatError,
     TransportError,
@@ -145,6 +149,7 @@ class ClientSpec:
     backoff_max: float
     verify: bool | str
     user_agent: str
+    max_response_bytes: int | None = None
 
 
 _CLIENTS: dict[ClientSpec, Client] = {}
@@ -174,13 +179,22 @@ class Client:
         shown by ``repr``, never stored in the cache, never put into an error message.
     cache : path, URL, "memory" or None, optional
         HTTP cache backend (see :data:`dentalkit.settings.cache`); default the settings value.
-    expire_after, timeout, max_retries, backoff_base, backoff_max, verify, user_agent
+    expire_after, timeout, max_retries, backoff_base, backoff_max, verify, user_agent, \
+max_response_bytes
         Override the values in :mod:`dentalkit.settings` for this client.
+    heal_cache : bool
+        When the SQLite cache file cannot be opened (truncated, garbled), move it aside
+        (``<file>.damaged-<UTC>``, never deleted) and start an empty cache, instead of raising
+        :class:`~dentalkit.errors.DamagedFileError`. The fetch path and the CLI do this.
 
     Notes
     -----
     Proxy variables (``HTTPS_PROXY``, ``NO_PROXY`` …) and ``REQUESTS_CA_BUNDLE`` are read
     once, when the client is built, for its base URL.
+
+    The key goes to the base URL's origin only: a redirect to another scheme, host or port
+    is not followed (:class:`~dentalkit.errors.RedirectRefusedError`), and the redirect hops
+    that are followed are stored in the cache with the key redacted.
 
     Raises
     ------
@@ -202,6 +216,8 @@ class Client:
         backoff_max: float | None = None,
         verify: bool | str | None = None,
         user_agent: str | None = None,
+        max_response_bytes: int | None = None,
+        heal_cache: bool = False,
     ) -> None:
         base = base_url or settings.base_url or os.environ.get(settings.base_url_env)
         if not base:
@@ -236,8 +252,11 @@ class Client:
             backoff_max=settings.backoff_max if backoff_max is None else float(backoff_max),
             verify=settings.verify if verify is None else verify,
             user_agent=settings.user_agent if user_agent is None else user_agent,
+            max_response_bytes=int(
+                settings.max_response_bytes if max_response_bytes is None else max_response_bytes
+            ),
         )
-        self._init(spec)
+        self._init(spec, heal_cache=heal_cache)
 
     @classmethod
     def _from_spec(cls, spec: ClientSpec) -> Client:
@@ -245,17 +264,30 @@ class Client:
         obj._init(spec)
         return obj
 
-    def _init(self, spec: ClientSpec) -> None:
+    def _init(self, spec: ClientSpec, heal_cache: bool = False) -> None:
         if spec.verify is False:
             log.warning("TLS verification is off for %s", spec.base_url)
         self._spec = spec
-        self._session = make_session(
-            spec.cache,
-            expire_after=spec.expire_after,
-            verify=spec.verify,
-            user_agent=spec.user_agent,
-            base_url=spec.base_url,
-        )
+        #: Files of a damaged cache this client moved aside (``heal_cache=True``).
+        self.quarantined_cache: list[str] = []
+
+        def session() -> requests.Session:
+            return make_session(
+                spec.cache,
+                expire_after=spec.expire_after,
+                verify=spec.verify,
+                user_agent=spec.user_agent,
+                base_url=spec.base_url,
+                max_response_bytes=spec.max_response_bytes,
+            )
+
+        try:
+            self._session = session()
+        except sqlite3.DatabaseError as exc:
+            if not heal_cache:
+                raise _damaged_cache(spec, exc) from None
+            self.quarantined_cache = [str(p) for p in quarantine_cache(spec.cache)]
+            self._session = session()
         self._rng = random.Random()
         self._sleep = time.sleep
 
@@ -283,6 +315,12 @@ class Client:
     def close(self) -> None:
         """Close connections and the cache backend."""
         self._session.close()
+
+    def _reopen(self) -> None:
+        """Close and build the session again (after its cache file was moved aside)."""
+        with contextlib.suppress(Exception):  # a damaged backend may fail to close
+            self._session.close()
+        self._init(self._spec, heal_cache=True)
 
     def __enter__(self) -> Client:
         return self
@@ -361,6 +399,7 @@ class Client:
         last: Exception | None = None
         for attempt in range(spec.max_retries + 1):
             retry_after: float | None = None
+            bad_cache_entry = False
             try:
                 resp = self._session.request(
                     ep.method,
@@ -371,6 +410,8 @@ class Client:
                     timeout=spec.timeout,
                     force_refresh=refresh,
                 )
+            except sqlite3.DatabaseError as exc:
+                raise _damaged_cache(spec, exc) from None
             except requests.exceptions.SSLError as exc:
                 # A certificate that cannot be verified will not verify on a retry either.
                 raise TransportError(
@@ -402,9 +443,26 @@ class Client:
                             "from the cache" if result.from_cache else f"in {resp.elapsed}",
                         )
                         return result
+                    bad_cache_entry = bool(getattr(resp, "from_cache", False))
+                    if bad_cache_entry:
+                        # requests-cache has deleted the entry (see _http._cacheable): the
+                        # next attempt goes to the service, at once
+                        refresh = True
+                        log.warning(
+                            "%s %s for patient %r: the cached answer did not parse as a JSON "
+                            "object (a damaged cache entry); evicted, asking the service",
+                            ep.method,
+                            ep.path,
+                            patient_id,
+                        )
                     last = ResponseFormatError(
-                        "the 200 body is not a JSON object (truncated or not JSON); "
-                        "retried and never cached",
+                        "a cached 200 body did not parse as a JSON object (a damaged cache "
+                        "entry); it was evicted from the cache and the request sent to the "
+                        "service instead"
+                        if bad_cache_entry
+                        else "the service's 200 body is not a JSON object (truncated or not "
+                        f"JSON); never cached, and the request was retried up to "
+                        f"{spec.max_retries} time(s)",
                         endpoint=ep.path,
                         patient_id=patient_id,
                         timestamp=(body or {}).get("TimeStamp"),
@@ -415,6 +473,8 @@ class Client:
                         raise err
                     last = err
                     retry_after = parse_retry_after(resp.headers.get("Retry-After"))
+            if attempt < spec.max_retries and bad_cache_entry:
+                continue  # no wait: the service has not been asked yet
             if attempt < spec.max_retries:
                 delay = backoff_delay(
                     attempt,
@@ -474,6 +534,17 @@ class Client:
         return download_output_image(
             result, path, verify=self._spec.verify, timeout=self._spec.timeout
         )
+
+
+def _damaged_cache(spec: ClientSpec, exc: Exception) -> DamagedFileError:
+    return DamagedFileError(
+        spec.cache,
+        "HTTP cache (SQLite)",
+        f"{type(exc).__name__}: {exc}",
+        "Move it aside (with its -wal and -shm files) or give another cache; `dentalkit "
+        "fetch` does this itself (the answers it held are then asked of the service again), "
+        "and `dentalkit verify OUT --cache PATH` checks a cache without fetching",
+    )
 
 
 # ---- one method per endpoint, generated from the registry -----------------------------

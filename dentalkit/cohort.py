@@ -11,15 +11,20 @@
 * Parquet parts are written atomically every ``flush_every`` answers or ``flush_interval``
   seconds and at the end; a request key is never written twice.
 
-Only the calling process writes the store; workers (threads, processes or a
-``dask.distributed`` executor) only call the service and return results.
+Only the calling process writes the store, holding its lock (one writer per store: a second
+fetch into the same folder refuses at once, or waits ``settings.store_lock_timeout``);
+workers (threads, processes or a ``dask.distributed`` executor) only call the service and
+return results. A damaged store file or SQLite cache is moved aside (never deleted) and its
+requests are sent again (see :mod:`dentalkit.store`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -38,11 +43,12 @@ from dentalkit.errors import (
     ApiError,
     AuthError,
     DentalkitError,
+    DentalkitWarning,
     InputError,
     ManifestError,
     TransportError,
 )
-from dentalkit.store import FAILURES_SCHEMA, ResponseStore, read_responses
+from dentalkit.store import FAILURES_SCHEMA, ResponseStore, read_responses, store_lock
 
 __all__ = ["FetchReport", "Fetcher", "FirstContactPlan", "fetch_cohort", "first_contact_plan"]
 
@@ -84,6 +90,14 @@ class FetchReport:
         requests are neither stored nor failures; a rerun sends them.
     stop_reason : str or None
         The error message of that request (never the key).
+    quarantined : DataFrame
+        Damaged files this run moved aside (never deleted): ``file``, ``kind``, ``reason``,
+        ``moved_to``, ``rows`` (rows the file held, when its request columns could still be
+        read).
+    recovered : int
+        Of ``stored``, the rows that quarantined parts had held (sent again; the HTTP cache
+        answers those it holds). Requests of a quarantined part that are not in the manifest
+        are rebuilt from the part's request columns and sent too (their failure ``row`` is 0).
     """
 
     out: Path
@@ -99,6 +113,8 @@ class FetchReport:
     failures: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
     stopped: str | None = None
     stop_reason: str | None = None
+    quarantined: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    recovered: int = 0
 
     def responses(self) -> pd.DataFrame:
         """The whole responses table of :attr:`out` (see :func:`dentalkit.store.read_responses`)."""
@@ -118,6 +134,11 @@ class FetchReport:
         if self.stopped:
             unsent = self.sent - self.stored - self.failed
             text += f"; stopped early ({_STOPPED[self.stopped]}), {unsent} not sent"
+        if len(self.quarantined):
+            text += (
+                f"; {len(self.quarantined)} damaged file(s) moved aside (see .quarantined), "
+                f"{self.recovered} of their rows stored again"
+            )
         return text + f" [{self.seconds:.1f} s]"
 
 
@@ -229,6 +250,96 @@ def _progress(total: int, enabled: bool) -> Any:
     return tqdm(total=total, unit="req", desc="fetch", disable=not enabled, smoothing=0.1)
 
 
+def _open_store(out: str | os.PathLike[str], client: Client) -> ResponseStore:
+    """Take the store's write lock, heal the SQLite cache and open the store to heal it.
+
+    The lock is released by :meth:`ResponseStore.close` (or here, if opening fails).
+    """
+    from dentalkit._http import quarantine_cache, sqlite_cache_problem
+
+    lock = store_lock(out, settings.store_lock_timeout)
+    try:
+        moved: list[dict[str, Any]] = []
+        problem = sqlite_cache_problem(client.spec.cache)
+        if problem:
+            files = quarantine_cache(client.spec.cache)
+            client._reopen()
+            moved = [
+                {
+                    "file": str(client.spec.cache),
+                    "kind": "HTTP cache (SQLite)",
+                    "reason": problem,
+                    "moved_to": str(files[0]) if files else None,
+                    "rows": None,
+                }
+            ]
+        moved += [
+            {
+                "file": str(client.spec.cache),
+                "kind": "HTTP cache (SQLite)",
+                "reason": "could not be opened",
+                "moved_to": f,
+                "rows": None,
+            }
+            for f in getattr(client, "quarantined_cache", [])[:1]
+        ]
+        client.quarantined_cache = []  # reported once
+        store = ResponseStore(out, client.base_url, heal=True)
+        store.done = store.completed_keys()  # read (and healed) while the lock is released on error
+    except BaseException:
+        lock.release()
+        raise
+    store.quarantined[:0] = moved
+    store.lock = lock
+    return store
+
+
+def _add_lost_requests(plan: Any, store: ResponseStore, done: set[str]) -> set[str]:
+    """Add to ``plan`` the requests that quarantined parts held and the manifest lacks.
+
+    They are rebuilt from the parts' request columns (patient, timestamp, endpoint, image,
+    options) and kept only when the rebuilt request key equals the stored one. Returns the
+    keys of every row the quarantined parts held and the store no longer has.
+    """
+    if not store.lost_rows:
+        return set()
+    from urllib.parse import parse_qsl
+
+    from dentalkit._manifest import plan_requests
+
+    lost = pd.concat(store.lost_rows, ignore_index=True).drop_duplicates("request_key")
+    lost = lost[~_member(lost["request_key"], done)]
+    missing = lost[~_member(lost["request_key"], set(plan.requests["request_key"]))]
+    if len(missing):
+        rows = []
+        for rec in missing.to_dict("records"):
+            row = {k: rec[k] for k in ("patient_id", "timestamp", "endpoint")}
+            if rec["endpoint"] == "tle":
+                row.update(parse_qsl(rec["options"] or "", keep_blank_values=True))
+            else:
+                row["image_url"] = rec["image_url"]
+                row.update(json.loads(rec["options"] or "{}"))
+            rows.append(row)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DentalkitWarning)
+            extra = plan_requests(pd.DataFrame(rows))
+        keep = _member(extra.requests["request_key"], set(missing["request_key"]))
+        if (~keep).any() or len(extra.problems):
+            log.warning(
+                "%d request(s) of quarantined parts could not be rebuilt exactly; the parts "
+                "in %s still hold them",
+                len(missing) - int(keep.sum()),
+                store.out / "_quarantine",
+            )
+        if keep.any():
+            added = extra.requests.loc[keep].assign(row=0)
+            plan.requests = pd.concat([plan.requests, added], ignore_index=True)
+            plan.payloads = plan.payloads + [
+                p for p, k in zip(extra.payloads, keep, strict=True) if k
+            ]
+    return set(lost["request_key"])
+
+
 def fetch_cohort(
     manifest: Any,
     endpoints: str | Sequence[str] | None = None,
@@ -320,16 +431,20 @@ def fetch_cohort(
     """
     if errors not in ("collect", "raise"):
         raise InputError(f"errors must be 'collect' or 'raise', got {errors!r}")
+    if batch_size is not None and not (isinstance(batch_size, int) and batch_size >= 1):
+        raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
     started = time.perf_counter()
     plan = plan_requests(read_manifest(manifest), endpoints)
     if len(plan.problems) and errors == "raise":
         raise ManifestError(plan.problems)
-    client = client or Client()
-    store = ResponseStore(out, client.base_url)
+    client = client or Client(heal_cache=True)
+    store = _open_store(out, client)  # holds the write lock until store.close()
     report = FetchReport(out=store.out, requested=len(plan.requests), problems=plan.problems)
 
+    done = store.done
+    lost_keys = _add_lost_requests(plan, store, done)
+    report.requested = len(plan.requests)
     reqs = plan.requests
-    done = store.completed_keys()
     previous = store.read_failures()
     previous = previous[~_member(previous["request_key"], done)]
     stored_mask = _member(reqs["request_key"], done)
@@ -391,6 +506,8 @@ def fetch_cohort(
         if buffer:
             store.append(buffer)
             report.stored += len(buffer)
+            if lost_keys:
+                report.recovered += sum(r["request_key"] in lost_keys for r in buffer)
             buffer.clear()
         last_flush = time.monotonic()
 
@@ -449,6 +566,10 @@ def fetch_cohort(
         if len(failures) or (store.out / "failures.parquet").exists():
             store.write_failures(failures)
         report.failures = failures
+        report.quarantined = pd.DataFrame(
+            store.quarantined, columns=["file", "kind", "reason", "moved_to", "rows"]
+        )
+        store.close()
         report.seconds = time.perf_counter() - started
     log.info("fetch_cohort: %s", report.summary())
     if first_error is not None:

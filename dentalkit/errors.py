@@ -16,6 +16,10 @@ Hierarchy::
     │   ├── RateLimitedError        429 (``retry_after``)
     │   └── ServerError             5xx
     ├── TransportError              connection failure or timeout after retries
+    │   └── RedirectRefusedError    a redirect to another origin or to plain HTTP (key kept)
+    ├── ResponseTooLargeError       an answer larger than ``settings.max_response_bytes``
+    ├── DamagedFileError            a store file or the HTTP cache cannot be read back
+    ├── StoreLockedError            another fetch is writing into the same store
     ├── ResponseFormatError         a success body that is not shaped as the spec says
     ├── ExpiredLinkError            an ``OutputImageUrl`` past its 72 h validity
     └── MissingDependencyError      an optional extra is not installed (also ImportError)
@@ -32,6 +36,7 @@ __all__ = [
     "AuthError",
     "BadRequestError",
     "ConfigurationError",
+    "DamagedFileError",
     "DentalkitError",
     "DentalkitWarning",
     "EchoMismatchWarning",
@@ -40,8 +45,11 @@ __all__ = [
     "ManifestError",
     "MissingDependencyError",
     "RateLimitedError",
+    "RedirectRefusedError",
     "ResponseFormatError",
+    "ResponseTooLargeError",
     "ServerError",
+    "StoreLockedError",
     "TransportError",
     "api_error_for_status",
     "require",
@@ -190,6 +198,56 @@ class ServerError(ApiError):
 
 class TransportError(DentalkitError):
     """The request could not be completed (connection refused, timeout) after all retries."""
+
+
+class RedirectRefusedError(TransportError):
+    """The service answered with a redirect dentalkit does not follow.
+
+    A redirect to another origin (scheme, host or port) would carry the API key to a server
+    that is not the configured service; one to plain ``http://`` on a non-loopback host would
+    send it unencrypted. Neither is followed: the key never leaves for the new address. Not
+    retried (a redirect is the server's fixed answer).
+    """
+
+
+class ResponseTooLargeError(DentalkitError):
+    """An answer is larger than :data:`dentalkit.settings.max_response_bytes`.
+
+    The body is not read beyond the limit and nothing is cached or stored. Not retried.
+    """
+
+
+class DamagedFileError(DentalkitError):
+    """A file dentalkit reads back (a store part, ``failures.parquet``, ``_dentalkit.json``,
+    the HTTP cache) is truncated, emptied or garbled.
+
+    Attributes
+    ----------
+    path : str
+        The damaged file.
+    what : str
+        Which kind of file it is (``"responses part"``, ``"failures table"`` …).
+    reason : str
+        What reading it reported.
+    """
+
+    def __init__(self, path: Any, what: str, reason: str, fix: str = "") -> None:
+        self.path = str(path)
+        self.what = what
+        self.reason = reason
+        self.fix = fix
+        text = f"{self.path} ({what}) is damaged and cannot be read: {reason}"
+        super().__init__(text + (f". {fix}" if fix else ""))
+
+    def __reduce__(self):
+        return (DamagedFileError, (self.path, self.what, self.reason, self.fix))
+
+
+class StoreLockedError(DentalkitError):
+    """Another fetch holds the write lock of the store (one writer per store).
+
+    Reading a store never needs the lock.
+    """
 
 
 class ResponseFormatError(DentalkitError, ValueError):

@@ -28,8 +28,10 @@ __all__ = [
     "default_cache_path",
     "flush_every",
     "flush_interval",
+    "max_response_bytes",
     "max_retries",
     "max_workers",
+    "store_lock_timeout",
     "timeout",
     "tmj_phrases",
     "user_agent",
@@ -122,3 +124,15 @@ flush_interval: float = 10.0
 #: to the shipped ``dentalkit/data/tmj_phrases.csv`` when TMJ sentences are read (see
 #: :func:`dentalkit.convert.has_finding`); a path, a list of paths or ``None``.
 tmj_phrases: str | os.PathLike[str] | list[str | os.PathLike[str]] | None = None
+#: Largest answer body accepted, in bytes (default 64 MiB). A longer body is not read past the
+#: limit, not cached and not stored: the request fails with
+#: :class:`~dentalkit.errors.ResponseTooLargeError`. The largest answers of interface v2
+#: (segmentations with contours) are a few hundred kilobytes; the limit only guards against a
+#: misbehaving server or proxy filling memory and the cache.
+max_response_bytes: int = 64 * 1024 * 1024
+
+#: Seconds :func:`dentalkit.fetch_cohort` waits for another fetch into the same ``out`` folder
+#: to finish (one writer per store). ``0`` refuses at once with
+#: :class:`~dentalkit.errors.StoreLockedError`; ``None`` waits as long as it takes. Reading a
+#: store never waits.
+store_lock_timeout: float | None = 0.0

@@ -23,6 +23,7 @@ from functools import lru_cache
 import numpy as np
 
 from dentalkit.sandbox._patient import ARCHES, SIDES, TOOTH_TYPES, Patient
+from dentalkit.sandbox._rng import PATIENT_CACHE
 
 __all__ = [
     "CATENARY_TEETH",
@@ -172,7 +173,7 @@ def arch_layout(p: Patient, arch: str) -> dict:
     return _arch_layout(p.patient_id, arch)
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=2 * PATIENT_CACHE)  # two arches per patient
 def _arch_layout(patient_id: str, arch: str) -> dict:
     from dentalkit.sandbox._patient import patient
 
@@ -289,7 +290,7 @@ def pano_layout(p: Patient) -> dict[str, dict]:
     return _pano_layout(p.patient_id)
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=PATIENT_CACHE)
 def _pano_layout(patient_id: str) -> dict[str, dict]:
     from dentalkit.sandbox._patient import patient
 
@@ -339,7 +340,7 @@ def frontal_layout(p: Patient, lower_shift: float, overbite: float) -> dict[str,
     return _frontal_layout(p.patient_id, round(lower_shift, 9), round(overbite, 9))
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=PATIENT_CACHE)
 def _frontal_layout(patient_id: str, lower_shift: float, overbite: float) -> dict[str, dict]:
     from dentalkit.sandbox._patient import patient
 

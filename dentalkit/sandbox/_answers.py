@@ -45,7 +45,7 @@ from dentalkit.sandbox._placement import (
     _pano_at,
     _photo_teeth_at,
 )
-from dentalkit.sandbox._rng import generator
+from dentalkit.sandbox._rng import SESSION_CACHE, generator
 
 #: Noise SDs (mm) of points that are not cephalometric landmarks.
 POINT_NOISE_SD_MM = {"centroid": 0.15, "keypoint": 0.2, "catenary": 0.12, "outline": 0.06}
@@ -279,7 +279,7 @@ def _clinical(
     return _jitter(boxes, rng, spec.width, spec.height)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=SESSION_CACHE)
 def _clinical_exact(
     pid: str, ts: str, kind: str, where: Where
 ) -> dict[str, list[tuple[int, int, int, int]]]:

@@ -20,7 +20,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from dentalkit.sandbox._rng import REFERENCE_DATE, age_at, generator, parse_timestamp
+from dentalkit.sandbox._rng import (
+    PATIENT_CACHE,
+    REFERENCE_DATE,
+    SESSION_CACHE,
+    age_at,
+    generator,
+    parse_timestamp,
+)
 
 __all__ = [
     "ARCHES",
@@ -373,7 +380,7 @@ _BILATERAL = tuple(
 _N_UNIFORMS = 1 + len(TOOTH_KEYS) + 4 + 1 + 2 * (len(CLINICAL_CLASSES) + len(PANO_CLASSES)) + 1 + 6
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=PATIENT_CACHE)
 def patient(patient_id: str) -> Patient:
     """Draw (once, cached) the patient-level parameters of ``patient_id``.
 
@@ -525,7 +532,7 @@ _FRONTAL_GROWTH = (("NC", "NC"), ("J", "J"), ("Ag", "Ag"), ("ZA", "ZA"), ("U6", 
                    ("Co", "Co"), ("Ma", "Ma"), ("O", "O"), ("Z", "O"))  # fmt: skip
 
 
-@lru_cache(maxsize=16384)
+@lru_cache(maxsize=SESSION_CACHE)
 def session(patient_id: str, timestamp: str) -> Session:
     """The patient ``patient_id`` at the session ``timestamp`` (cached)."""
     p = patient(patient_id)

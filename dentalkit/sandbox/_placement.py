@@ -24,7 +24,7 @@ from dentalkit.sandbox._patient import (
     patient,
     session,
 )
-from dentalkit.sandbox._rng import generator
+from dentalkit.sandbox._rng import SESSION_CACHE, generator
 
 Where = tuple[str, str]
 """Placement key of an image: ``(patient id, session)`` seeding its transform (see ``_where``)."""
@@ -95,7 +95,7 @@ def _lateral(
     return _lateral_at(pid, ts, where or (pid, ts))
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=SESSION_CACHE)
 def _lateral_at(
     pid: str, ts: str, where: Where
 ) -> tuple[np.ndarray, ImageTransform, dict, np.ndarray]:
@@ -117,7 +117,7 @@ def _frontal(
     return _frontal_at(pid, ts, where or (pid, ts))
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=SESSION_CACHE)
 def _frontal_at(
     pid: str, ts: str, where: Where
 ) -> tuple[np.ndarray, ImageTransform, dict, np.ndarray]:
@@ -129,7 +129,7 @@ def _frontal_at(
     return px, tr, measures, _noise_sd_px("frontal", tr.mm_per_px)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=SESSION_CACHE)
 def _frontal_mm(pid: str, ts: str) -> tuple[np.ndarray, dict]:
     """Frontal landmarks (mm) and measures of a session (cached: the photo needs them too)."""
     s = session(pid, ts)
@@ -143,7 +143,7 @@ def _arch(pid: str, ts: str, arch: str, where: Where | None = None) -> tuple[dic
     return _arch_at(pid, ts, arch, where or (pid, ts))
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=SESSION_CACHE)
 def _arch_at(pid: str, ts: str, arch: str, where: Where) -> tuple[dict, ImageTransform]:
     layout = dental.arch_layout(patient(pid), arch)
     outlines = np.vstack([t["outline"] for t in layout["teeth"].values()])
@@ -160,7 +160,7 @@ def _pano(pid: str, ts: str, where: Where | None = None) -> tuple[dict, ImageTra
     return _pano_at(pid, ts, where or (pid, ts))
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=SESSION_CACHE)
 def _pano_at(pid: str, ts: str, where: Where) -> tuple[dict, ImageTransform]:
     layout = dental.pano_layout(patient(pid))
     outlines = np.vstack([t["outline"] for t in layout.values()])
@@ -184,7 +184,7 @@ def _frontal_photo(
     return _frontal_photo_at(pid, ts, where or (pid, ts), kind)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=SESSION_CACHE)
 def _frontal_photo_at(pid: str, ts: str, where: Where, kind: str) -> tuple[dict, ImageTransform]:
     shift, overbite = _lower_shift_and_overbite(pid, ts)
     layout = dental.frontal_layout(patient(pid), shift, overbite)
@@ -214,7 +214,7 @@ def _photo_teeth(
     return _photo_teeth_at(pid, ts, kind, where or (pid, ts))
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=SESSION_CACHE)
 def _photo_teeth_at(
     pid: str, ts: str, kind: str, where: Where
 ) -> tuple[dict[str, dict], ImageTransform, np.ndarray]:

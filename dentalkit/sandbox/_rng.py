@@ -27,7 +27,26 @@ _Generator = np.random.Generator
 _PCG64 = np.random.PCG64
 _LITTLE_ENDIAN = sys.byteorder == "little"
 
-__all__ = ["REFERENCE_DATE", "DigestSeed", "age_at", "digest", "generator", "parse_timestamp"]
+__all__ = [
+    "PATIENT_CACHE",
+    "REFERENCE_DATE",
+    "SESSION_CACHE",
+    "DigestSeed",
+    "age_at",
+    "digest",
+    "generator",
+    "parse_timestamp",
+]
+
+#: Patients whose drawn parameters and tooth layouts the simulator keeps (``lru_cache``), and
+#: sessions whose placements it keeps. Everything is deterministic, so an evicted patient is
+#: simply drawn again; the bounds only trade CPU for memory. A cohort fetch asks for one
+#: patient's images close together (at most a few dozen requests are in flight), so a few
+#: hundred patients cover it. With these bounds a sandbox server stays under 250 MB however
+#: many patients it has seen (``benchmarks/sandbox_memory.py --http``: 248 MB after 10,000;
+#: with bounds of 4,096-16,384 entries it reached 628 MB and grew 48 MB per 1,000).
+PATIENT_CACHE = 512
+SESSION_CACHE = 512
 
 #: Each patient's baseline age is the age on this date; the birth date follows.
 REFERENCE_DATE = date(2024, 1, 1)

@@ -303,6 +303,8 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
         key = (scope.get("scheme", "http"), request.header(b"host") or "")
         root = roots.get(key)
         if root is None:
+            if len(roots) >= 64:  # Host headers are the client's to choose: stay bounded
+                roots.clear()
             root = roots[key] = str(Request(scope).base_url)
         return root
 

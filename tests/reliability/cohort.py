@@ -20,6 +20,10 @@ FIGURES: dict[str, int] = {
     "rows lost": 0,
     "duplicates": 0,
     "bad inputs tried": 0,
+    "files damaged (store parts, failures, marker, SQLite cache)": 0,
+    "files recovered (moved aside, their rows stored again)": 0,
+    "keys found (canary key in caches, stores, logs, errors after redirects)": 0,
+    "second writers refused": 0,
 }
 
 
@@ -55,6 +59,26 @@ def fetch_child(base_url: str, api_key: str, cache: str, out: str, n_patients: i
         flush_every=25,
         flush_interval=0.5,
     )
+
+
+def fetch_child_outcome(
+    base_url: str, api_key: str, cache: str, out: str, n_patients: int, result: str
+) -> None:
+    """A fetch process that writes what happened to ``result``: ``stored N`` or the name of
+    the dentalkit error it raised (the concurrent-writer test starts two at once)."""
+    from pathlib import Path
+
+    from dentalkit.client import Client
+    from dentalkit.cohort import fetch_cohort
+    from dentalkit.errors import DentalkitError
+
+    client = Client(base_url, api_key=api_key, cache=cache, backoff_base=0.01)
+    try:
+        rep = fetch_cohort(cohort_manifest(n_patients), ENDPOINTS, out, client=client, max_workers=8, progress=False)  # fmt: skip
+        text = f"stored {rep.stored}"
+    except DentalkitError as exc:
+        text = f"{type(exc).__name__}: {exc}"
+    Path(result).write_text(text)
 
 
 #: Modules the kill tests' fork server imports once, so each killed child starts at once.
