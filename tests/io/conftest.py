@@ -21,9 +21,9 @@ ENDPOINT_NAMES = (
 @pytest.fixture(scope="session")
 def study(sandbox, tmp_path_factory):
     """(contract tables, analysis tables by their catalogue names)."""
-    from dentalkit import arch, ceph, convert, findings, stats, teeth, tle
+    from dentalkit import arch, ceph, convert, findings, pipeline, stats, teeth, tle
     from dentalkit.client import Client
-    from dentalkit.cohort import fetch_cohort
+    from dentalkit.cohort import Fetcher, fetch_cohort
 
     rows = [
         {
@@ -58,7 +58,8 @@ def study(sandbox, tmp_path_factory):
         images=findings.analysed_images(responses),
     )
     patients = tle.example_patients(6)
-    est = tle.estimate(patients, client, progress=False)
+    fetcher = Fetcher(tmp_path_factory.mktemp("io-tle-store"), client)
+    est = tle.estimate(patients, fetcher)
     first = dims[dims["timestamp"] == "2024-03-05"].merge(groups, on="patient_id")
     analysis = {
         "ceph_measures": m,
@@ -80,11 +81,13 @@ def study(sandbox, tmp_path_factory):
         "missing_patterns": mt.patterns,
         "missing_per_patient": mt.per_patient,
         "findings_prevalence": fp.prevalence,
+        "tmj_prevalence": findings.tmj_prevalence(contract["tmj"]),
+        "model_versions": pipeline.model_versions(contract),
         "finding_boxes": fp.boxes,
         "finding_box_sizes": fp.box_sizes,
         "tle_estimates": est,
         "tle_summary": tle.summary(est, by="sex"),
-        "tle_sensitivity": tle.sensitivity(patients.head(3), "overjet_mm", [2.0, 6.0], client),
+        "tle_sensitivity": tle.sensitivity(patients.head(3), "overjet_mm", [2.0, 6.0], fetcher),
         "tle_calibration": tle.calibration(est, est["estimate_length_months"] + np.arange(6.0)),
         "comparisons": arch.compare(first, by="group"),
         "descriptives": stats.describe(tm, "md_width", ["fdi"]),
