@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from dentalkit.arch import MODELS, fit
 from dentalkit.arch._engine import POSE_PARAMS, _fit_model
 from dentalkit.arch._fit import _prepare
-from dentalkit.arch._models import beta_foot
+from dentalkit.arch._models import BETA_EXPONENT, beta_foot
 from dentalkit.arch._tables import stack_points
 
 TOLERANCE = 1e-6
@@ -134,17 +134,24 @@ def _one_arch(mod, U: np.ndarray, V: np.ndarray):
         return c, s, c * du + s * dv, c * dv - s * du
 
     if mod.name == "beta":  # exact distance to the curve (its ends are singular)
+        # fitted as (κ, v) = (4eD/W², 4/W²): D = κ/(e·v), W = 2/√v
+        e = BETA_EXPONENT
+
+        def dw(p):
+            return np.array([p[0] / (e * p[1]), 2.0 / np.sqrt(p[1])])
 
         def f(_x, *p):
             p = np.asarray(p)
             _, _, xp, yp = pose(p)
-            return beta_foot(xp, yp, p[:k], iterations=12).d
+            return beta_foot(xp, yp, dw(p), iterations=12).d
 
         def jac(_x, *p):
             p = np.asarray(p)
             c, s, xp, yp = pose(p)
-            ft = beta_foot(xp, yp, p[:k], iterations=12)
-            cols = [-(ft.nx * ft.dcx[j] + ft.ny * ft.dcy[j]) for j in range(k)]
+            D, W = dw(p)
+            ft = beta_foot(xp, yp, np.array([D, W]), iterations=12)
+            jd, jw = (-(ft.nx * ft.dcx[j] + ft.ny * ft.dcy[j]) for j in range(k))
+            cols = [jd / (e * p[1]), -(jd * D + jw * W / 2.0) / p[1]]
             cols += [-(ft.nx * s + ft.ny * c), ft.ny * s - ft.nx * c, ft.nx * yp - ft.ny * xp]
             return np.column_stack(cols)
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from dentalkit.arch._engine import (
     _BETA_EDGE,
@@ -30,6 +31,10 @@ from dentalkit.arch._models import MODELS, PARAM_COLUMNS, ArchModel
 from dentalkit.arch._tables import Errors, Stacked, stack_points
 from dentalkit.errors import InputError
 
+#: Parameters positive by definition: not identified when their CI reaches zero.
+_POSITIVE = ("a", "depth", "width", "c2")
+#: Columns also given for fits on a boundary (the likelihood there is the limit's).
+_SCORES = ("rss", "rmse", "aic", "aicc", "bic", "x_min", "x_max")
 #: ln 2π + 1, of the Gaussian log-likelihood.
 _LOG2PI1 = np.log(2.0 * np.pi) + 1.0
 
@@ -45,6 +50,7 @@ def fit(
     first_point_side: str = "right",
     point_keys: str = "auto",
     max_iter: int = 200,
+    level: float = 0.95,
     errors: Errors = "raise",
 ) -> pd.DataFrame:
     """Fit arch-form models to every arch of a cohort in one batched computation.
@@ -132,7 +138,11 @@ def fit(
         raise InputError(f"residual must be 'orthogonal' or 'vertical', got {residual!r}")
     models = _models_arg(model)
     st = stack_points(arch_points, mm_per_px=mm_per_px, errors=errors, point_keys=point_keys)
-    return _fit_stacked(st, models, pose, residual, tooth_keypoints, first_point_side, max_iter)
+    if not 0.0 < level < 1.0:
+        raise InputError(f"level must be between 0 and 1, got {level!r}")
+    return _fit_stacked(
+        st, models, pose, residual, tooth_keypoints, first_point_side, max_iter, level=level
+    )
 
 
 @dataclass
@@ -193,6 +203,8 @@ def _fit_stacked(
     tooth_keypoints: pd.DataFrame | None,
     first_point_side: str,
     max_iter: int,
+    *,
+    level: float = 0.95,
 ) -> pd.DataFrame:
     pre = _prepare(st, pose, residual, tooth_keypoints, first_point_side, max_iter)
     source, frame_reason, framed = pre.source, pre.frame_reason, pre.framed
@@ -249,7 +261,14 @@ def _fit_stacked(
         reason[lost] = "fit ended on non-finite values"
         status[status == None] = "ok"  # noqa: E711
         ok = status == "ok"
+        scored = ok | (status == "boundary")  # the boundary's rss and AIC are the limit's
         rss = res["rss"] * s**2
+        power = np.array(mod.length_power, dtype=float)
+        var = np.einsum("mjj->mj", res["cov"][:, : mod.k, : mod.k])
+        se = np.sqrt(np.where(var >= 0, var, np.nan)) * s[:, None] ** power
+        n_df = st.n - kk
+        tq = stats.t.ppf(0.5 + level / 2.0, np.where(n_df > 0, n_df, 1))
+        tq = np.where(n_df > 0, tq, np.nan)
         n = st.n.astype(float)
         k_all = kk + 1
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -272,7 +291,26 @@ def _fit_stacked(
         for col in PARAM_COLUMNS:
             out[col] = np.nan
         for j, col in enumerate(mod.params):
-            out[col] = np.where(ok, shape[:, j], np.nan)
+            out[col] = np.where(
+                ok, shape[:, j], np.where(status == "boundary", shape[:, j], np.nan)
+            )
+        for col in PARAM_COLUMNS:
+            out[f"{col}_se"] = np.nan
+            out[f"{col}_ci_lower"] = np.nan
+            out[f"{col}_ci_upper"] = np.nan
+        unidentified = np.full(m, "", dtype=object)
+        for j, col in enumerate(mod.params):
+            est, sj = shape[:, j], se[:, j]
+            out[f"{col}_se"] = np.where(ok, sj, np.nan)
+            out[f"{col}_ci_lower"] = np.where(ok, est - tq * sj, np.nan)
+            out[f"{col}_ci_upper"] = np.where(ok, est + tq * sj, np.nan)
+            with np.errstate(invalid="ignore"):
+                vague = ~np.isfinite(sj)
+                if col in _POSITIVE:
+                    vague |= ~(tq * sj < np.abs(est))
+            unidentified = np.where(ok & vague, unidentified + col + ",", unidentified)
+        out["ci_level"] = level
+        out["not_identified"] = [u.rstrip(",") or None for u in unidentified]
         for col, val in (
             ("rss", rss),
             ("rmse", rmse),
@@ -282,7 +320,7 @@ def _fit_stacked(
             ("x_min", xmin),
             ("x_max", xmax),
         ):
-            out[col] = np.where(ok, val, np.nan)
+            out[col] = np.where(ok | (scored & (col in _SCORES)), val, np.nan)
         for col in ("rotation_deg", "tx", "ty"):
             out[col] = np.where(ok, tp[col], np.nan)
         out["reflected"] = pd.array(np.where(ok, tp["reflected"], False), dtype="boolean")
@@ -291,6 +329,7 @@ def _fit_stacked(
         out["side_source"] = np.where(ok, source, None)
         out["iterations"] = res["iterations"]
         frames.append(out)
+    _akaike_weights(frames)
     table = pd.concat(frames, ignore_index=True)
     order = {name: i for i, name in enumerate(MODELS)}
     table["_o"] = table["model"].map(order)
@@ -298,6 +337,27 @@ def _fit_stacked(
     table = table.sort_values(["_a", "_o"], kind="stable").drop(columns=["_a", "_o"])
     table = table.reset_index(drop=True)
     return _dtypes(table)
+
+
+def _akaike_weights(frames: list[pd.DataFrame]) -> None:
+    """Add ``delta_aicc`` and ``aicc_weight`` per arch across the models fitted (in place).
+
+    Akaike weight of model i: exp(−Δ_i/2) / Σ_j exp(−Δ_j/2) with Δ_i = AICc_i − min AICc
+    over the models with a finite AICc (Burnham KP, Anderson DR. Model Selection and
+    Multimodel Inference, 2nd ed. Springer 2002, §2.9).
+    """
+    aicc = np.stack([f["aicc"].to_numpy(float) for f in frames])
+    finite = np.isfinite(aicc)
+    with np.errstate(invalid="ignore"):
+        best = np.where(finite, aicc, np.inf).min(axis=0)
+        delta = np.where(finite, aicc - best, np.nan)
+        w = np.where(finite, np.exp(-0.5 * np.nan_to_num(delta, nan=np.inf)), 0.0)
+        tot = w.sum(axis=0)
+        w = np.where(finite & (tot > 0), w / np.where(tot > 0, tot, 1.0), np.nan)
+    for f, d, wi in zip(frames, delta, w, strict=True):
+        pos = f.columns.get_loc("aicc") + 1
+        f.insert(pos, "aicc_weight", wi)
+        f.insert(pos, "delta_aicc", d)
 
 
 def _dtypes(table: pd.DataFrame) -> pd.DataFrame:

@@ -474,4 +474,5 @@ STATUSES = [
     "not_converged",
     "out_of_domain",
     "bad_input",
+    "boundary",
 ]

@@ -37,7 +37,8 @@ def test_the_loop_fits_the_same_residuals_as_the_batched_fit():
     U = np.sort(rng.uniform(-1.5, 1.5, (1, 14)), axis=1)
     V = 0.6 * U**2 + 0.03 * rng.standard_normal((1, 14))
     prob = _Problem(U, V, np.ones((1, 14), bool), np.ones(1))
-    for name, shape in (("beta", [1.4, 3.4]), ("catenary", [0.9]), ("poly6", [0.5, 0.02])):
+    beta_kv = [0.8 * 1.4 * 4 / 3.4**2, 4 / 3.4**2]  # the fitted (κ, v) of D = 1.4, W = 3.4
+    for name, shape in (("beta", beta_kv), ("catenary", [0.9]), ("poly6", [0.5, 0.02])):
         p = np.array([*shape, 0.01, -0.02, 0.03])
         f, jac = bench._one_arch(MODELS[name], U[0], V[0])
         r, J = prob.residuals(MODELS[name], "fit", "orthogonal")(p[None], np.array([0]))
