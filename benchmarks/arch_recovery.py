@@ -4,8 +4,9 @@ Three cohorts, all fitted with every model (``pose="fit"``, orthogonal residuals
 
 1. **Model-generated arches** (the recovery table): for each model, N arches drawn
    from it in mm — width between the outermost points 44–62 mm, depth 22–34 mm
-   (Braun et al. 1998's range of W and D), 12 points unevenly spaced along the
-   curve (the outermost at 90–100 % of the half-width; for the beta function the
+   (Braun et al. 1998's range of W and D), 12 points on both sides of the arch
+   (evenly spaced abscissae each moved by up to ±40 % of the spacing, the outermost
+   at 90–100 % of the half-width; for the beta function the
    half-width is 97 % of W/2, so the points stop short of its singular ends), a
    random rotation and translation, Gaussian noise of ``--noise`` mm (default
    0.25) on both coordinates. The generating parameters are the truth; the table
@@ -77,7 +78,11 @@ def generate(
         P = np.column_stack([(1 - t) * D / h**2, t * D / h**4])
     else:
         P = np.column_stack([(1 - t) * D / h**2, t * D / h**6])
-    x = np.sort(rng.uniform(-1.0, 1.0, (n, npts)), axis=1)
+    # teeth along both sides: evenly spaced abscissae, each moved by up to ±40 % of the
+    # spacing, the outermost at 90–100 % of the half-width
+    step = 2.0 / (npts - 1)
+    x = np.linspace(-1.0, 1.0, npts)[None, :] + rng.uniform(-0.4, 0.4, (n, npts)) * step
+    x = np.sort(x, axis=1)
     x[:, 0] = -rng.uniform(0.9, 1.0, n)
     x[:, -1] = rng.uniform(0.9, 1.0, n)
     x = x * h[:, None]
@@ -136,7 +141,7 @@ def status_counts(fits: pd.DataFrame) -> pd.DataFrame:
 
 
 def recovery(model: str, fits: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
-    """Relative bias, RMSE and CI coverage per shape parameter of the generating model."""
+    """Relative bias, RMSE, median |error| and CI coverage per shape parameter (ok fits)."""
     f = fits[fits["model"].astype(str) == model].merge(truth, on="patient_id", suffixes=("", "_t"))
     ok = f["status"].astype(str).eq("ok")
     rows = []
@@ -152,6 +157,7 @@ def recovery(model: str, fits: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFram
                 "n_ok": int(ok.sum()),
                 "bias_rel": float(np.mean(rel[ok])),
                 "rmse_rel": float(np.sqrt(np.mean(rel[ok] ** 2))),
+                "median_abs_rel": float(np.median(np.abs(rel[ok]))),
                 "ci_coverage": float(np.mean(cover[ok])),
                 "median_se_rel": float(np.median(f[f"{p}_se"].to_numpy(float)[ok] / tru[ok])),
             }
@@ -225,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     g = r["generated"]
     own = g[g["generated_by"] == g["model"]]
     low = own[own["converged_share"] < CONVERGED_TARGET]["model"].tolist()
-    if bad_exact or (low and not a.smoke):
+    if bad_exact or low:
         print(f"FAILED: noise-free {bad_exact}, converged < 99.5 % {low}")
         return 1
     return 0

@@ -212,16 +212,21 @@ def _fit_stacked(
     m = len(st.n)
     npose = len(POSE_PARAMS[pose])
     frames = []
+    distinct = _distinct_points(st)
     for mod in models:
         kk = mod.k + npose
-        enough = st.n >= kk + 1
+        enough = distinct >= kk + 1
         fittable = framed & enough
         res = _fit_model(prob, mod, pose, fittable, max_iter, residual)
         status = res["status"].copy()
         reason = res["reason"].copy()
         few = framed & ~enough
         status[few] = "too_few_points"
-        reason[few] = f"{mod.name} with pose={pose!r} needs at least {kk + 1} points"
+        need = f"{mod.name} with pose={pose!r} needs at least {kk + 1} points"
+        reason[few] = [
+            need if d == n else f"{need}: {n} points but only {d} distinct (repeated coordinates)"
+            for d, n in zip(distinct[few], st.n[few], strict=True)
+        ]
         nofr = ~framed
         status[nofr] = np.where(_notnone(st.bad[nofr]), "bad_input", "degenerate")
         reason[nofr] = frame_reason[nofr]
@@ -337,6 +342,15 @@ def _fit_stacked(
     table = table.sort_values(["_a", "_o"], kind="stable").drop(columns=["_a", "_o"])
     table = table.reset_index(drop=True)
     return _dtypes(table)
+
+
+def _distinct_points(st: Stacked) -> np.ndarray:
+    """Points per arch with coordinates not repeated by an earlier point of the arch."""
+    xy, mask = st.xy, st.mask
+    same = (xy[:, :, None, :] == xy[:, None, :, :]).all(-1) & mask[:, :, None] & mask[:, None, :]
+    earlier = np.tril(np.ones(same.shape[1:], bool), -1)  # j < i
+    repeated = (same & earlier[None]).any(2)
+    return (mask & ~repeated).sum(1)
 
 
 def _akaike_weights(frames: list[pd.DataFrame]) -> None:

@@ -44,3 +44,17 @@ def test_the_loop_fits_the_same_residuals_as_the_batched_fit():
         r, J = prob.residuals(MODELS[name], "fit", "orthogonal")(p[None], np.array([0]))
         np.testing.assert_allclose(f(None, *p), r[0], rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(jac(None, *p), J[:, 0, :].T, rtol=1e-10, atol=1e-12)
+
+
+def test_recovery_benchmark_smoke(capsys):
+    spec = importlib.util.spec_from_file_location(
+        "arch_recovery", BENCH.parent / "arch_recovery.py"
+    )
+    rec = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rec)
+    assert rec.main(["--smoke"]) == 0  # noise-free recovery ≤ 1e-6, all generating fits converge
+    out = capsys.readouterr().out
+    assert "ci_coverage" in out and "converged_share" in out
+    # the generator draws what it says: noise-free beta points lie on Braun's curve
+    pts, truth = rec.generate("beta", 3, seed=1, noise=0.0)
+    assert len(pts) == 36 and list(truth.columns) == ["patient_id", "depth", "width"]
