@@ -48,7 +48,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dentalkit.arch import MODELS, fit
-from dentalkit.arch._engine import POSE_PARAMS, _fit_model
+from dentalkit.arch._engine import POSE_PARAMS, _beta_q, _fit_model
 from dentalkit.arch._fit import _prepare
 from dentalkit.arch._models import BETA_EXPONENT, beta_foot
 from dentalkit.arch._tables import stack_points
@@ -151,7 +151,14 @@ def _one_arch(mod, U: np.ndarray, V: np.ndarray):
             D, W = dw(p)
             ft = beta_foot(xp, yp, np.array([D, W]), iterations=12)
             jd, jw = (-(ft.nx * ft.dcx[j] + ft.ny * ft.dcy[j]) for j in range(k))
-            cols = [jd / (e * p[1]), -(jd * D + jw * W / 2.0) / p[1]]
+            jv = -(jd * D + jw * W / 2.0) / p[1]
+            # near the parabola limit, without the chain rule's cancellation (as the
+            # batched fit): the curve held at the foot's abscissa, ∂f/∂v = κx⁴·Q(v·x²)
+            xf = ft.dcx[1] * W
+            t = p[1] * xf**2
+            inner = t < 0.5
+            jv = np.where(inner, -ft.ny * p[0] * xf**4 * _beta_q(np.where(inner, t, 0.0)), jv)
+            cols = [jd / (e * p[1]), jv]
             cols += [-(ft.nx * s + ft.ny * c), ft.ny * s - ft.nx * c, ft.nx * yp - ft.ny * xp]
             return np.column_stack(cols)
 

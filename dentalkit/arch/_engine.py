@@ -27,6 +27,8 @@ _BETA_NEAR_FLOOR = 10.0
 #: Iterations of Gauss–Newton–Levenberg–Marquardt before a beta fit switches to the full
 #: Hessian (see :func:`dentalkit.arch._solve.levenberg_marquardt`).
 _NEWTON_AFTER = 10
+#: Iterations after which a beta fit also stops on the Bates–Watts relative offset ≤ 1e-3.
+_OFFSET_AFTER = 40
 #: With vertical residuals, a beta fit with points beyond ±W/2 for this many iterations
 #: in a row is stopped (its optimum lies on the edge of the function's domain).
 _BETA_OUTSIDE_ITERS = 20
@@ -65,16 +67,25 @@ class _Problem:
         exact = orth and model.name == "beta"
 
         beta = model.name == "beta"
+        where: list = [None]
 
         def fn(P: np.ndarray, rows: np.ndarray):
             if beta:  # fitted as (κ, v); the curve code takes (D, W)
                 r, J = core(np.concatenate([beta_native(P[:, :k]), P[:, k:]], axis=1), rows)
                 kap, v = P[:, 0, None], P[:, 1, None]
-                with np.errstate(divide="ignore", invalid="ignore"):
+                with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                     D, W = kap / (BETA_EXPONENT * v), 2.0 / np.sqrt(v)
                     jd, jw = J[0].copy(), J[1].copy()
                     J[0] = jd / (BETA_EXPONENT * v)
+                    # chain rule through (D, W): two terms of size κx²/v that cancel to
+                    # κx⁴/10 near the parabola limit; there (t = v·x² < ½) the curve held
+                    # at its abscissa gives ∂r/∂v without the cancellation
                     J[1] = -(jd * D + jw * W / 2.0) / v
+                    xf, factor = where[0]
+                    t = v * xf * xf
+                    inner = t < 0.5
+                    direct = factor * kap * xf**4 * _beta_q(np.where(inner, t, 0.0))
+                    J[1] = np.where(inner & np.isfinite(direct), direct, J[1])
                 bad = ~((P[:, 0] > 0) & (P[:, 1] > 0))
                 if bad.any():
                     r[bad] = np.inf
@@ -96,7 +107,12 @@ class _Problem:
                 c = s = None
             J = np.empty((k + npose, *U.shape))
             if exact:
-                return _exact_residuals(model, xp, yp, shape, w, J, npose, c, s)
+                r, J, ft = _exact_residuals(model, xp, yp, shape, w, J, npose, c, s)
+                # where the beta is fitted as (κ, v): the foot's abscissa and normal for
+                # the cancellation-free ∂/∂v (see fn)
+                where[0] = (ft.dcx[1] * shape[:, 1, None], -ft.ny * w)
+                return r, J
+            where[0] = (xp, -w)  # vertical residual: r = y' − f(x'), ∂r/∂v = −∂f/∂v
             with np.errstate(over="ignore", invalid="ignore"):
                 d = model.derivs(xp, shape)
                 r = yp - d.f
@@ -165,7 +181,32 @@ def _exact_residuals(model, xp, yp, shape, w, J, npose, c, s):
         J[k] = -ft.ny * w
     if bad.any():
         r[bad] = np.inf
-    return r, J
+    return r, J, ft
+
+
+#: Below this t = v·x², Q(t) by its Taylor series (see _beta_q).
+_Q_SERIES = 5e-3
+
+
+def _beta_q(t: np.ndarray) -> np.ndarray:
+    """Q(t) = [(1 − t)^(e−1) − (1 − (1 − t)^e)/(e·t)] / t, so that ∂f/∂v = κ·x⁴·Q(v·x²).
+
+    f = κ/(e·v)·(1 − (1 − v·x²)^e) is the beta curve in (κ, v). Q(0) = (1 − e)/2; for
+    t < 5e-3 its Taylor series (1 − e)/2 + (1 − e)(2 − e)/3·t + (1 − e)(2 − e)(3 − e)/8·t²
+    + … to t⁴ (relative error ~1e-12, where the closed form loses ~1e-16/t²), else the
+    closed form.
+    """
+    e = BETA_EXPONENT
+    # coefficient of t^k: (1 − e)(2 − e)…(k + 1 − e)/(k + 1)! · (k + 1)/(k + 2)
+    series = np.zeros_like(t, dtype=float)
+    coef = 1.0
+    for k in range(5):
+        coef *= (k + 1 - e) / (k + 1)
+        series = series + coef * (k + 1) / (k + 2) * t**k
+    tt = np.where(t >= _Q_SERIES, t, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        closed = ((1.0 - tt) ** (e - 1.0) - (1.0 - (1.0 - tt) ** e) / (e * tt)) / tt
+    return np.where(t < _Q_SERIES, series, closed)
 
 
 def _linear_init(prob: _Problem, powers: tuple[int, ...], rows: np.ndarray):
@@ -302,6 +343,8 @@ def _fit_model(
         abandon=abandon,
         lower=lower,
         newton_after=newton_after,
+        n_obs=n_pts,
+        offset_after=_OFFSET_AFTER if model.name == "beta" else None,
     )
     P[rows] = lm.params[rows]
     rss[rows] = lm.rss[rows]

@@ -145,6 +145,9 @@ def levenberg_marquardt(
     abandon: AbandonFn | None = None,
     lower: np.ndarray | None = None,
     newton_after: int | None = None,
+    n_obs: np.ndarray | None = None,
+    offset_after: int | None = None,
+    offset_tol: float = 1e-3,
 ) -> LMResult:
     """Vectorized Levenberg–Marquardt over many independent small problems.
 
@@ -177,9 +180,9 @@ def levenberg_marquardt(
         Stops arches whose parameters run away (reported as ``abandoned``).
     lower : ndarray (m, k), optional
         Lower bounds (``-inf`` for none). Steps are projected onto them, and a
-        parameter on its bound whose gradient points outward is held there
-        (an active set): the arch converges on the bound when the remaining
-        parameters do (``at_bound`` of the result).
+        parameter on its bound (for a positive bound: below 3× it) whose gradient
+        points outward is held (an active set): the arch converges there when the
+        remaining parameters do (``at_bound`` of the result).
     newton_after : int, optional
         After this many iterations, an arch still iterating replaces ``J^T J``
         by the full Hessian of ½·rss, ``J^T J + Σ r_i ∇²r_i``, from forward
@@ -192,6 +195,17 @@ def levenberg_marquardt(
         the Gauss–Newton model fails is NL2SOL's (Dennis JE, Gay DM, Welsch
         RE. An adaptive nonlinear least-squares algorithm. ACM Trans Math
         Softw 1981;7(3):348-368).
+    n_obs, offset_after, offset_tol : optional
+        With the number of residuals per arch ``n_obs`` (m,): after
+        ``offset_after`` iterations an arch also stops when the Bates–Watts
+        relative offset — the length of the Gauss–Newton step measured against
+        the residual standard error, √(gᵀ(JᵀJ)⁻¹g / p) / √((rss − gᵀ(JᵀJ)⁻¹g)/(n − p))
+        — is below ``offset_tol`` (1e-3, their recommendation): the estimate
+        is then within 0.1 % of its standard error of the optimum (Bates DM,
+        Watts DG. A relative offset orthogonality convergence criterion for
+        nonlinear least squares. Technometrics 1981;23(2):179-183). It ends the
+        creeping of fits along flat valleys, e.g. the beta function near its
+        parabola limit where W is not determined by the points.
 
     Returns
     -------
@@ -224,10 +238,25 @@ def levenberg_marquardt(
         diag = np.einsum("kkm->km", H)
         d = np.maximum(diag, 1e-15 * np.maximum(diag.max(axis=0), 1e-300))
         if lo is not None:
-            # active set: on the bound with the descent direction (−g) pointing out
-            hold = (P[rows] <= lo[rows]).T & (g > 0)
+            # active set: on the bound (or, for a positive bound, within a factor 3 of it)
+            # with the descent direction (−g) pointing out; without the margin a step
+            # clamped to the bound from just above it is rejected again and again
+            near = np.where(lo[rows] > 0, 3.0 * lo[rows], lo[rows])
+            hold = (P[rows] <= near).T & (g > 0)
             held[rows] = hold.T
             g = np.where(hold, 0.0, g)
+        offset_ok = np.zeros(rows.size, bool)
+        if n_obs is not None and offset_after is not None:
+            late = iters[rows] >= offset_after
+            if late.any():
+                free = k - (hold.sum(0) if lo is not None else 0)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    step = spd_solve(H[:, :, late], g[:, late])
+                    dec = (g[:, late] * step).sum(0)
+                    df = n_obs[rows[late]] - free[late] if lo is not None else n_obs[rows[late]] - k
+                    fr = free[late] if lo is not None else k
+                    ro2 = (dec / fr) / ((cur[late] - dec) / df)
+                offset_ok[late] = (dec >= 0) & (df > 0) & (ro2 <= offset_tol**2)
         if newton_after is not None:
             late = iters[rows] >= newton_after
             if late.any():
@@ -236,7 +265,7 @@ def levenberg_marquardt(
         with np.errstate(divide="ignore", invalid="ignore"):
             cosine = np.abs(g) / np.sqrt(diag * cur)
         cosine = np.nan_to_num(cosine, nan=0.0).max(axis=0)
-        stop = (cur <= 1e-30 * r.shape[1]) | (cosine <= gtol)
+        stop = (cur <= 1e-30 * r.shape[1]) | (cosine <= gtol) | offset_ok
         lr = lam[rows]
         A = H.copy()
         A[idx, idx] += lr * d
@@ -276,7 +305,9 @@ def levenberg_marquardt(
         stuck = lam[rows] > 1e16
         # MINPACK's ftol test: actual and predicted relative decrease both below ftol
         actual = np.where(better, cur_before - cur, 0.0)
-        flat = (pred <= ftol * cur_before) & (actual <= ftol * cur_before) & ~(rho > 2.0)
+        # (pred ≥ 0: a projected step predicted to raise the sum is a failed step, not "flat")
+        flat = (pred >= 0) & (pred <= ftol * cur_before) & (actual <= ftol * cur_before)
+        flat &= ~(rho > 2.0)
         conv_now = stop | (better & small) | flat | (stuck & (cosine <= 1e-6))
         leave = conv_now | stuck
         if abandon is not None:
@@ -301,7 +332,7 @@ def levenberg_marquardt(
         C = Hs / (dd[:, None, :] * dd[None, :, :])
         _, piv = spd_solve(C, np.zeros((k, C.shape[2])), return_pivots=True)
         singular[np.flatnonzero(ok)] = ~(piv.min(axis=0) > SINGULAR)
-    at_bound = held & (lo >= P) if lo is not None else np.zeros((m, k), bool)
+    at_bound = held if lo is not None else np.zeros((m, k), bool)
     return LMResult(P, rss, conv, singular, gave_up, iters, jtj, at_bound)
 
 
@@ -310,8 +341,9 @@ def _full_hessian(
 ) -> np.ndarray:
     """Hessian of ½·rss (k, k, len(rows)) by forward differences of the gradient ``J^T r``.
 
-    Step ``h_j = 1e-6·max(|p_j|, 1)`` (√ of the gradient's relative accuracy
-    ~1e-12); the result is symmetrised.
+    Step ``h_j = 1e-6·max(|p_j|, 1)``: the parameters are of order 1 in the
+    normalised coordinates, and a smaller step would drown the difference in the
+    gradient's rounding (~1e-10 near the parabola limit); the result is symmetrised.
     """
     k = P.shape[1]
     H = np.empty((k, k, len(rows)))

@@ -162,11 +162,13 @@ def test_the_parabola_limit_is_a_reported_boundary_and_vague_widths_are_flagged(
     edge = f[st == "boundary"]
     assert np.isinf(edge["width"]).all() and edge["aicc"].notna().all()
     assert edge["reason"].str.contains("parabola limit").all()
-    ok = f[st == "ok"]
-    # a parabola has no finite width: where the fit stays finite, W is mostly flagged as
-    # not identified (26 of 29 here; in the others the noise bends the points enough that
-    # a finite W looks determined — the flag reports the data, it does not know the truth)
-    assert ok["not_identified"].fillna("").str.contains("width").mean() >= 0.8
+    # a parabola has no finite width: a fit either reports the limit or, where noise
+    # leaves it a finite W, mostly flags W as not identified (26 of 30 here; in the other
+    # 4 the noise bends the points enough that a finite W looks determined — the flag
+    # reports the data, it does not know the truth)
+    flagged = f["not_identified"].fillna("").str.contains("width") & (st == "ok")
+    assert (st == "boundary").mean() >= 0.5
+    assert ((st == "boundary") | flagged).mean() >= 0.8
 
 
 def test_bad_input_gives_rows_with_reasons_never_solver_errors():
