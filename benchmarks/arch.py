@@ -198,7 +198,8 @@ def curve_fit_loop(points: pd.DataFrame, models: list[str]) -> tuple[dict, dict]
         mod = MODELS[name]
         kk = mod.k + len(POSE_PARAMS["fit"])
         fittable = pre.framed & (st.n >= kk + 1)
-        p0 = _fit_model(prob, mod, "fit", fittable, 200)["p0"]
+        start = pre.parabola_start if name == "parabola" else None  # as the batched fit
+        p0 = _fit_model(prob, mod, "fit", fittable, 200, start=start)["p0"]
         P = np.full((len(st.n), kk), np.nan)
         ok = np.zeros(len(st.n), bool)
         nfev = np.zeros(len(st.n), np.int64)
@@ -259,7 +260,8 @@ def run(n: int, seed: int = 0, loop_n: int | None = 1000, models: list[str] | No
     worst: dict[str, float] = {}
     for name in models:
         mod = MODELS[name]
-        res = _fit_model(pre.prob, mod, "fit", pre.framed & (st.n >= mod.k + 4), 200)
+        start = pre.parabola_start if name == "parabola" else None
+        res = _fit_model(pre.prob, mod, "fit", pre.framed & (st.n >= mod.k + 4), 200, start=start)
         ok_b = np.array([x is None for x in res["status"]])[:n_loop]
         P_loop, ok_l, _ = loop[name]
         table = fits[fits["model"] == name].iloc[:n_loop]
@@ -312,6 +314,41 @@ def run(n: int, seed: int = 0, loop_n: int | None = 1000, models: list[str] | No
     }
 
 
+_BASELINE = """
+import sys, time, json
+import pandas as pd
+sys.path.insert(0, sys.argv[2])
+from dentalkit.arch import fit
+pts = pd.read_pickle(sys.argv[1])
+out = {}
+models = sys.argv[3].split(",")
+t0 = time.process_time(); fit(pts, models); out["all"] = time.process_time() - t0
+for m in models:
+    t0 = time.process_time(); fit(pts, m); out[m] = time.process_time() - t0
+print(json.dumps(out))
+"""
+
+
+def baseline_times(path: str, points: pd.DataFrame, models: list[str]) -> dict:
+    """CPU seconds of ``fit`` of another dentalkit checkout on the same arches (subprocess)."""
+    import json
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "points.pkl"
+        points.to_pickle(data)
+        root = str(Path(path).resolve())
+        res = subprocess.run(
+            [sys.executable, "-c", _BASELINE, str(data), root, ",".join(models)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PATH": "", "PYTHONPATH": root},
+        )
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=10_000, help="number of arches (default 10000)")
@@ -324,6 +361,11 @@ def main(argv: list[str] | None = None) -> int:
         "(default 1000; pass the same as --n for the full loop)",
     )
     ap.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
+    ap.add_argument(
+        "--baseline",
+        help="also time dentalkit.arch.fit of another checkout on the same arches, e.g. "
+        "`mkdir /tmp/base && git archive <rev> | tar -x -C /tmp/base` then --baseline /tmp/base",
+    )
     ap.add_argument(
         "--smoke",
         action="store_true",
@@ -358,6 +400,15 @@ def main(argv: list[str] | None = None) -> int:
         "  largest difference per model: "
         + ", ".join(f"{k} {v:.1e}" for k, v in r["max_rel_diff_per_model"].items())
     )
+    if args.baseline:
+        base = baseline_times(args.baseline, simulate(n, args.seed), models)
+        print(f"baseline checkout {args.baseline} on the same arches (CPU s, this / baseline):")
+        print(
+            f"  all models {r['batched_s']:7.2f} / {base['all']:7.2f}  "
+            f"({base['all'] / r['batched_s']:.2f}x faster)"
+        )
+        for k, tb in r["batched_per_model_s"].items():
+            print(f"  {k:9s} {tb:7.2f} / {base[k]:7.2f}  ({base[k] / tb:.2f}x faster)")
     print("statuses of the batched fits:")
     print(r["statuses"].to_string())
     return 0 if r["disagree"] == 0 else 1

@@ -264,8 +264,9 @@ def _fit_model(
     fittable: np.ndarray,
     max_iter: int,
     residual: str = "orthogonal",
+    start: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Fit one model to all fittable arches.
+    """Fit one model to all fittable arches (``start``: starting parameters where finite).
 
     Returns the normalised shape-and-pose parameters ``P`` (beta: D, W), their
     covariance ``cov`` (m, kk, kk) = s²·(JᵀJ)⁻¹ with s² = rss/(n − kk) (beta:
@@ -288,13 +289,13 @@ def _fit_model(
     n_pts = prob.mask.sum(1).astype(float)
     if model.linear_powers is not None:
         c, y0, rss0, rank_ok = _linear_init(prob, model.linear_powers, rows)
-        start = np.concatenate([c, y0[:, None]], axis=1)
+        init = np.concatenate([c, y0[:, None]], axis=1)
     else:
-        start = _grid_init(prob, model, rows)
-        rank_ok = np.isfinite(start).all(1)
+        init = _grid_init(prob, model, rows)
+        rank_ok = np.isfinite(init).all(1)
         rss0 = None
     if pose == "fixed" and residual == "vertical" and model.linear_powers is not None:
-        P[rows] = start
+        P[rows] = init
         rss[rows] = rss0
         U, msk = prob.U[rows], prob.mask[rows]
         A = np.stack([*(-(U**q) for q in model.linear_powers), -np.ones_like(U)], axis=0)
@@ -306,12 +307,15 @@ def _fit_model(
         cov[bad] = np.nan
         return out
     p0 = np.zeros((m, kk))
-    p0[rows, : model.k + 1] = np.nan_to_num(start)
+    p0[rows, : model.k + 1] = np.nan_to_num(init)
+    if start is not None:
+        given = np.isfinite(start).all(1) & fittable
+        p0[given] = start[given]
     lower = None
     abandon = None
     newton_after = None
     if model.name == "beta":
-        p0[rows, :2] = np.nan_to_num(beta_kv(start[:, :2]), nan=1.0)
+        p0[rows, :2] = np.nan_to_num(beta_kv(init[:, :2]), nan=1.0)
         half = np.where(prob.mask, np.abs(prob.U), 0.0).max(1)
         lower = np.full((m, kk), -np.inf)
         # v ≥ v_floor: W ≤ 1000× the points' span; there the curve differs from

@@ -156,6 +156,9 @@ class _Prepared:
     ey: np.ndarray
     origin: np.ndarray
     prob: _Problem
+    #: The free-pose parabola fit in the refined frame, (c2, 0, 0, 0) (NaN where not
+    #: refined): the parabola model starts there, at its optimum.
+    parabola_start: np.ndarray | None = None
 
 
 def _prepare(
@@ -192,6 +195,11 @@ def _prepare(
             ey = np.where(good[:, None], ey2, ey)
             origin = np.where(good[:, None], o2, origin)
             prob = _problem(st, ex, ey, origin, framed)
+        # s is the RMS radius about the centroid, unchanged by the new frame
+        start = np.full((m, par.k + 3), np.nan)
+        start[good] = 0.0
+        start[good, 0] = res["P"][good, 0]
+        return _Prepared(source, frame_reason, framed, ex, ey, origin, prob, start)
     return _Prepared(source, frame_reason, framed, ex, ey, origin, prob)
 
 
@@ -217,7 +225,8 @@ def _fit_stacked(
         kk = mod.k + npose
         enough = distinct >= kk + 1
         fittable = framed & enough
-        res = _fit_model(prob, mod, pose, fittable, max_iter, residual)
+        start = pre.parabola_start if mod.name == "parabola" else None
+        res = _fit_model(prob, mod, pose, fittable, max_iter, residual, start=start)
         status = res["status"].copy()
         reason = res["reason"].copy()
         few = framed & ~enough

@@ -292,10 +292,14 @@ def levenberg_marquardt(
         better = np.isfinite(new) & (new <= cur) & ~stop & ~(rho < 0)
         better &= np.isfinite(Jn.sum(axis=(0, 2)))
         small = np.sqrt((delta**2).sum(0)) <= xtol * (np.sqrt((P[rows] ** 2).sum(1)) + xtol)
-        P[rows[better]] = Pn[better]
-        r[better] = rn[better]
-        J[:, better] = Jn[:, better]
-        cur[better] = new[better]
+        if better.all():  # the common case: take the new arrays, no copying
+            P[rows] = Pn
+            r, J, cur = rn, Jn, new.copy()
+        else:
+            P[rows[better]] = Pn[better]
+            r[better] = rn[better]
+            J[:, better] = Jn[:, better]
+            cur[better] = new[better]
         # Nielsen's damping update
         rho_c = np.clip(np.nan_to_num(rho, nan=0.0), 0.0, 1.0)
         shrink = np.maximum(1.0 / 3.0, 1.0 - (2.0 * rho_c - 1.0) ** 3)
@@ -318,8 +322,9 @@ def levenberg_marquardt(
         rss[rows] = cur
         if leave.any():
             jtj[rows[leave]] = _gram(J[:, leave]).transpose(2, 0, 1)
-        keep = ~leave
-        rows, r, J, cur = rows[keep], r[keep], J[:, keep], cur[keep]
+        if leave.any():
+            keep = ~leave
+            rows, r, J, cur = rows[keep], r[keep], J[:, keep], cur[keep]
     if rows.size:
         jtj[rows] = _gram(J).transpose(2, 0, 1)
     singular = np.zeros(m, bool)
