@@ -71,7 +71,8 @@ def forms(
     fits : DataFrame, optional
         Output of :func:`dentalkit.arch.fit` (curves are evaluated with
         :func:`dentalkit.arch.curve` in image pixels, and the legend gives each
-        model's RMSE), or a curve table with ``model``, ``x_image``, ``y_image``.
+        model's RMSE in brackets), or a curve table with ``model``, ``x_image``,
+        ``y_image``.
         Without it only the points are drawn.
     session : str, tuple or mapping, optional
         Which session (see :func:`dentalkit.plot.ceph.tracing`).
@@ -87,6 +88,9 @@ def forms(
     show_axes : bool
     legend : {"above", "right", "inside"} or None
     ax : matplotlib Axes, optional
+        Where to draw. When it is the only Axes of its figure, the figure's height is
+        fitted to the view (as for a figure made here), so the axes show the data
+        rather than blank bands beside it.
 
     Returns
     -------
@@ -110,6 +114,7 @@ def forms(
     if has_image:
         shape = show_image(ax, image).shape
     xs, ys = [pts["x"].to_numpy(float)], [pts["y"].to_numpy(float)]
+    fit_table = None
     if fits is not None:
         curves, fit_table = _curves_from(fits)
         mask = np.ones(len(curves), dtype=bool)
@@ -162,7 +167,10 @@ def forms(
         show_axes=show_axes,
     )
     arch_name = _ARCH_NAME.get(str(key.get("arch")), key.get("arch"))
-    place_legend(ax, legend, ncols=3, title=f"{arch_name} arch")
+    # compact: the RMSE in brackets after each model, said once in the title
+    rmse = fit_table is not None and "rmse" in fit_table.columns
+    title = f"{arch_name} arch" + (" (model: RMSE)" if rmse else "")
+    place_legend(ax, legend, ncols=3, title=title)
     if created or len(ax.figure.axes) == 1:
         # our figure, or one holding just this plot: as tall as the view needs (the
         # legend's space included), so the axes show the data, not blank bands
@@ -190,7 +198,7 @@ def _rmse_text(fits: pd.DataFrame | None, key: dict, model: str) -> str:
     if not len(hit) or not np.isfinite(hit["rmse"].iloc[0]):
         return ""
     unit = str(hit["unit"].iloc[0]) if "unit" in hit.columns else ""
-    return f" (RMSE {hit['rmse'].iloc[0]:.2g} {unit})".replace(" )", ")")
+    return f" ({hit['rmse'].iloc[0]:.2g} {unit})".replace(" )", ")")
 
 
 def mean_forms(

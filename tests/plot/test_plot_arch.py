@@ -76,7 +76,11 @@ def test_forms_from_fits():
     fits = arch.fit(pts, ["catenary", "parabola"])
     ax = parch.forms(pts, fits)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels[0].startswith("catenary (RMSE ") and labels[1].startswith("parabola (RMSE ")
+    assert labels[0].startswith("catenary (") and labels[0].endswith(" px)")
+    assert labels[1].startswith("parabola (")
+    assert ax.get_legend().get_title().get_text() == "upper arch (model: RMSE)"
+    rmse = fits.set_index(fits["model"].astype(str))["rmse"]
+    assert labels[0] == f"catenary ({rmse['catenary']:.2g} px)"
     curve = arch.curve(fits, frame="image")
     cat = curve[curve["model"].astype(str) == "catenary"][["x_image", "y_image"]].to_numpy()
     line = next(ln for ln in ax.get_lines() if ln.get_gid() == "model:catenary")
