@@ -31,6 +31,9 @@ from dentalkit.arch._models import MODELS, PARAM_COLUMNS, ArchModel
 from dentalkit.arch._tables import Errors, Stacked, stack_points
 from dentalkit.errors import InputError
 
+#: Iterations of the free-pose parabola pre-fit that refines the starting frame (a frame
+#: needs no more; the parabola model itself continues from it to convergence).
+_PREFIT_ITER = 4
 #: Parameters positive by definition: not identified when their CI reaches zero.
 _POSITIVE = ("a", "depth", "width", "c2")
 #: Columns also given for fits on a boundary (the likelihood there is the limit's).
@@ -183,8 +186,9 @@ def _prepare(
         # (robust, few local minima) corrects the geometric frame when the points
         # are not spaced symmetrically; every model then starts from it.
         par = MODELS["parabola"]
-        res = _fit_model(prob, par, "fit", framed & (st.n >= 5), max_iter, residual)
-        good = (res["status"] == None) & np.isfinite(res["P"]).all(1)  # noqa: E711
+        res = _fit_model(prob, par, "fit", framed & (st.n >= 5), _PREFIT_ITER, residual)
+        # "not_converged" after _PREFIT_ITER iterations is expected: the frame is still good
+        good = np.isin(res["status"], [None, "not_converged"]) & np.isfinite(res["P"]).all(1)
         good &= np.abs(res["P"][:, par.k + 2]) < np.pi / 4
         if good.any():
             s = prob.s
@@ -356,10 +360,17 @@ def _fit_stacked(
 def _distinct_points(st: Stacked) -> np.ndarray:
     """Points per arch with coordinates not repeated by an earlier point of the arch."""
     xy, mask = st.xy, st.mask
-    same = (xy[:, :, None, :] == xy[:, None, :, :]).all(-1) & mask[:, :, None] & mask[:, None, :]
-    earlier = np.tril(np.ones(same.shape[1:], bool), -1)  # j < i
-    repeated = (same & earlier[None]).any(2)
-    return (mask & ~repeated).sum(1)
+    count = mask.sum(1)
+    earlier = np.tril(np.ones((xy.shape[1], xy.shape[1]), bool), -1)  # j < i
+    x = np.where(mask, xy[..., 0], np.nan)  # NaN never equals: padding and bad points
+    # a repeated x first (rare in measured data), then the full check on those arches only
+    rows = np.flatnonzero(((x[:, :, None] == x[:, None, :]) & earlier).any((1, 2)))
+    if rows.size:
+        sub, msk = xy[rows], mask[rows]
+        same = (sub[:, :, None, :] == sub[:, None, :, :]).all(-1)
+        same &= msk[:, :, None] & msk[:, None, :] & earlier
+        count[rows] = (msk & ~same.any(2)).sum(1)
+    return count
 
 
 def _akaike_weights(frames: list[pd.DataFrame]) -> None:
