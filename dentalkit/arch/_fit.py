@@ -171,6 +171,7 @@ def _prepare(
     tooth_keypoints: pd.DataFrame | None,
     first_point_side: str,
     max_iter: int,
+    refine: bool = True,
 ) -> _Prepared:
     params, source, frame_reason = align_stacked(st, tooth_keypoints, first_point_side)
     m = len(st.n)
@@ -181,7 +182,7 @@ def _prepare(
     ex, ey = M0[:, 0, :], M0[:, 1, :]
     origin = np.stack([params["tx"], params["ty"]], 1) * st.scale[:, None]
     prob = _problem(st, ex, ey, origin, framed)
-    if pose == "fit":
+    if pose == "fit" and refine:
         # Second pass of the starting frame: a parabola with free vertex and tilt
         # (robust, few local minima) corrects the geometric frame when the points
         # are not spaced symmetrically; every model then starts from it.
@@ -218,7 +219,11 @@ def _fit_stacked(
     *,
     level: float = 0.95,
 ) -> pd.DataFrame:
-    pre = _prepare(st, pose, residual, tooth_keypoints, first_point_side, max_iter)
+    # the refinement is a free-pose parabola fit: for the parabola alone it is the fit
+    only_parabola = [m.name for m in models] == ["parabola"]
+    pre = _prepare(
+        st, pose, residual, tooth_keypoints, first_point_side, max_iter, refine=not only_parabola
+    )
     source, frame_reason, framed = pre.source, pre.frame_reason, pre.framed
     ex, ey, origin, prob = pre.ex, pre.ey, pre.origin, pre.prob
     m = len(st.n)
