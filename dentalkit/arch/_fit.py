@@ -89,6 +89,8 @@ def fit(
         :func:`align`).
     max_iter : int
         Iteration limit of the Levenberg–Marquardt solver.
+    level : float
+        Confidence level of the parameter intervals (default 0.95).
     errors : {"raise", "collect"}
         Bad point rows raise, or with "collect" become problem rows.
 
@@ -101,13 +103,19 @@ def fit(
         ``n_params`` (all estimated parameters, pose and σ² included),
         ``unit``; the shape parameters ``a`` (catenary), ``depth``, ``width``
         (beta D, W), ``c2``, ``c4``, ``c6`` (polynomials; NaN for parameters the
-        model lacks); ``rss``, ``rmse`` (√(rss/n)), ``aic``, ``aicc``, ``bic``;
+        model lacks), each with ``<p>_se``, ``<p>_ci_lower``, ``<p>_ci_upper``
+        (s²·(JᵀJ)⁻¹ at the optimum, t-interval), ``ci_level``, ``not_identified``
+        (parameters the points do not determine); ``rss``, ``rmse`` (√(rss/n)),
+        ``aic``, ``aicc``, ``delta_aicc``, ``aicc_weight`` (Akaike weight among the
+        arch's models), ``bic``;
         ``x_min``, ``x_max`` (extent of the points along the model's x-axis);
         the model frame ``rotation_deg``, ``reflected``, ``tx``, ``ty``,
         ``scale`` (image → model coordinates as in :func:`to_canonical`);
         ``side_source``; ``iterations``. Rows whose ``status`` is not "ok" carry
         NaN parameters and say why in ``reason``; no exception is raised for
-        arches that cannot be fitted.
+        arches that cannot be fitted. ``status="boundary"`` (beta only): the best
+        beta curve is its parabola limit W → ∞; ``depth`` and ``width`` are inf,
+        and the fit statistics (rss … bic, weights) are those of the limit.
 
     Notes
     -----
@@ -115,7 +123,10 @@ def fit(
     in the model's own frame. Information criteria use the Gaussian
     likelihood of the residuals with σ² = rss/n:
     ``AIC = n·ln(rss/n) + n·(ln 2π + 1) + 2k``, ``BIC = … + k·ln n``,
-    ``AICc = AIC + 2k(k+1)/(n−k−1)``, with ``k = n_params``.
+    ``AICc = AIC + 2k(k+1)/(n−k−1)``, with ``k = n_params``. Akaike weights:
+    Burnham & Anderson (2002), §2.9. Standard errors: Bates & Watts (1988), §2.3.
+    The beta function is fitted as (κ, v) = (4eD/W², 4/W²) so that its parabola
+    limit is a boundary, not a runaway (``docs/arch.md``).
 
     Examples
     --------
