@@ -415,6 +415,7 @@ def _dtypes(table: pd.DataFrame) -> pd.DataFrame:
     table["model"] = pd.Categorical(table["model"], categories=list(MODELS))
     table["status"] = pd.Categorical(table["status"], categories=STATUSES)
     table["reason"] = pd.array(table["reason"].tolist(), dtype="string")
+    table["not_identified"] = pd.array(table["not_identified"].tolist(), dtype="string")
     table["pose"] = pd.Categorical(table["pose"], categories=list(POSE_PARAMS))
     table["residual"] = pd.Categorical(table["residual"], categories=list(RESIDUALS))
     table["unit"] = pd.Categorical(table["unit"], categories=["px", "mm"])
