@@ -301,7 +301,8 @@ def _fit_stacked(
         var = np.einsum("mjj->mj", res["cov"][:, : mod.k, : mod.k])
         se = np.sqrt(np.where(var >= 0, var, np.nan)) * s[:, None] ** power
         n_df = st.n - kk
-        tq = stats.t.ppf(0.5 + level / 2.0, np.where(n_df > 0, n_df, 1))
+        dfs, inv = np.unique(np.where(n_df > 0, n_df, 1), return_inverse=True)
+        tq = stats.t.ppf(0.5 + level / 2.0, dfs)[inv]  # a few distinct df: one call each
         tq = np.where(n_df > 0, tq, np.nan)
         n = st.n.astype(float)
         k_all = kk + 1
@@ -332,7 +333,7 @@ def _fit_stacked(
             out[f"{col}_se"] = np.nan
             out[f"{col}_ci_lower"] = np.nan
             out[f"{col}_ci_upper"] = np.nan
-        unidentified = np.full(m, "", dtype=object)
+        code = np.zeros(m, np.int64)  # bit j: parameter j not identified
         for j, col in enumerate(mod.params):
             est, sj = shape[:, j], se[:, j]
             out[f"{col}_se"] = np.where(ok, sj, np.nan)
@@ -342,9 +343,13 @@ def _fit_stacked(
                 vague = ~np.isfinite(sj)
                 if col in _POSITIVE:
                     vague |= ~(tq * sj < np.abs(est))
-            unidentified = np.where(ok & vague, unidentified + col + ",", unidentified)
+            code |= (ok & vague).astype(np.int64) << j
+        names = {
+            c: ",".join(p for j, p in enumerate(mod.params) if c >> j & 1) or None
+            for c in np.unique(code)
+        }
         out["ci_level"] = level
-        out["not_identified"] = [u.rstrip(",") or None for u in unidentified]
+        out["not_identified"] = pd.Series(code).map(names).to_numpy(dtype=object)
         for col, val in (
             ("rss", rss),
             ("rmse", rmse),
