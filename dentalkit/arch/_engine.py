@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dentalkit.arch._models import BETA_EXPONENT, MODELS, ArchModel, beta_foot
-from dentalkit.arch._solve import batched_lstsq, levenberg_marquardt
+from dentalkit.arch._solve import batched_lstsq, levenberg_marquardt, spd_solve
 from dentalkit.arch._tables import Stacked
 from dentalkit.errors import InputError
 
@@ -20,8 +20,15 @@ POSE_PARAMS = {"fit": ("y0", "x0", "phi"), "fixed": ("y0",)}
 RESIDUALS = ("orthogonal", "vertical")
 #: Newton iterations of each foot-point search of the exact beta distance.
 _FOOT_ITERATIONS = 12
-#: A beta fit whose width W exceeds this multiple of the points' span is abandoned.
-_BETA_RUNAWAY = 4.0
+#: Lower bound of the beta's v = 4/W² times the points' largest x²: W ≤ 1000× their span.
+_BETA_V_FLOOR = 1e-6
+#: A converged beta fit with v below this multiple of its floor is reported at the boundary.
+_BETA_NEAR_FLOOR = 10.0
+#: Iterations of Gauss–Newton–Levenberg–Marquardt before a beta fit switches to the full
+#: Hessian (see :func:`dentalkit.arch._solve.levenberg_marquardt`).
+_NEWTON_AFTER = 10
+#: Iterations after which a beta fit also stops on the Bates–Watts relative offset ≤ 1e-3.
+_OFFSET_AFTER = 40
 #: With vertical residuals, a beta fit with points beyond ±W/2 for this many iterations
 #: in a row is stopped (its optimum lies on the edge of the function's domain).
 _BETA_OUTSIDE_ITERS = 20
@@ -59,7 +66,33 @@ class _Problem:
         orth = residual == "orthogonal"
         exact = orth and model.name == "beta"
 
+        beta = model.name == "beta"
+        where: list = [None]
+
         def fn(P: np.ndarray, rows: np.ndarray):
+            if beta:  # fitted as (κ, v); the curve code takes (D, W)
+                r, J = core(np.concatenate([beta_native(P[:, :k]), P[:, k:]], axis=1), rows)
+                kap, v = P[:, 0, None], P[:, 1, None]
+                with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                    D, W = kap / (BETA_EXPONENT * v), 2.0 / np.sqrt(v)
+                    jd, jw = J[0].copy(), J[1].copy()
+                    J[0] = jd / (BETA_EXPONENT * v)
+                    # chain rule through (D, W): two terms of size κx²/v that cancel to
+                    # κx⁴/10 near the parabola limit; there (t = v·x² < ½) the curve held
+                    # at its abscissa gives ∂r/∂v without the cancellation
+                    J[1] = -(jd * D + jw * W / 2.0) / v
+                    xf, factor = where[0]
+                    t = v * xf * xf
+                    inner = t < 0.5
+                    direct = factor * kap * xf**4 * _beta_q(np.where(inner, t, 0.0))
+                    J[1] = np.where(inner & np.isfinite(direct), direct, J[1])
+                bad = ~((P[:, 0] > 0) & (P[:, 1] > 0))
+                if bad.any():
+                    r[bad] = np.inf
+                return r, J
+            return core(P, rows)
+
+        def core(P: np.ndarray, rows: np.ndarray):
             U, V, w = self.U[rows], self.V[rows], self.weight[rows]
             shape = P[:, :k]
             y0 = P[:, k, None]
@@ -74,7 +107,12 @@ class _Problem:
                 c = s = None
             J = np.empty((k + npose, *U.shape))
             if exact:
-                return _exact_residuals(model, xp, yp, shape, w, J, npose, c, s)
+                r, J, ft = _exact_residuals(model, xp, yp, shape, w, J, npose, c, s)
+                # where the beta is fitted as (κ, v): the foot's abscissa and normal for
+                # the cancellation-free ∂/∂v (see fn)
+                where[0] = (ft.dcx[1] * shape[:, 1, None], -ft.ny * w)
+                return r, J
+            where[0] = (xp, -w)  # vertical residual: r = y' − f(x'), ∂r/∂v = −∂f/∂v
             with np.errstate(over="ignore", invalid="ignore"):
                 d = model.derivs(xp, shape)
                 r = yp - d.f
@@ -104,6 +142,29 @@ class _Problem:
         return fn
 
 
+def beta_native(kv: np.ndarray) -> np.ndarray:
+    """Beta parameters (κ, v) → (D, W): D = κ/(e·v), W = 2/√v (NaN where v ≤ 0).
+
+    κ = 4eD/W² is the curvature coefficient at the vertex (y ≈ κx² near x = 0)
+    and v = 4/W²; the curve is y = κ/(e·v)·(1 − (1 − v·x²)^e), which tends to
+    the parabola y = κx² as v → 0 (W → ∞). In (κ, v) that limit is the
+    boundary v = 0 of a well-posed problem instead of a runaway of D and W.
+    """
+    kap, v = kv[:, 0], kv[:, 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        D = np.where(v > 0, kap / (BETA_EXPONENT * v), np.nan)
+        W = np.where(v > 0, 2.0 / np.sqrt(np.where(v > 0, v, 1.0)), np.nan)
+    return np.stack([D, W], axis=1)
+
+
+def beta_kv(dw: np.ndarray) -> np.ndarray:
+    """Beta parameters (D, W) → (κ, v), the inverse of :func:`beta_native`."""
+    D, W = dw[:, 0], dw[:, 1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = 4.0 / (W * W)
+    return np.stack([BETA_EXPONENT * D * v, v], axis=1)
+
+
 def _exact_residuals(model, xp, yp, shape, w, J, npose, c, s):
     """Exact signed distances (beta) and their Jacobian by the envelope theorem."""
     k = model.k
@@ -120,7 +181,32 @@ def _exact_residuals(model, xp, yp, shape, w, J, npose, c, s):
         J[k] = -ft.ny * w
     if bad.any():
         r[bad] = np.inf
-    return r, J
+    return r, J, ft
+
+
+#: Below this t = v·x², Q(t) by its Taylor series (see _beta_q).
+_Q_SERIES = 5e-3
+
+
+def _beta_q(t: np.ndarray) -> np.ndarray:
+    """Q(t) = [(1 − t)^(e−1) − (1 − (1 − t)^e)/(e·t)] / t, so that ∂f/∂v = κ·x⁴·Q(v·x²).
+
+    f = κ/(e·v)·(1 − (1 − v·x²)^e) is the beta curve in (κ, v). Q(0) = (1 − e)/2; for
+    t < 5e-3 its Taylor series (1 − e)/2 + (1 − e)(2 − e)/3·t + (1 − e)(2 − e)(3 − e)/8·t²
+    + … to t⁴ (relative error ~1e-12, where the closed form loses ~1e-16/t²), else the
+    closed form.
+    """
+    e = BETA_EXPONENT
+    # coefficient of t^k: (1 − e)(2 − e)…(k + 1 − e)/(k + 1)! · (k + 1)/(k + 2)
+    series = np.zeros_like(t, dtype=float)
+    coef = 1.0
+    for k in range(5):
+        coef *= (k + 1 - e) / (k + 1)
+        series = series + coef * (k + 1) / (k + 2) * t**k
+    tt = np.where(t >= _Q_SERIES, t, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        closed = ((1.0 - tt) ** (e - 1.0) - (1.0 - (1.0 - tt) ** e) / (e * tt)) / tt
+    return np.where(t < _Q_SERIES, series, closed)
 
 
 def _linear_init(prob: _Problem, powers: tuple[int, ...], rows: np.ndarray):
@@ -178,86 +264,149 @@ def _fit_model(
     fittable: np.ndarray,
     max_iter: int,
     residual: str = "orthogonal",
+    start: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Fit one model to all fittable arches. Returns normalised parameters and statuses."""
+    """Fit one model to all fittable arches (``start``: starting parameters where finite).
+
+    Returns the normalised shape-and-pose parameters ``P`` (beta: D, W), their
+    covariance ``cov`` (m, kk, kk) = s²·(JᵀJ)⁻¹ with s² = rss/(n − kk) (beta:
+    in (D, W) by the delta method), statuses and reasons (None where the fit
+    is fine, "boundary" for the beta function's parabola limit).
+    """
     m = len(fittable)
     npose = len(POSE_PARAMS[pose])
     kk = model.k + npose
     P = np.full((m, kk), np.nan)
+    cov = np.full((m, kk, kk), np.nan)
     rss = np.full(m, np.nan)
     status = np.full(m, None, dtype=object)
     reason = np.full(m, None, dtype=object)
     iters = np.zeros(m, np.int64)
     rows = np.flatnonzero(fittable)
+    out = {"P": P, "cov": cov, "rss": rss, "status": status, "reason": reason, "iterations": iters}
     if rows.size == 0:
-        return {"P": P, "rss": rss, "status": status, "reason": reason, "iterations": iters}
+        return out
+    n_pts = prob.mask.sum(1).astype(float)
     if model.linear_powers is not None:
         c, y0, rss0, rank_ok = _linear_init(prob, model.linear_powers, rows)
-        start = np.concatenate([c, y0[:, None]], axis=1)
+        init = np.concatenate([c, y0[:, None]], axis=1)
     else:
-        start = _grid_init(prob, model, rows)
-        rank_ok = np.isfinite(start).all(1)
+        init = _grid_init(prob, model, rows)
+        rank_ok = np.isfinite(init).all(1)
         rss0 = None
     if pose == "fixed" and residual == "vertical" and model.linear_powers is not None:
-        P[rows] = start
+        P[rows] = init
         rss[rows] = rss0
+        U, msk = prob.U[rows], prob.mask[rows]
+        A = np.stack([*(-(U**q) for q in model.linear_powers), -np.ones_like(U)], axis=0)
+        A = np.where(msk[None], A, 0.0)
+        cov[rows] = _covariance(np.einsum("amn,bmn->mab", A, A), rss0, n_pts[rows], kk)
         bad = rows[~rank_ok]
         status[bad] = "degenerate"
         reason[bad] = "design matrix is rank-deficient (points do not determine the curve)"
-        return {"P": P, "rss": rss, "status": status, "reason": reason, "iterations": iters}
+        cov[bad] = np.nan
+        return out
     p0 = np.zeros((m, kk))
-    p0[rows, : model.k + 1] = np.nan_to_num(start)
-    out_p0 = p0
+    p0[rows, : model.k + 1] = np.nan_to_num(init)
+    if start is not None:
+        given = np.isfinite(start).all(1) & fittable
+        p0[given] = start[given]
+    lower = None
     abandon = None
-    runaway = np.zeros(m, bool)
+    newton_after = None
     if model.name == "beta":
+        p0[rows, :2] = np.nan_to_num(beta_kv(init[:, :2]), nan=1.0)
         half = np.where(prob.mask, np.abs(prob.U), 0.0).max(1)
-        outside_for = np.zeros(m, np.int64)
+        lower = np.full((m, kk), -np.inf)
+        # v ≥ v_floor: W ≤ 1000× the points' span; there the curve differs from
+        # the parabola y = κx² by a relative 0.1·v·x² ≤ 1e-7 over the points
+        lower[:, 1] = _BETA_V_FLOOR / np.where(half > 0, half, 1.0) ** 2
+        p0[:, 1] = np.maximum(p0[:, 1], lower[:, 1])
+        newton_after = _NEWTON_AFTER
+        if residual == "vertical":
+            outside_for = np.zeros(m, np.int64)
 
-        def abandon(Pa: np.ndarray, r: np.ndarray) -> np.ndarray:
-            W = Pa[:, 1]
-            run = ~(np.abs(W) < _BETA_RUNAWAY * 2.0 * half[r])
-            U, V = prob.U[r], prob.V[r]
-            if npose == 3:
-                y0, x0, phi = Pa[:, 2, None], Pa[:, 3, None], Pa[:, 4, None]
-                xp = np.cos(phi) * (U - x0) + np.sin(phi) * (V - y0)
-            else:
-                xp = U
-            edge = np.abs(W[:, None]) / 2.0 * (1.0 - _BETA_EDGE)
-            out = (prob.mask[r] & ~(np.abs(xp) < edge)).any(1)
-            outside_for[r] = np.where(out, outside_for[r] + 1, 0)
-            runaway[r] |= run
-            if residual == "orthogonal":  # exact distances: points beyond the ends are fine
-                return run
-            return run | (outside_for[r] >= _BETA_OUTSIDE_ITERS)
+            def abandon(Pa: np.ndarray, r: np.ndarray) -> np.ndarray:
+                W = beta_native(Pa[:, :2])[:, 1]
+                U, V = prob.U[r], prob.V[r]
+                if npose == 3:
+                    y0, x0, phi = Pa[:, 2, None], Pa[:, 3, None], Pa[:, 4, None]
+                    xp = np.cos(phi) * (U - x0) + np.sin(phi) * (V - y0)
+                else:
+                    xp = U
+                edge = np.abs(W[:, None]) / 2.0 * (1.0 - _BETA_EDGE)
+                outside = (prob.mask[r] & ~(np.abs(xp) < edge)).any(1)
+                outside_for[r] = np.where(outside, outside_for[r] + 1, 0)
+                return outside_for[r] >= _BETA_OUTSIDE_ITERS
 
     lm = levenberg_marquardt(
-        prob.residuals(model, pose, residual), p0, fittable, max_iter=max_iter, abandon=abandon
+        prob.residuals(model, pose, residual),
+        p0,
+        fittable,
+        max_iter=max_iter,
+        abandon=abandon,
+        lower=lower,
+        newton_after=newton_after,
+        n_obs=n_pts,
+        offset_after=_OFFSET_AFTER if model.name == "beta" else None,
     )
     P[rows] = lm.params[rows]
     rss[rows] = lm.rss[rows]
     iters[rows] = lm.iterations[rows]
+    cov[rows] = _covariance(lm.jtj[rows], lm.rss[rows], n_pts[rows], kk)
     notconv = rows[~lm.converged[rows]]
     status[notconv] = "not_converged"
     reason[notconv] = f"Levenberg–Marquardt did not converge within {max_iter} iterations"
-    ran = rows[lm.abandoned[rows] & runaway[rows]]
-    reason[ran] = (
-        f"beta width W ran past {_BETA_RUNAWAY:g}× the points' span (W → ∞ is the "
-        "parabola limit: the points are closer to a parabola than to any beta curve)"
-    )
-    stuck = rows[lm.abandoned[rows] & ~runaway[rows]]
+    stuck = rows[lm.abandoned[rows]]
     status[stuck] = None  # flagged out_of_domain with the count of points beyond ±W/2
     sing = rows[lm.converged[rows] & lm.singular[rows]]
     status[sing] = "degenerate"
     reason[sing] = "parameters not identifiable from these points (singular Jacobian)"
-    return {
-        "P": P,
-        "rss": rss,
-        "status": status,
-        "reason": reason,
-        "iterations": iters,
-        "p0": out_p0,
-    }
+    if model.name == "beta":
+        kv = P[:, :2].copy()
+        P[:, :2] = beta_native(kv)
+        # delta method: ∂(D, W)/∂(κ, v) = [[1/(e v), −D/v], [0, −W/(2v)]]
+        G = np.zeros((m, kk, kk))
+        G[:, np.arange(kk), np.arange(kk)] = 1.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            G[:, 0, 0] = 1.0 / (BETA_EXPONENT * kv[:, 1])
+            G[:, 0, 1] = -P[:, 0] / kv[:, 1]
+            G[:, 1, 1] = -P[:, 1] / (2.0 * kv[:, 1])
+        cov[:] = G @ cov @ G.transpose(0, 2, 1)
+        # on the bound, or converged within a factor 10 of it (W > ~300× the span, where
+        # the curve is the parabola to 1e-6 relative and LM may stop just short of v_floor)
+        near = lm.at_bound[:, 1] | (lm.params[:, 1] <= _BETA_NEAR_FLOOR * lower[:, 1])
+        edge = rows[near[rows] & lm.converged[rows] & (status[rows] == None)]  # noqa: E711
+        status[edge] = "boundary"
+        reason[edge] = (
+            "the best beta curve is the parabola limit W → ∞ (fitted as v = 4/W² on its "
+            "bound): the points are closer to a parabola than to any beta curve; depth and "
+            "width are infinite, rss and AIC are those of the limit"
+        )
+        P[edge, :2] = np.inf
+        cov[edge] = np.nan
+    out["p0"] = p0
+    return out
+
+
+def _covariance(jtj: np.ndarray, rss: np.ndarray, n: np.ndarray, kk: int) -> np.ndarray:
+    """s²·(JᵀJ)⁻¹ per arch (m, kk, kk), s² = rss/(n − kk); NaN where singular or no df.
+
+    The asymptotic covariance of nonlinear least-squares estimates (Bates DM,
+    Watts DG. Nonlinear Regression Analysis and Its Applications. Wiley 1988,
+    §2.3), the same as ``scipy.optimize.curve_fit``'s ``pcov``.
+    """
+    A = np.ascontiguousarray(np.asarray(jtj, float).transpose(1, 2, 0))
+    inv = np.stack(
+        [
+            spd_solve(A, np.broadcast_to(np.eye(kk)[j][:, None], (kk, A.shape[2])).copy())
+            for j in range(kk)
+        ],
+        axis=1,
+    )  # (kk, kk, m): column j of the inverse
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s2 = np.where(n - kk > 0, rss / (n - kk), np.nan)
+        return inv.transpose(2, 0, 1) * s2[:, None, None]
 
 
 def _problem(

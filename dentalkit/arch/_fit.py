@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from dentalkit.arch._engine import (
     _BETA_EDGE,
@@ -30,6 +31,13 @@ from dentalkit.arch._models import MODELS, PARAM_COLUMNS, ArchModel
 from dentalkit.arch._tables import Errors, Stacked, stack_points
 from dentalkit.errors import InputError
 
+#: Iterations of the free-pose parabola pre-fit that refines the starting frame (a frame
+#: needs no more; the parabola model itself continues from it to convergence).
+_PREFIT_ITER = 4
+#: Parameters positive by definition: not identified when their CI reaches zero.
+_POSITIVE = ("a", "depth", "width", "c2")
+#: Columns also given for fits on a boundary (the likelihood there is the limit's).
+_SCORES = ("rss", "rmse", "aic", "aicc", "bic", "x_min", "x_max")
 #: ln 2π + 1, of the Gaussian log-likelihood.
 _LOG2PI1 = np.log(2.0 * np.pi) + 1.0
 
@@ -45,6 +53,7 @@ def fit(
     first_point_side: str = "right",
     point_keys: str = "auto",
     max_iter: int = 200,
+    level: float = 0.95,
     errors: Errors = "raise",
 ) -> pd.DataFrame:
     """Fit arch-form models to every arch of a cohort in one batched computation.
@@ -80,6 +89,8 @@ def fit(
         :func:`align`).
     max_iter : int
         Iteration limit of the Levenberg–Marquardt solver.
+    level : float
+        Confidence level of the parameter intervals (default 0.95).
     errors : {"raise", "collect"}
         Bad point rows raise, or with "collect" become problem rows.
 
@@ -92,13 +103,19 @@ def fit(
         ``n_params`` (all estimated parameters, pose and σ² included),
         ``unit``; the shape parameters ``a`` (catenary), ``depth``, ``width``
         (beta D, W), ``c2``, ``c4``, ``c6`` (polynomials; NaN for parameters the
-        model lacks); ``rss``, ``rmse`` (√(rss/n)), ``aic``, ``aicc``, ``bic``;
+        model lacks), each with ``<p>_se``, ``<p>_ci_lower``, ``<p>_ci_upper``
+        (s²·(JᵀJ)⁻¹ at the optimum, t-interval), ``ci_level``, ``not_identified``
+        (parameters the points do not determine); ``rss``, ``rmse`` (√(rss/n)),
+        ``aic``, ``aicc``, ``delta_aicc``, ``aicc_weight`` (Akaike weight among the
+        arch's models), ``bic``;
         ``x_min``, ``x_max`` (extent of the points along the model's x-axis);
         the model frame ``rotation_deg``, ``reflected``, ``tx``, ``ty``,
         ``scale`` (image → model coordinates as in :func:`to_canonical`);
         ``side_source``; ``iterations``. Rows whose ``status`` is not "ok" carry
         NaN parameters and say why in ``reason``; no exception is raised for
-        arches that cannot be fitted.
+        arches that cannot be fitted. ``status="boundary"`` (beta only): the best
+        beta curve is its parabola limit W → ∞; ``depth`` and ``width`` are inf,
+        and the fit statistics (rss … bic, weights) are those of the limit.
 
     Notes
     -----
@@ -106,7 +123,10 @@ def fit(
     in the model's own frame. Information criteria use the Gaussian
     likelihood of the residuals with σ² = rss/n:
     ``AIC = n·ln(rss/n) + n·(ln 2π + 1) + 2k``, ``BIC = … + k·ln n``,
-    ``AICc = AIC + 2k(k+1)/(n−k−1)``, with ``k = n_params``.
+    ``AICc = AIC + 2k(k+1)/(n−k−1)``, with ``k = n_params``. Akaike weights:
+    Burnham & Anderson (2002), §2.9. Standard errors: Bates & Watts (1988), §2.3.
+    The beta function is fitted as (κ, v) = (4eD/W², 4/W²) so that its parabola
+    limit is a boundary, not a runaway (``docs/arch.md``).
 
     Examples
     --------
@@ -132,7 +152,11 @@ def fit(
         raise InputError(f"residual must be 'orthogonal' or 'vertical', got {residual!r}")
     models = _models_arg(model)
     st = stack_points(arch_points, mm_per_px=mm_per_px, errors=errors, point_keys=point_keys)
-    return _fit_stacked(st, models, pose, residual, tooth_keypoints, first_point_side, max_iter)
+    if not 0.0 < level < 1.0:
+        raise InputError(f"level must be between 0 and 1, got {level!r}")
+    return _fit_stacked(
+        st, models, pose, residual, tooth_keypoints, first_point_side, max_iter, level=level
+    )
 
 
 @dataclass
@@ -146,6 +170,9 @@ class _Prepared:
     ey: np.ndarray
     origin: np.ndarray
     prob: _Problem
+    #: The free-pose parabola fit in the refined frame, (c2, 0, 0, 0) (NaN where not
+    #: refined): the parabola model starts there, at its optimum.
+    parabola_start: np.ndarray | None = None
 
 
 def _prepare(
@@ -155,6 +182,7 @@ def _prepare(
     tooth_keypoints: pd.DataFrame | None,
     first_point_side: str,
     max_iter: int,
+    refine: bool = True,
 ) -> _Prepared:
     params, source, frame_reason = align_stacked(st, tooth_keypoints, first_point_side)
     m = len(st.n)
@@ -165,13 +193,14 @@ def _prepare(
     ex, ey = M0[:, 0, :], M0[:, 1, :]
     origin = np.stack([params["tx"], params["ty"]], 1) * st.scale[:, None]
     prob = _problem(st, ex, ey, origin, framed)
-    if pose == "fit":
+    if pose == "fit" and refine:
         # Second pass of the starting frame: a parabola with free vertex and tilt
         # (robust, few local minima) corrects the geometric frame when the points
         # are not spaced symmetrically; every model then starts from it.
         par = MODELS["parabola"]
-        res = _fit_model(prob, par, "fit", framed & (st.n >= 5), max_iter, residual)
-        good = (res["status"] == None) & np.isfinite(res["P"]).all(1)  # noqa: E711
+        res = _fit_model(prob, par, "fit", framed & (st.n >= 5), _PREFIT_ITER, residual)
+        # "not_converged" after _PREFIT_ITER iterations is expected: the frame is still good
+        good = np.isin(res["status"], [None, "not_converged"]) & np.isfinite(res["P"]).all(1)
         good &= np.abs(res["P"][:, par.k + 2]) < np.pi / 4
         if good.any():
             s = prob.s
@@ -182,6 +211,11 @@ def _prepare(
             ey = np.where(good[:, None], ey2, ey)
             origin = np.where(good[:, None], o2, origin)
             prob = _problem(st, ex, ey, origin, framed)
+        # s is the RMS radius about the centroid, unchanged by the new frame
+        start = np.full((m, par.k + 3), np.nan)
+        start[good] = 0.0
+        start[good, 0] = res["P"][good, 0]
+        return _Prepared(source, frame_reason, framed, ex, ey, origin, prob, start)
     return _Prepared(source, frame_reason, framed, ex, ey, origin, prob)
 
 
@@ -193,23 +227,35 @@ def _fit_stacked(
     tooth_keypoints: pd.DataFrame | None,
     first_point_side: str,
     max_iter: int,
+    *,
+    level: float = 0.95,
 ) -> pd.DataFrame:
-    pre = _prepare(st, pose, residual, tooth_keypoints, first_point_side, max_iter)
+    # the refinement is a free-pose parabola fit: for the parabola alone it is the fit
+    only_parabola = [m.name for m in models] == ["parabola"]
+    pre = _prepare(
+        st, pose, residual, tooth_keypoints, first_point_side, max_iter, refine=not only_parabola
+    )
     source, frame_reason, framed = pre.source, pre.frame_reason, pre.framed
     ex, ey, origin, prob = pre.ex, pre.ey, pre.origin, pre.prob
     m = len(st.n)
     npose = len(POSE_PARAMS[pose])
     frames = []
+    distinct = _distinct_points(st)
     for mod in models:
         kk = mod.k + npose
-        enough = st.n >= kk + 1
+        enough = distinct >= kk + 1
         fittable = framed & enough
-        res = _fit_model(prob, mod, pose, fittable, max_iter, residual)
+        start = pre.parabola_start if mod.name == "parabola" else None
+        res = _fit_model(prob, mod, pose, fittable, max_iter, residual, start=start)
         status = res["status"].copy()
         reason = res["reason"].copy()
         few = framed & ~enough
         status[few] = "too_few_points"
-        reason[few] = f"{mod.name} with pose={pose!r} needs at least {kk + 1} points"
+        need = f"{mod.name} with pose={pose!r} needs at least {kk + 1} points"
+        reason[few] = [
+            need if d == n else f"{need}: {n} points but only {d} distinct (repeated coordinates)"
+            for d, n in zip(distinct[few], st.n[few], strict=True)
+        ]
         nofr = ~framed
         status[nofr] = np.where(_notnone(st.bad[nofr]), "bad_input", "degenerate")
         reason[nofr] = frame_reason[nofr]
@@ -249,7 +295,15 @@ def _fit_stacked(
         reason[lost] = "fit ended on non-finite values"
         status[status == None] = "ok"  # noqa: E711
         ok = status == "ok"
+        scored = ok | (status == "boundary")  # the boundary's rss and AIC are the limit's
         rss = res["rss"] * s**2
+        power = np.array(mod.length_power, dtype=float)
+        var = np.einsum("mjj->mj", res["cov"][:, : mod.k, : mod.k])
+        se = np.sqrt(np.where(var >= 0, var, np.nan)) * s[:, None] ** power
+        n_df = st.n - kk
+        dfs, inv = np.unique(np.where(n_df > 0, n_df, 1), return_inverse=True)
+        tq = stats.t.ppf(0.5 + level / 2.0, dfs)[inv]  # a few distinct df: one call each
+        tq = np.where(n_df > 0, tq, np.nan)
         n = st.n.astype(float)
         k_all = kk + 1
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -272,7 +326,30 @@ def _fit_stacked(
         for col in PARAM_COLUMNS:
             out[col] = np.nan
         for j, col in enumerate(mod.params):
-            out[col] = np.where(ok, shape[:, j], np.nan)
+            out[col] = np.where(
+                ok, shape[:, j], np.where(status == "boundary", shape[:, j], np.nan)
+            )
+        for col in PARAM_COLUMNS:
+            out[f"{col}_se"] = np.nan
+            out[f"{col}_ci_lower"] = np.nan
+            out[f"{col}_ci_upper"] = np.nan
+        code = np.zeros(m, np.int64)  # bit j: parameter j not identified
+        for j, col in enumerate(mod.params):
+            est, sj = shape[:, j], se[:, j]
+            out[f"{col}_se"] = np.where(ok, sj, np.nan)
+            out[f"{col}_ci_lower"] = np.where(ok, est - tq * sj, np.nan)
+            out[f"{col}_ci_upper"] = np.where(ok, est + tq * sj, np.nan)
+            with np.errstate(invalid="ignore"):
+                vague = ~np.isfinite(sj)
+                if col in _POSITIVE:
+                    vague |= ~(tq * sj < np.abs(est))
+            code |= (ok & vague).astype(np.int64) << j
+        names = {
+            c: ",".join(p for j, p in enumerate(mod.params) if c >> j & 1) or None
+            for c in np.unique(code)
+        }
+        out["ci_level"] = level
+        out["not_identified"] = pd.Series(code).map(names).to_numpy(dtype=object)
         for col, val in (
             ("rss", rss),
             ("rmse", rmse),
@@ -282,7 +359,7 @@ def _fit_stacked(
             ("x_min", xmin),
             ("x_max", xmax),
         ):
-            out[col] = np.where(ok, val, np.nan)
+            out[col] = np.where(ok | (scored & (col in _SCORES)), val, np.nan)
         for col in ("rotation_deg", "tx", "ty"):
             out[col] = np.where(ok, tp[col], np.nan)
         out["reflected"] = pd.array(np.where(ok, tp["reflected"], False), dtype="boolean")
@@ -291,6 +368,7 @@ def _fit_stacked(
         out["side_source"] = np.where(ok, source, None)
         out["iterations"] = res["iterations"]
         frames.append(out)
+    _akaike_weights(frames)
     table = pd.concat(frames, ignore_index=True)
     order = {name: i for i, name in enumerate(MODELS)}
     table["_o"] = table["model"].map(order)
@@ -300,11 +378,49 @@ def _fit_stacked(
     return _dtypes(table)
 
 
+def _distinct_points(st: Stacked) -> np.ndarray:
+    """Points per arch with coordinates not repeated by an earlier point of the arch."""
+    xy, mask = st.xy, st.mask
+    count = mask.sum(1)
+    earlier = np.tril(np.ones((xy.shape[1], xy.shape[1]), bool), -1)  # j < i
+    x = np.where(mask, xy[..., 0], np.nan)  # NaN never equals: padding and bad points
+    # a repeated x first (rare in measured data), then the full check on those arches only
+    rows = np.flatnonzero(((x[:, :, None] == x[:, None, :]) & earlier).any((1, 2)))
+    if rows.size:
+        sub, msk = xy[rows], mask[rows]
+        same = (sub[:, :, None, :] == sub[:, None, :, :]).all(-1)
+        same &= msk[:, :, None] & msk[:, None, :] & earlier
+        count[rows] = (msk & ~same.any(2)).sum(1)
+    return count
+
+
+def _akaike_weights(frames: list[pd.DataFrame]) -> None:
+    """Add ``delta_aicc`` and ``aicc_weight`` per arch across the models fitted (in place).
+
+    Akaike weight of model i: exp(−Δ_i/2) / Σ_j exp(−Δ_j/2) with Δ_i = AICc_i − min AICc
+    over the models with a finite AICc (Burnham KP, Anderson DR. Model Selection and
+    Multimodel Inference, 2nd ed. Springer 2002, §2.9).
+    """
+    aicc = np.stack([f["aicc"].to_numpy(float) for f in frames])
+    finite = np.isfinite(aicc)
+    with np.errstate(invalid="ignore"):
+        best = np.where(finite, aicc, np.inf).min(axis=0)
+        delta = np.where(finite, aicc - best, np.nan)
+        w = np.where(finite, np.exp(-0.5 * np.nan_to_num(delta, nan=np.inf)), 0.0)
+        tot = w.sum(axis=0)
+        w = np.where(finite & (tot > 0), w / np.where(tot > 0, tot, 1.0), np.nan)
+    for f, d, wi in zip(frames, delta, w, strict=True):
+        pos = f.columns.get_loc("aicc") + 1
+        f.insert(pos, "aicc_weight", wi)
+        f.insert(pos, "delta_aicc", d)
+
+
 def _dtypes(table: pd.DataFrame) -> pd.DataFrame:
     table["arch"] = pd.Categorical(table["arch"].astype(str), categories=["up", "lo"])
     table["model"] = pd.Categorical(table["model"], categories=list(MODELS))
     table["status"] = pd.Categorical(table["status"], categories=STATUSES)
     table["reason"] = pd.array(table["reason"].tolist(), dtype="string")
+    table["not_identified"] = pd.array(table["not_identified"].tolist(), dtype="string")
     table["pose"] = pd.Categorical(table["pose"], categories=list(POSE_PARAMS))
     table["residual"] = pd.Categorical(table["residual"], categories=list(RESIDUALS))
     table["unit"] = pd.Categorical(table["unit"], categories=["px", "mm"])

@@ -89,7 +89,8 @@ def frame_from_points(
     reason = np.full(m, None, dtype=object)
     ok = usable & (n >= 3)
     reason[usable & (n < 3)] = "fewer than 3 arch points: no frame"
-    pts = np.where(mask[..., None], xy, 0.0)
+    # non-finite points (their arch is a bad_input row) must not spread NaN warnings
+    pts = np.where(mask[..., None] & np.isfinite(xy), xy, 0.0)
     cnt = np.maximum(n, 1)[:, None]
     centroid = pts.sum(axis=1) / cnt
     ar = np.arange(N)
@@ -474,4 +475,5 @@ STATUSES = [
     "not_converged",
     "out_of_domain",
     "bad_input",
+    "boundary",
 ]

@@ -6,8 +6,11 @@ definition, reference) and evaluated by one vectorized engine over all arches.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -37,15 +40,54 @@ MEASURE_STATUSES = ["ok", "missing_tooth", "no_fit", "out_of_domain", "needs_mm"
 _PANELS, _NODES = 16, 8
 
 
+class Evaluated(NamedTuple):
+    """One measure over all arches: value (m,), status, reason and method (object arrays)."""
+
+    value: np.ndarray
+    status: np.ndarray
+    reason: np.ndarray
+    method: np.ndarray
+
+
 @dataclass(frozen=True, slots=True)
 class ArchMeasure:
-    """One arch measure (a row of :data:`MEASURES`)."""
+    """One declared arch measure (a row of :data:`MEASURES`), like ``teeth.ToothMeasure``.
+
+    Attributes
+    ----------
+    name : str
+        The ``measure`` value of the output rows.
+    kind : str
+        ``distance``, ``depth``, ``perimeter`` or ``difference``.
+    teeth : tuple of str
+        Teeth the measure needs (type_side; the arch suffix is added per arch).
+    definition : str
+        What is measured, and how.
+    reference : str
+        Where the definition comes from.
+    compute : callable or None
+        ``compute(kernels) -> Evaluated`` over every arch at once (values in px;
+        :func:`measures` applies the calibration); None for the upper − lower
+        ``difference`` measures, which are formed from their ``base`` measure.
+    dimension : int
+        Power of length of the value (1: px or mm).
+    base : str or None
+        For ``difference`` measures: the per-arch measure they subtract.
+    """
 
     name: str
-    kind: str  # distance | depth | perimeter | difference
+    kind: str
     teeth: tuple[str, ...]
     definition: str
     reference: str
+    compute: Callable[[_Kernels], Evaluated] | None = None
+    dimension: int = 1
+    base: str | None = None
+
+    @property
+    def unit(self) -> str:
+        """Unit of the values: ``px`` or ``mm`` (to the power ``dimension``)."""
+        return "px or mm" if self.dimension == 1 else f"(px or mm)^{self.dimension}"
 
 
 _LIT_WIDTH = (
@@ -60,6 +102,7 @@ _RECORDS = (
         ("c_rgt", "c_lft"),
         "distance between the right and left canine points (centroids by default)",
         _LIT_WIDTH,
+        lambda k: k.width(("c_rgt", "c_lft")),
     ),
     ArchMeasure(
         "intermolar_width",
@@ -67,6 +110,7 @@ _RECORDS = (
         ("m1_rgt", "m1_lft"),
         "distance between the right and left first-molar points (centroids by default)",
         _LIT_WIDTH,
+        lambda k: k.width(("m1_rgt", "m1_lft")),
     ),
     ArchMeasure(
         "arch_depth",
@@ -77,6 +121,7 @@ _RECORDS = (
         "(incisal='incisors') or the fitted curve's vertex (incisal='vertex')",
         "Arch depth as perpendicular from the incisor point to the intermolar line "
         "(e.g. Braun et al., Angle Orthod 1998;68:29-36)",
+        lambda k: k.depth(),
     ),
     ArchMeasure(
         "arch_perimeter",
@@ -88,6 +133,7 @@ _RECORDS = (
         "of |C'(θ)| over θ = asin(2x/W), limits clipped to its ends)",
         "Arch perimeter (circumference) along the arch form, first molar to first "
         "molar; curve: the model named in `method`",
+        lambda k: k.perimeter(),
     ),
     ArchMeasure(
         "intercanine_width_difference",
@@ -95,6 +141,7 @@ _RECORDS = (
         ("c_rgt", "c_lft"),
         "upper minus lower intercanine width of the same session (mm only)",
         "Upper/lower arch compatibility (transverse): maxillary minus mandibular width",
+        base="intercanine_width",
     ),
     ArchMeasure(
         "intermolar_width_difference",
@@ -102,6 +149,7 @@ _RECORDS = (
         ("m1_rgt", "m1_lft"),
         "upper minus lower intermolar width of the same session (mm only)",
         "Upper/lower arch compatibility (transverse): maxillary minus mandibular width",
+        base="intermolar_width",
     ),
 )
 
@@ -223,6 +271,133 @@ def _arc_length(model, P: np.ndarray, xa: np.ndarray, xb: np.ndarray) -> np.ndar
     return (np.sqrt(1.0 + d1 * d1) * weights).sum(axis=1) * (xb - xa)
 
 
+class _Kernels:
+    """What the measures share, computed once and only when a measure needs it.
+
+    Tooth points per arch (px), their status codes, and (lazily) the fitted
+    ``model`` curve of every arch (perimeter, vertex).
+    """
+
+    def __init__(
+        self, keys, xy, code, point, incisal, mod, pose, residual, arch_points,
+        tooth_keypoints, first_point_side, point_keys, errors,
+    ) -> None:  # fmt: skip
+        self.keys, self.code, self.point, self.incisal = keys, code, point, incisal
+        self.mod, self.pose, self.residual = mod, pose, residual
+        self.arch_points, self.tooth_keypoints = arch_points, tooth_keypoints
+        self.first_point_side, self.point_keys, self.errors = first_point_side, point_keys, errors
+        self.m = len(keys)
+        self.P = {t: xy[:, TEETH.index(t), :] for t in TEETH}
+
+    def _const(self, text: str) -> np.ndarray:
+        return np.full(self.m, text, dtype=object)
+
+    def teeth_ok(self, teeth: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        return _tooth_reasons(self.keys, self.code, teeth, self.point)
+
+    def width(self, teeth: tuple[str, str]) -> Evaluated:
+        a, b = teeth
+        status, reason = self.teeth_ok(teeth)
+        value = np.hypot(*(self.P[b] - self.P[a]).T)
+        return Evaluated(value, status, reason, self._const(self.point))
+
+    @cached_property
+    def fitted(self) -> tuple[pd.DataFrame | None, np.ndarray, np.ndarray, np.ndarray]:
+        """(fits, fit row per arch or −1, fit ok, why not) of the ``model`` curve."""
+        m, mod = self.m, self.mod
+        fits = None
+        if self.arch_points is not None:
+            st = stack_points(self.arch_points, errors=self.errors, point_keys=self.point_keys)
+            fits = _fit_stacked(
+                st, [mod], self.pose, self.residual, self.tooth_keypoints,
+                self.first_point_side, 200,
+            )  # fmt: skip
+            k = fits[list(ARCH_KEY)].astype(str)
+            fits = fits.assign(**{c: k[c] for c in ARCH_KEY})
+        fit_row = np.full(m, -1)
+        if fits is not None:
+            kk = self.keys[list(ARCH_KEY)].astype(str).assign(_i=np.arange(m))
+            fr = fits[list(ARCH_KEY)].assign(_f=np.arange(len(fits)))
+            fit_row = kk.merge(fr, on=list(ARCH_KEY), how="left").sort_values("_i")["_f"]
+            fit_row = fit_row.fillna(-1).to_numpy(dtype=np.int64)
+        fit_ok = np.zeros(m, bool)
+        fit_reason = np.full(m, None, dtype=object)
+        if fits is None:
+            fit_reason[:] = "no arch_points given: needs a fitted arch curve"
+        else:
+            fit_reason[fit_row < 0] = "no arch_points for this arch"
+            has = fit_row >= 0
+            st_f = fits["status"].astype(str).to_numpy()
+            fit_ok[has] = st_f[fit_row[has]] == "ok"
+            bad = has & ~fit_ok
+            fit_reason[bad] = [
+                f"the {mod.name} fit failed ({st_f[j]}: {fits['reason'].iloc[j]})"
+                for j in fit_row[bad]
+            ]
+        return fits, fit_row, fit_ok, fit_reason
+
+    @property
+    def method_fit(self) -> str:
+        return f"{self.mod.name} fit (pose={self.pose}, {self.residual})"
+
+    def _needs_fit(self, status, reason):
+        _, _, fit_ok, fit_reason = self.fitted
+        nf = (status == "ok") & ~fit_ok
+        return np.where(nf, "no_fit", status), np.where(nf, fit_reason, reason)
+
+    def depth(self) -> Evaluated:
+        P, m, point = self.P, self.m, self.point
+        if self.incisal == "incisors":
+            status, reason = self.teeth_ok(MEASURES["arch_depth"].teeth)
+            inc = (P["i1_rgt"] + P["i1_lft"]) / 2.0
+            method = f"{point}; incisal point = midpoint of i1_rgt and i1_lft"
+        else:
+            fits, fit_row, _, _ = self.fitted
+            status, reason = self.teeth_ok(("m1_rgt", "m1_lft"))
+            inc = np.full((m, 2), np.nan)
+            if fits is not None:
+                j = np.where(fit_row >= 0, fit_row, 0)
+                xy = fits[["tx", "ty"]].to_numpy(float)[j]
+                inc = np.where((fit_row >= 0)[:, None], xy, np.nan)
+            status, reason = self._needs_fit(status, reason)
+            method = f"{point}; incisal point = vertex of the {self.method_fit}"
+        v = P["m1_lft"] - P["m1_rgt"]
+        wv = inc - P["m1_rgt"]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            depth = np.abs(v[:, 0] * wv[:, 1] - v[:, 1] * wv[:, 0]) / np.hypot(v[:, 0], v[:, 1])
+        return Evaluated(depth, status, reason, self._const(method))
+
+    def perimeter(self) -> Evaluated:
+        P, mod = self.P, self.mod
+        status, reason = self.teeth_ok(("m1_rgt", "m1_lft"))
+        status, reason = self._needs_fit(status, reason)
+        fits, fit_row, fit_ok, _ = self.fitted
+        perim = np.full(self.m, np.nan)
+        go = np.flatnonzero((status == "ok") & fit_ok)
+        if go.size:
+            f = fits.iloc[fit_row[go]].reset_index(drop=True)
+            molars = pd.concat(
+                [
+                    f[list(ARCH_KEY)].assign(x=P[t][go, 0], y=P[t][go, 1])
+                    for t in ("m1_rgt", "m1_lft")
+                ],
+                ignore_index=True,
+            )
+            xm = to_canonical(molars, f)["x_canonical"].to_numpy().reshape(2, -1)
+            xa, xb = np.minimum(xm[0], xm[1]), np.maximum(xm[0], xm[1])
+            span = (f["x_max"] - f["x_min"]).to_numpy(float)
+            beyond = (xa < f["x_min"].to_numpy(float) - 0.05 * span) | (
+                xb > f["x_max"].to_numpy(float) + 0.05 * span
+            )
+            perim[go] = _arc_length(mod, f[list(mod.params)].to_numpy(float), xa, xb)
+            status[go[beyond]] = "out_of_domain"
+            reason[go[beyond]] = (
+                "a first molar lies beyond the span of the arch points (more than 5 % of it): "
+                "the curve would be extrapolated"
+            )
+        return Evaluated(perim, status, reason, self._const(self.method_fit))
+
+
 def measures(
     tooth_keypoints: pd.DataFrame,
     arch_points: pd.DataFrame | None = None,
@@ -235,6 +410,7 @@ def measures(
     residual: str = "orthogonal",
     first_point_side: str = "right",
     point_keys: str = "auto",
+    which: Sequence[str] | None = None,
     errors: Errors = "raise",
 ) -> pd.DataFrame:
     """Standard arch dimensions of every arch, and upper/lower compatibility.
@@ -266,6 +442,9 @@ def measures(
         Passed to :func:`dentalkit.arch.fit`.
     first_point_side, point_keys : str
         As in :func:`dentalkit.arch.align`.
+    which : sequence of str, optional
+        Names of the declared measures to evaluate (default: all of
+        :data:`MEASURES`, in its order).
     errors : {"raise", "collect"}
         Non-finite coordinates of present teeth raise, or become problem rows.
 
@@ -281,7 +460,9 @@ def measures(
 
     Notes
     -----
-    See :data:`MEASURES` for each definition. ``intercanine_width`` uses the
+    The measures are declared once in :data:`MEASURES` (definition, unit,
+    reference and a ``compute`` function over all arches), and this function
+    evaluates the declared list. See each record for its definition. ``intercanine_width`` uses the
     ``c_rgt``/``c_lft`` teeth, ``intermolar_width`` the first molars
     (``m1_*``); ``arch_depth`` is measured to the line through the first-molar
     points; ``arch_perimeter`` follows the fitted curve between the first
@@ -312,102 +493,29 @@ def measures(
     if residual not in RESIDUALS:
         raise InputError(f"residual must be 'orthogonal' or 'vertical', got {residual!r}")
     mod = _models_arg(model)[0]
+    names = list(MEASURES) if which is None else list(which)
+    unknown = [n for n in names if n not in MEASURES]
+    if unknown:
+        raise InputError(f"unknown arch measure(s) {unknown}; choose from {list(MEASURES)}")
     keys, xy, code, _ = _tooth_points(tooth_keypoints, point, errors)
     scale, unit = calibration(keys, mm_per_px)
-    m = len(keys)
-    P = {t: xy[:, TEETH.index(t), :] for t in TEETH}
+    kern = _Kernels(
+        keys, xy, code, point, incisal, mod, pose, residual, arch_points, tooth_keypoints,
+        first_point_side, point_keys, errors,
+    )  # fmt: skip
+    # every declared per-arch measure (and the bases of the requested differences)
+    wanted = set(names) | {MEASURES[n].base for n in names if MEASURES[n].base}
     out: dict[str, dict[str, np.ndarray]] = {}
-    method_w = f"{point}"
-
-    def add(name, value, status, reason, method):
-        value = np.where(status == "ok", value, np.nan)
-        out[name] = {"value": value, "status": status, "reason": reason, "method": method}
-
-    # widths
-    for name in ("intercanine_width", "intermolar_width"):
-        a, b = MEASURES[name].teeth
-        status, reason = _tooth_reasons(keys, code, (a, b), point)
-        add(name, np.hypot(*(P[b] - P[a]).T) * scale, status, reason, np.full(m, method_w))
-
-    # the fitted curve (perimeter, vertex)
-    fits = None
-    if arch_points is not None:
-        st = stack_points(arch_points, errors=errors, point_keys=point_keys)
-        fits = _fit_stacked(st, [mod], pose, residual, tooth_keypoints, first_point_side, 200)
-        k = fits[list(ARCH_KEY)].astype(str)
-        fits = fits.assign(**{c: k[c] for c in ARCH_KEY})
-    fit_row = np.full(m, -1)
-    if fits is not None:
-        kk = keys[list(ARCH_KEY)].astype(str).assign(_i=np.arange(m))
-        fr = fits[list(ARCH_KEY)].assign(_f=np.arange(len(fits)))
-        fit_row = kk.merge(fr, on=list(ARCH_KEY), how="left").sort_values("_i")["_f"]
-        fit_row = fit_row.fillna(-1).to_numpy(dtype=np.int64)
-    fit_ok = np.zeros(m, bool)
-    fit_reason = np.full(m, None, dtype=object)
-    if fits is None:
-        fit_reason[:] = "no arch_points given: needs a fitted arch curve"
-    else:
-        fit_reason[fit_row < 0] = "no arch_points for this arch"
-        has = fit_row >= 0
-        st_f = fits["status"].astype(str).to_numpy()
-        fit_ok[has] = st_f[fit_row[has]] == "ok"
-        bad = has & ~fit_ok
-        fit_reason[bad] = [
-            f"the {mod.name} fit failed ({st_f[j]}: {fits['reason'].iloc[j]})" for j in fit_row[bad]
-        ]
-    method_fit = f"{mod.name} fit (pose={pose}, {residual})"
-
-    # depth
-    ms = MEASURES["arch_depth"]
-    if incisal == "incisors":
-        status, reason = _tooth_reasons(keys, code, ms.teeth, point)
-        inc = (P["i1_rgt"] + P["i1_lft"]) / 2.0
-        method_d = f"{point}; incisal point = midpoint of i1_rgt and i1_lft"
-    else:
-        status, reason = _tooth_reasons(keys, code, ("m1_rgt", "m1_lft"), point)
-        inc = np.full((m, 2), np.nan)
-        if fits is not None:
-            j = np.where(fit_row >= 0, fit_row, 0)
-            inc = np.where((fit_row >= 0)[:, None], fits[["tx", "ty"]].to_numpy(float)[j], np.nan)
-        nf = (status == "ok") & ~fit_ok
-        status = np.where(nf, "no_fit", status)
-        reason = np.where(nf, fit_reason, reason)
-        method_d = f"{point}; incisal point = vertex of the {method_fit}"
-    v = P["m1_lft"] - P["m1_rgt"]
-    wv = inc - P["m1_rgt"]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        depth = np.abs(v[:, 0] * wv[:, 1] - v[:, 1] * wv[:, 0]) / np.hypot(v[:, 0], v[:, 1])
-    add("arch_depth", depth * scale, status, reason, np.full(m, method_d))
-
-    # perimeter
-    status, reason = _tooth_reasons(keys, code, ("m1_rgt", "m1_lft"), point)
-    nf = (status == "ok") & ~fit_ok
-    status = np.where(nf, "no_fit", status)
-    reason = np.where(nf, fit_reason, reason)
-    perim = np.full(m, np.nan)
-    go = np.flatnonzero((status == "ok") & fit_ok)
-    if go.size:
-        f = fits.iloc[fit_row[go]].reset_index(drop=True)
-        molars = pd.concat(
-            [f[list(ARCH_KEY)].assign(x=P[t][go, 0], y=P[t][go, 1]) for t in ("m1_rgt", "m1_lft")],
-            ignore_index=True,
-        )
-        xm = to_canonical(molars, f)["x_canonical"].to_numpy().reshape(2, -1)
-        xa, xb = np.minimum(xm[0], xm[1]), np.maximum(xm[0], xm[1])
-        span = (f["x_max"] - f["x_min"]).to_numpy(float)
-        beyond = (xa < f["x_min"].to_numpy(float) - 0.05 * span) | (
-            xb > f["x_max"].to_numpy(float) + 0.05 * span
-        )
-        perim[go] = _arc_length(mod, f[list(mod.params)].to_numpy(float), xa, xb)
-        status[go[beyond]] = "out_of_domain"
-        reason[go[beyond]] = (
-            "a first molar lies beyond the span of the arch points (more than 5 % of it): "
-            "the curve would be extrapolated"
-        )
-    add("arch_perimeter", perim * scale, status, reason, np.full(m, method_fit))
-
-    table = _long(keys, out, unit)
-    diffs = _differences(keys, out, unit, mm_per_px is None)
+    for ms in MEASURES.values():
+        if ms.compute is None or ms.name not in wanted:
+            continue
+        ev = ms.compute(kern)
+        value = np.where(ev.status == "ok", ev.value * scale**ms.dimension, np.nan)
+        out[ms.name] = {
+            "value": value, "status": ev.status, "reason": ev.reason, "method": ev.method
+        }  # fmt: skip
+    table = _long(keys, {n: d for n, d in out.items() if n in names}, unit)
+    diffs = _differences(keys, out, unit, mm_per_px is None, names)
     table = pd.concat([table, diffs], ignore_index=True) if len(diffs) else table
     return _dtypes(table)
 
@@ -432,8 +540,10 @@ def _long(keys: pd.DataFrame, out: dict, unit: str) -> pd.DataFrame:
     return table.sort_values(["_a", "_o"], kind="stable").drop(columns=["_a", "_o"])
 
 
-def _differences(keys: pd.DataFrame, out: dict, unit: str, uncalibrated: bool) -> pd.DataFrame:
-    """Upper − lower width of every session that has both arches."""
+def _differences(
+    keys: pd.DataFrame, out: dict, unit: str, uncalibrated: bool, names: list[str]
+) -> pd.DataFrame:
+    """Upper − lower width of every session that has both arches (declared ``difference`` measures)."""
     arch = keys["arch"].astype(str).to_numpy()
     k = keys[list(KEY)].astype(str)
     up = pd.Series(np.flatnonzero(arch == "up"), index=pd.MultiIndex.from_frame(k[arch == "up"]))
@@ -443,10 +553,10 @@ def _differences(keys: pd.DataFrame, out: dict, unit: str, uncalibrated: bool) -
         return pd.DataFrame()
     iu, il = up.loc[both].to_numpy(), lo.loc[both].to_numpy()
     parts = []
-    for name, base in (
-        ("intercanine_width_difference", "intercanine_width"),
-        ("intermolar_width_difference", "intermolar_width"),
-    ):
+    for ms in MEASURES.values():
+        if ms.base is None or ms.name not in names:
+            continue
+        name, base = ms.name, ms.base
         d = out[base]
         part = keys.iloc[iu].reset_index(drop=True).copy()
         part["arch"] = "up-lo"
@@ -478,7 +588,7 @@ def _differences(keys: pd.DataFrame, out: dict, unit: str, uncalibrated: bool) -
         part["status"] = status
         part["reason"] = reason
         parts.append(part)
-    return pd.concat(parts, ignore_index=True)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 def _dtypes(table: pd.DataFrame) -> pd.DataFrame:

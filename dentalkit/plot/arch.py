@@ -71,7 +71,8 @@ def forms(
     fits : DataFrame, optional
         Output of :func:`dentalkit.arch.fit` (curves are evaluated with
         :func:`dentalkit.arch.curve` in image pixels, and the legend gives each
-        model's RMSE), or a curve table with ``model``, ``x_image``, ``y_image``.
+        model's RMSE in brackets), or a curve table with ``model``, ``x_image``,
+        ``y_image``.
         Without it only the points are drawn.
     session : str, tuple or mapping, optional
         Which session (see :func:`dentalkit.plot.ceph.tracing`).
@@ -87,6 +88,9 @@ def forms(
     show_axes : bool
     legend : {"above", "right", "inside"} or None
     ax : matplotlib Axes, optional
+        Where to draw. When it is the only Axes of its figure, the figure's height is
+        fitted to the view (as for a figure made here), so the axes show the data
+        rather than blank bands beside it.
 
     Returns
     -------
@@ -110,6 +114,7 @@ def forms(
     if has_image:
         shape = show_image(ax, image).shape
     xs, ys = [pts["x"].to_numpy(float)], [pts["y"].to_numpy(float)]
+    fit_table = None
     if fits is not None:
         curves, fit_table = _curves_from(fits)
         mask = np.ones(len(curves), dtype=bool)
@@ -162,8 +167,13 @@ def forms(
         show_axes=show_axes,
     )
     arch_name = _ARCH_NAME.get(str(key.get("arch")), key.get("arch"))
-    place_legend(ax, legend, ncols=3, title=f"{arch_name} arch")
-    if created:  # our figure: as tall as the view needs (the legend's space included)
+    # compact: the RMSE in brackets after each model, said once in the title
+    rmse = fit_table is not None and "rmse" in fit_table.columns
+    title = f"{arch_name} arch" + (" (model: RMSE)" if rmse else "")
+    place_legend(ax, legend, ncols=3, title=title)
+    if created or len(ax.figure.axes) == 1:
+        # our figure, or one holding just this plot: as tall as the view needs (the
+        # legend's space included), so the axes show the data, not blank bands
         fit_height_to_view(ax)
     return ax
 
@@ -188,7 +198,7 @@ def _rmse_text(fits: pd.DataFrame | None, key: dict, model: str) -> str:
     if not len(hit) or not np.isfinite(hit["rmse"].iloc[0]):
         return ""
     unit = str(hit["unit"].iloc[0]) if "unit" in hit.columns else ""
-    return f" (RMSE {hit['rmse'].iloc[0]:.2g} {unit})".replace(" )", ")")
+    return f" ({hit['rmse'].iloc[0]:.2g} {unit})".replace(" )", ")")
 
 
 def mean_forms(
@@ -200,30 +210,38 @@ def mean_forms(
     legend: str | None = "above",
     ax: Any = None,
 ) -> Any:
-    """Group mean arch forms with pointwise confidence bands, in the canonical frame.
+    """Group mean arch forms with pointwise confidence bands, one panel per arch.
 
     Parameters
     ----------
     mean_form : DataFrame
         Output of :func:`dentalkit.arch.mean_form`: the ``by`` columns, ``arch``,
-        ``model``, ``x``, ``y_mean``, ``y_lower``, ``y_upper``, ``n_arches``, ``unit``,
-        ``level``.
+        ``model``, ``x``, ``y_mean``, ``y_lower``, ``y_upper``, ``unit``, ``level``,
+        and a count column (``n_patients``, ``n`` or ``n_arches``, the first present)
+        used in the labels.
     by : str, optional
         The grouping column used for ``mean_form`` (one colour per group).
     arch : {"up", "lo"}, optional
-        Only this arch (default: every arch present; lower arches dashed).
+        Only this arch (default: every arch present).
     band : bool
         Shade the pointwise confidence band ``y_lower`` … ``y_upper`` (at fixed x, as
         ``mean_form`` computes it).
     legend : {"above", "right", "inside"} or None
+        Where each panel's legend goes (its title names the arch).
     ax : matplotlib Axes, optional
+        Where to draw. With both arches present its place in the figure is split
+        into two panels (upper arch above, lower below).
 
     Returns
     -------
     matplotlib Axes
-        x: toward the patient's left; y: posterior, drawn **downward** so the
-        incisors are at the top and the arch opens toward the bottom (an occlusal
-        view with the patient's right on the viewer's left). Equal aspect.
+        The first panel (upper arch when present); with two arches the figure holds
+        both (``gid`` ``"panel:up"`` and ``"panel:lo"``), at the same scale and with
+        the same limits so the forms compare directly. x: toward the patient's left;
+        y: posterior, drawn **downward** so the incisors are at the top and the arch
+        opens toward the bottom (an occlusal view with the patient's right on the
+        viewer's left). Equal aspect; the limits are the curves and bands with a small
+        margin.
     """
     require_columns(
         mean_form,
@@ -241,45 +259,82 @@ def mean_forms(
         raise InputError(f"mean_form holds several models {list(models)}; give one")
     units = table["unit"].astype(str).unique()
     unit = units[0] if len(units) == 1 else "mixed units"
+    arches = [a for a in ("up", "lo") if a in set(table["arch"].astype(str))]
+    arches += sorted(set(table["arch"].astype(str)) - set(arches))
+    count = next(
+        (c for c in ("n_units", "n_patients", "n", "n_arches") if c in table.columns), None
+    )
     groups = [(None, table)] if by is None else list(table.groupby(by, observed=True, sort=True))
-    ax = new_axes(ax, (85.0, 70.0))
-    for gi, (g, part) in enumerate(groups):
-        colour = CATEGORICAL[gi % len(CATEGORICAL)]
-        for a, seg in part.groupby(part["arch"].astype(str), sort=False):
-            seg = seg.sort_values("x")
-            ls = "--" if a == "lo" else "-"
-            n_col = next((c for c in ("n_units", "n_arches") if c in seg.columns), None)
-            n = seg[n_col].iloc[0] if n_col else None  # patients when the table has them
-            name = _ARCH_NAME.get(a, a) if g is None else f"{g}, {_ARCH_NAME.get(a, a)}"
-            label = name + (f" (n = {n})" if n is not None else "")
-            ax.plot(
-                seg["x"],
-                seg["y_mean"],
-                color=colour,
-                ls=ls,
-                lw=1.1,
-                label=label,
-                zorder=3,
-                gid=f"mean:{g}:{a}",
-            )
-            if band:
-                ax.fill_between(
-                    seg["x"],
-                    seg["y_lower"],
-                    seg["y_upper"],
-                    color=colour,
-                    alpha=0.22,
-                    lw=0,
-                    zorder=2,
-                    gid=f"band:{g}:{a}",
-                )
-    ax.set_aspect("equal")
-    if not ax.yaxis_inverted():
-        ax.invert_yaxis()
-    ax.axvline(0.0, color="#9A9A9A", lw=0.5, ls=":", zorder=1)
-    ax.set_xlabel(f"patient's right ← x → patient's left ({unit})")
-    ax.set_ylabel(f"y, posterior ({unit})")
+    colours = {g: CATEGORICAL[i % len(CATEGORICAL)] for i, (g, _) in enumerate(groups)}
+    # one view for every panel: the curves and their bands, plus a margin
+    ys = table[["y_mean", "y_lower", "y_upper"] if band else ["y_mean"]].to_numpy(float)
+    xs = table["x"].to_numpy(float)
+    x0, x1 = np.nanmin(xs), np.nanmax(xs)
+    y0, y1 = np.nanmin(ys), np.nanmax(ys)
+    pad = 0.04 * max(x1 - x0, y1 - y0, 1e-9)
+    view = (x0 - pad, x1 + pad, y0 - pad, y1 + pad)
+    axes = _panels(ax, len(arches), view)
     level = table["level"].iloc[0] if "level" in table.columns else None
-    title = f"{models[0]} mean" + (f", {level:.0%} CI" if band and level is not None else "")
-    place_legend(ax, legend, title=title)
-    return ax
+    what = f"{models[0]} mean" + (f", {level:.0%} CI" if band and level is not None else "")
+    for pa, a in zip(axes, arches, strict=True):
+        pa.set_gid(f"panel:{a}")
+        for g, part in groups:
+            seg = part[part["arch"].astype(str) == a].sort_values("x")
+            if not len(seg):
+                continue
+            colour = colours[g]
+            n = seg[count].iloc[0] if count is not None else None
+            name = "mean" if g is None else str(g)
+            label = name + (f" (n = {n})" if n is not None else "")
+            pa.plot(
+                seg["x"], seg["y_mean"], color=colour, lw=1.1, label=label, zorder=3,
+                gid=f"mean:{g}:{a}",
+            )  # fmt: skip
+            if band:
+                pa.fill_between(
+                    seg["x"], seg["y_lower"], seg["y_upper"], color=colour, alpha=0.22, lw=0,
+                    zorder=2, gid=f"band:{g}:{a}",
+                )  # fmt: skip
+        pa.set_aspect("equal", adjustable="box")
+        pa.set_xlim(view[0], view[1])
+        pa.set_ylim(view[3], view[2])  # posterior down: incisors on top
+        pa.axvline(0.0, color="#9A9A9A", lw=0.5, ls=":", zorder=1)
+        pa.set_ylabel(f"y, posterior ({unit})")
+        place_legend(pa, legend, ncols=3, title=f"{_ARCH_NAME.get(a, a)} arch: {what}")
+    for pa in axes[:-1]:
+        pa.tick_params(labelbottom=False)
+    axes[-1].set_xlabel(f"patient's right ← x → patient's left ({unit})")
+    return axes[0]
+
+
+def _panels(ax: Any, k: int, view: tuple[float, float, float, float]) -> list[Any]:
+    """k panels stacked vertically: a new figure sized to the view, or ``ax``'s place split."""
+    from dentalkit.plot._common import text_scale
+    from dentalkit.plot.style import MM_PER_INCH, figure
+
+    # each panel's axes as tall as the view's aspect asks at the figure's width (less
+    # ~23 mm of tick labels), plus room for its legend (and the x label under the last)
+    aspect = (view[3] - view[2]) / (view[1] - view[0])
+    t = text_scale()
+
+    def height(width_mm: float) -> float:
+        h = k * ((width_mm - 23.0 * t) * aspect + 16.0 * t) + 10.0 * t
+        return min(max(h, 50.0), 230.0)
+
+    if ax is None:
+        fig = figure("single")
+        fig.set_figheight(height(fig.get_figwidth() * MM_PER_INCH) / MM_PER_INCH)
+        return list(fig.subplots(k, 1, squeeze=False)[:, 0])
+    fig = ax.figure
+    if len(fig.axes) == 1 and ax.get_subplotspec() is not None:
+        # the figure is just this plot: give it the height the view needs
+        fig.set_figheight(height(fig.get_figwidth() * MM_PER_INCH) / MM_PER_INCH)
+    if k == 1:
+        return [ax]
+    spec = ax.get_subplotspec()
+    if spec is None:  # an Axes not made on a grid: split its box
+        boxes = [[0.0, 1.0 - (i + 1) / k + 0.04, 1.0, 1.0 / k - 0.08] for i in range(k)]
+        return [ax.inset_axes(b) for b in boxes]
+    ax.remove()
+    sub = spec.subgridspec(k, 1)
+    return [fig.add_subplot(sub[i, 0]) for i in range(k)]

@@ -133,8 +133,9 @@ GALLERY = [
         "Group mean arch forms with confidence bands",
         "plot.mean_arch_forms",
         "single",
-        "Mean catenary forms of two groups, upper (solid) and lower (dashed) arches, "
-        "after alignment, with pointwise 95 % confidence bands (``dentalkit.arch.mean_form``).",
+        "Mean catenary forms of two groups after alignment, the upper and the lower arch in "
+        "separate panels at the same scale, with pointwise 95 % confidence bands "
+        "(``dentalkit.arch.mean_form``).",
         """
         from dentalkit import arch
 

@@ -245,3 +245,27 @@ def test_registry_and_table_shape():
     for col in ("arch", "measure", "unit", "status"):
         assert isinstance(m[col].dtype, pd.CategoricalDtype)
     assert m["value"].dtype == np.float64
+
+
+def test_measures_are_declared_once_and_evaluated_from_the_registry():
+    # every per-arch measure carries its compute function; differences name their base
+    for ms in arch.MEASURES.values():
+        assert ms.unit == "px or mm" and ms.dimension == 1
+        if ms.kind == "difference":
+            assert ms.compute is None and ms.base in arch.MEASURES
+        else:
+            assert callable(ms.compute) and ms.base is None
+    tk = teeth_table(on_circle(200.0, ANGLES))
+    lo = teeth_table(on_circle(180.0, ANGLES), arch_="lo")
+    both = pd.concat([tk, lo], ignore_index=True)
+    # a selection evaluates just those declared measures (a difference pulls in its base
+    # without reporting it)
+    m = arch.measures(both, mm_per_px=0.1, which=["intermolar_width_difference"])
+    assert list(m["measure"].astype(str)) == ["intermolar_width_difference"]
+    full = arch.measures(both, mm_per_px=0.1)
+    want = full.loc[full["measure"] == "intermolar_width_difference", "value"].iloc[0]
+    assert m["value"].iloc[0] == pytest.approx(want)
+    # hand value: 0.1 mm/px × (2·200·sin 1.3 − 2·180·sin 1.3)
+    assert want == pytest.approx(0.1 * 40.0 * np.sin(1.3), rel=1e-12)
+    with pytest.raises(InputError, match="unknown arch measure"):
+        arch.measures(tk, which=["palatal_depth"])

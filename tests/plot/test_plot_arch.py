@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -74,7 +76,11 @@ def test_forms_from_fits():
     fits = arch.fit(pts, ["catenary", "parabola"])
     ax = parch.forms(pts, fits)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels[0].startswith("catenary (RMSE ") and labels[1].startswith("parabola (RMSE ")
+    assert labels[0].startswith("catenary (") and labels[0].endswith(" px)")
+    assert labels[1].startswith("parabola (")
+    assert ax.get_legend().get_title().get_text() == "upper arch (model: RMSE)"
+    rmse = fits.set_index(fits["model"].astype(str))["rmse"]
+    assert labels[0] == f"catenary ({rmse['catenary']:.2g} px)"
     curve = arch.curve(fits, frame="image")
     cat = curve[curve["model"].astype(str) == "catenary"][["x_image", "y_image"]].to_numpy()
     line = next(ln for ln in ax.get_lines() if ln.get_gid() == "model:catenary")
@@ -106,30 +112,84 @@ def _mean_form() -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def test_mean_forms_with_bands(tmp_path):
+def _legend_share(fig) -> float:
+    """Area of all legends as a share of the figure's area (drawn first)."""
+    fig.canvas.draw()
+    legends = [a.get_legend() for a in fig.axes if a.get_legend() is not None]
+    legends += list(fig.legends)
+    area = sum(lg.get_window_extent().width * lg.get_window_extent().height for lg in legends)
+    return area / (fig.bbox.width * fig.bbox.height)
+
+
+def test_mean_forms_upper_and_lower_in_separate_panels(tmp_path):
     mf = _mean_form()
-    ax = parch.mean_forms(mf, by="group")
-    means = {ln.get_gid(): ln for ln in ax.get_lines() if str(ln.get_gid()).startswith("mean:")}
-    assert set(means) == {
-        "mean:Class I:up",
-        "mean:Class I:lo",
-        "mean:Class II:up",
-        "mean:Class II:lo",
-    }
-    assert means["mean:Class I:lo"].get_linestyle() == "--"
-    assert means["mean:Class I:up"].get_linestyle() == "-"
-    assert means["mean:Class I:up"].get_color() != means["mean:Class II:up"].get_color()
-    band = next(c for c in ax.collections if c.get_gid() == "band:Class II:up")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any matplotlib warning fails the test
+        ax = parch.mean_forms(mf, by="group")
+        fig = ax.figure
+        save_all(ax, tmp_path, "mean_forms")
+    panels = {a.get_gid(): a for a in fig.axes}
+    assert set(panels) == {"panel:up", "panel:lo"} and ax is panels["panel:up"]
+    for a, arch_ in ((panels["panel:up"], "up"), (panels["panel:lo"], "lo")):
+        gids = {ln.get_gid() for ln in a.get_lines() if str(ln.get_gid()).startswith("mean:")}
+        assert gids == {f"mean:Class I:{arch_}", f"mean:Class II:{arch_}"}
+        assert a.yaxis_inverted()  # posterior down: incisors on top
+        texts = [t.get_text() for t in a.get_legend().get_texts()]
+        assert texts == (["Class I (n = 12)", "Class II (n = 9)"])
+        name = "upper" if arch_ == "up" else "lower"
+        assert a.get_legend().get_title().get_text() == f"{name} arch: catenary mean, 95% CI"
+    up, lo = panels["panel:up"], panels["panel:lo"]
+    assert up.get_lines()[0].get_color() != up.get_lines()[1].get_color()
+    # the same scale and limits in both panels, fitted to the curves and bands (4 % margin)
+    assert up.get_xlim() == lo.get_xlim() and up.get_ylim() == lo.get_ylim()
+    span = 40.0  # x from −20 to 20; y from −1 (lower band) to 28 + 1.5 (Class II upper band)
+    assert up.get_xlim() == pytest.approx((-20 - 0.04 * span, 20 + 0.04 * span))
+    assert up.get_ylim() == pytest.approx((29.5 + 0.04 * span, -1.0 - 0.04 * span))
+    band = next(c for c in lo.collections if c.get_gid() == "band:Class II:lo")
     verts = band.get_paths()[0].vertices
-    sel = mf[(mf["group"] == "Class II") & (mf["arch"] == "up")]
+    sel = mf[(mf["group"] == "Class II") & (mf["arch"] == "lo")]
     assert verts[:, 1].min() == pytest.approx(sel["y_lower"].min())
     assert verts[:, 1].max() == pytest.approx(sel["y_upper"].max())
-    assert ax.yaxis_inverted()  # posterior down: incisors on top
-    assert "patient's left" in ax.get_xlabel() and "(mm)" in ax.get_xlabel()
-    texts = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "Class II, upper (n = 9)" in texts
-    assert ax.get_legend().get_title().get_text() == "catenary mean, 95% CI"
-    save_all(ax, tmp_path, "mean_forms")
+    assert "patient's left" in lo.get_xlabel() and "(mm)" in lo.get_xlabel()
+    assert _legend_share(fig) <= 0.25
+
+
+def test_mean_forms_in_a_given_axes_split_its_place(tmp_path):
+    from dentalkit import plot
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with plot.style():
+            fig = plot.figure("single")
+            ax = parch.mean_forms(_mean_form(), by="group", ax=fig.add_subplot())
+            save_all(fig, tmp_path, "mean_forms_given")
+    assert ax.figure is fig
+    assert sorted(a.get_gid() for a in fig.axes) == ["panel:lo", "panel:up"]
+    assert _legend_share(fig) <= 0.25
+    # the count column of the table labels the groups, whatever its name
+    one = parch.mean_forms(_mean_form().rename(columns={"n_arches": "n_patients"}), by="group")
+    assert one.get_legend().get_texts()[0].get_text() == "Class I (n = 12)"
+
+
+def test_forms_layout_legend_compact_axes_on_the_data(tmp_path):
+    from dentalkit import arch, plot
+
+    pts = arch_points("P003", "2024-03-01", "up")
+    fits = arch.fit(pts, ["catenary", "beta", "poly4", "parabola"])
+    for given in (False, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with plot.style():
+                ax = parch.forms(
+                    pts, fits, ax=plot.figure("single").add_subplot() if given else None
+                )
+                save_all(ax, tmp_path, f"forms_{given}")
+        assert _legend_share(ax.figure) <= 0.25
+        lo, hi = sorted(ax.get_xlim())
+        span = pts["x"].max() - pts["x"].min()
+        # the view is the data (with the curves) and a margin, not blank bands either side
+        assert pts["x"].min() - 0.15 * span <= lo <= pts["x"].min()
+        assert pts["x"].max() <= hi <= pts["x"].max() + 0.15 * span
 
 
 def test_mean_forms_refuses_several_models():
