@@ -46,6 +46,7 @@ from dentalkit.errors import (
     DentalkitWarning,
     InputError,
     ManifestError,
+    RedirectRefusedError,
     TransportError,
 )
 from dentalkit.store import FAILURES_SCHEMA, ResponseStore, read_responses, store_lock
@@ -154,11 +155,17 @@ def stop_reason(exc: Exception, answered: bool) -> str | None:
     A 401 (:class:`~dentalkit.errors.AuthError`) concerns the key, not the request. A
     :class:`~dentalkit.errors.TransportError` (after all retries) before any answer
     arrived means the service cannot be reached; after answers arrived it may concern one
-    request, so the run goes on.
+    request, so the run goes on. A refused redirect
+    (:class:`~dentalkit.errors.RedirectRefusedError`) is an answer, not an unreachable
+    service: it is recorded per request and the run goes on.
     """
     if isinstance(exc, AuthError):
         return "auth"
-    if isinstance(exc, TransportError) and not answered:
+    if (
+        isinstance(exc, TransportError)
+        and not isinstance(exc, RedirectRefusedError)
+        and not answered
+    ):
         return "unreachable"
     return None
 
