@@ -68,6 +68,9 @@ MODEL_COLUMNS = [
 ]
 #: lme4's ``isSingular`` tolerance on the relative Cholesky factor (Bates et al. 2015).
 SINGULAR_TOL = 1e-4
+#: Gradient tolerance of the BFGS stage (statsmodels' default 1e-5 stops early on flat REML
+#: surfaces: sleepstudy's intercept SD 24.7425 instead of 24.7405).
+BFGS_GTOL = 1e-6
 #: Fewest units with ≥ 3 distinct times for an automatic random slope.
 MIN_SLOPE_UNITS = 5
 
@@ -283,6 +286,19 @@ def growth(
     intercept only and the rate is estimated from within-patient change.
     ``sessions_per_unit_*`` count distinct times per unit among the modelled rows.
 
+    **Optimiser.** statsmodels' default (BFGS, then L-BFGS, then CG) often stops at
+    a point it reports as converged that is not the REML maximum when a random
+    slope is fitted: on simulated cohorts of 2,000 patients × 3 sessions (slope SD
+    0.4, residual SD 0.8) it returned slope SDs of 0.23–0.30 with a REML
+    log-likelihood up to 20 units below the maximum that Powell's derivative-free
+    method reaches (slope SD 0.38–0.40), and took longer. lme4 also optimises
+    derivative-free (BOBYQA, Nelder–Mead). Here one sweep of Powell's derivative-free
+    method moves from statsmodels' start into the basin of the maximum, then BFGS
+    (gradient tolerance 1e-6) finishes; if BFGS does not converge, a full Powell run
+    and BFGS again. This reached the maximum on those cohorts in about half the time
+    of the default, and lme4's sleepstudy fit (REML criterion 6e-8 lower than lme4's).
+    The variance components, and so the standard errors of the rates, depend on it.
+
     References
     ----------
     Laird NM, Ware JH (1982) Random-effects models for longitudinal data.
@@ -365,7 +381,12 @@ class _One:
 
 
 def _fit_one(
-    design: Design, key: tuple, mixedlm: Any, random_slope: bool | str, reml: bool, zcrit: float
+    design: Design,
+    key: tuple,
+    mixedlm: Any,
+    random_slope: bool | str,
+    reml: bool,
+    zcrit: float,
 ) -> _One:
     """Check, fit and tabulate the model of one measure."""
     idx = design.indices[key]
@@ -386,7 +407,9 @@ def _fit_one(
         "time": design.time_text,
         **counts,
     }
-    model["method"] = ("REML" if reml else "ML") + " (statsmodels MixedLM), Wald z"
+    model["method"] = (
+        "REML" if reml else "ML"
+    ) + " (statsmodels MixedLM, Powell sweep + BFGS), Wald z"
     empty = _One(model, [], [], None)
     if model["value_unit"] is not None and "," in str(model["value_unit"]):
         model["note"] = (
@@ -469,7 +492,7 @@ def _fit_one(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            res = mixedlm(y, X, g, exog_re=Z).fit(reml=reml)
+            res = fit_mixedlm(mixedlm(y, X, g, exog_re=Z), reml)
             beta = np.asarray(res.fe_params, dtype=float)
             k = len(beta)
             cov = np.asarray(res.cov_params(), dtype=float)[:k, :k]
@@ -565,6 +588,21 @@ def _fit_one(
         reference=reference,
     )
     return _One(model, fixed, variance, fit)
+
+
+def fit_mixedlm(model: Any, reml: bool = True) -> Any:
+    """Fit a statsmodels ``MixedLM``: one Powell sweep, then BFGS; a full Powell if needed.
+
+    Returns the converged fit with the highest likelihood (or the last one tried).
+    """
+    start = model.fit(reml=reml, method="powell", maxiter=1)
+    res = model.fit(reml=reml, method="bfgs", start_params=start.params_object, gtol=BFGS_GTOL)
+    if res.converged:
+        return res
+    full = model.fit(reml=reml, method="powell")
+    again = model.fit(reml=reml, method="bfgs", start_params=full.params_object, gtol=BFGS_GTOL)
+    candidates = [r for r in (again, full, res) if r.converged] or [again]
+    return max(candidates, key=lambda r: r.llf)
 
 
 def _singular(cov_re: np.ndarray, scale: float) -> bool:

@@ -32,7 +32,10 @@ def test_sleepstudy_reproduces_lme4_reml(sleepstudy):
     assert fixed.loc["Intercept", "se"] == pytest.approx(6.825, abs=5e-4)
     assert fixed.loc["Days", "se"] == pytest.approx(1.546, abs=5e-4)
     var = r.variance.set_index("component")["estimate"]
-    assert var["Subject: intercept"] == pytest.approx(24.741, abs=5e-4)
+    # lme4 prints variance 612.10 (SD 24.741); the REML surface is flat along it: our fit
+    # (24.7405) has a REML criterion 6e-8 *below* statsmodels' default fit (24.7406),
+    # so this one is checked to the last printed digit ± 1.
+    assert var["Subject: intercept"] == pytest.approx(24.741, abs=1e-3)
     assert var["Subject: slope on Days"] == pytest.approx(5.922, abs=5e-4)
     assert var["Subject: intercept ~ slope"] == pytest.approx(0.066, abs=5e-4)
     assert var["residual"] == pytest.approx(25.592, abs=5e-4)
@@ -253,23 +256,52 @@ def test_non_numeric_value_and_bad_options(small):
         growth(table, random_slope="yes")
 
 
-def test_non_convergence_is_reported_in_its_row_and_others_fitted(small):
-    """12 patients with a small random-slope SD: statsmodels' optimisers give up on A
-    (checked with a direct MixedLM call); its row says so, B is fitted normally."""
+def test_converges_where_statsmodels_default_does_not(small):
+    """12 patients, small random-slope SD: statsmodels' default optimisers give up on A
+    (a direct MixedLM call); growth's Powell sweep + BFGS converges to a likelihood at
+    least as high."""
     mixed = pytest.importorskip("statsmodels.regression.mixed_linear_model")
     table, _ = small
     r = growth(table)
     models = r.models.set_index("measure")
-    for m in ("A", "B"):
-        sub = table[table["measure"] == m]
-        years = (sub["session_time"] - sub["session_time"].min()).dt.days / 365.25
-        X = np.column_stack([np.ones(len(sub)), years])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            direct = mixed.MixedLM(sub["value"], X, sub["patient_id"], exog_re=X).fit()
-        expected = "ok" if direct.converged else "not converged"
-        assert models.loc[m, "status"] == expected
-        assert bool(models.loc[m, "converged"]) == direct.converged
-    assert not models.loc["A", "converged"]  # the case this test is about
-    assert "did not converge" in models.loc["A", "note"]
+    sub = table[table["measure"] == "A"]
+    years = (sub["session_time"] - sub["session_time"].min()).dt.days / 365.25
+    X = np.column_stack([np.ones(len(sub)), years])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        direct = mixed.MixedLM(sub["value"], X, sub["patient_id"], exog_re=X).fit()
+    assert not direct.converged
+    assert models.loc["A", "status"] == "ok"
+    assert models.loc["A", "log_likelihood"] >= direct.llf - 1e-6
+
+
+def test_non_convergence_is_reported_in_its_row_and_others_fitted(small, monkeypatch):
+    """A fit the optimiser gives up on is reported in its row (estimates kept, flagged);
+    the other measures are fitted as usual."""
+    from dentalkit.stats import _growth
+
+    real = _growth.fit_mixedlm
+    calls = []
+
+    class GaveUp:
+        def __init__(self, res):
+            self._res = res
+            self.converged = False
+
+        def __getattr__(self, name):
+            return getattr(self._res, name)
+
+    def first_gives_up(model, reml=True):
+        calls.append(1)
+        res = real(model, reml)
+        return GaveUp(res) if len(calls) == 1 else res
+
+    monkeypatch.setattr(_growth, "fit_mixedlm", first_gives_up)
+    table, _ = small
+    r = growth(table)
+    models = r.models.set_index("measure")
+    assert models.loc["A", "status"] == "not converged"
+    assert not models.loc["A", "converged"]
+    assert "did not converge: estimates are not trustworthy" in models.loc["A", "note"]
     assert models.loc["B", "status"] == "ok"
+    assert set(r.fixed["measure"]) == {"A", "B"}
