@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     ap.add_argument("--rounds", type=int, default=1, help="alternating rounds")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes (test suite)")
     args = ap.parse_args(argv)
-    n_m, n_p = (3, 40) if args.smoke else (args.measures, args.patients)
+    n_m, n_p = (2, 20) if args.smoke else (args.measures, args.patients)
     table = cohort(n_m, n_p)
     print(f"{n_m} measures × {n_p:,} patients × {len(SESSIONS)} sessions = {len(table):,} rows")
     times: dict[str, list[float]] = {"direct": [], "dentalkit": []}

@@ -164,6 +164,35 @@ class GrowthResult:
             }
         )
 
+    def bands(self, points: int = 25, *, confidence: float = 0.95) -> pd.DataFrame:
+        """The fit and its band (:meth:`predict`) of every fitted measure and group level.
+
+        Parameters
+        ----------
+        points : int
+            Times per curve, evenly spaced over the measure's observed time range.
+        confidence : float
+            Level of the pointwise band.
+
+        Returns
+        -------
+        DataFrame
+            The ``per`` columns, then ``group``, ``time``, ``estimate``, ``ci_low``,
+            ``ci_high`` (a long table, ready for :func:`dentalkit.plot.growth_lines`).
+        """
+        parts = []
+        for key, fit in self._fits.items():
+            times = np.linspace(*fit.time_range, points)
+            for level in fit.levels:
+                band = self.predict(key, times, level, confidence=confidence)
+                for col, v in zip(self.per, key, strict=True):
+                    band[col] = v
+                parts.append(band)
+        cols = [*self.per, "group", "time", "estimate", "ci_low", "ci_high"]
+        if not parts:
+            return pd.DataFrame(columns=cols)
+        return pd.concat(parts, ignore_index=True)[cols]
+
 
 @dataclass(frozen=True)
 class _Fit:
@@ -177,6 +206,8 @@ class _Fit:
     time_name: str
     group: str | None
     reference: Any
+    levels: list[Any]
+    time_range: tuple[float, float]
 
 
 def growth(
@@ -586,6 +617,10 @@ def _fit_one(
         time_name=design.time_name,
         group=design.group,
         reference=reference,
+        levels=[reference] + [lv for lv in design.levels[1:] if design.dummy(lv) in names]
+        if design.group is not None
+        else [None],
+        time_range=(float(t.min()) + design.origin, float(t.max()) + design.origin),
     )
     return _One(model, fixed, variance, fit)
 

@@ -305,3 +305,30 @@ def test_non_convergence_is_reported_in_its_row_and_others_fitted(small, monkeyp
     assert "did not converge: estimates are not trustworthy" in models.loc["A", "note"]
     assert models.loc["B", "status"] == "ok"
     assert set(r.fixed["measure"]) == {"A", "B"}
+
+
+def test_docstring_example():
+    import doctest
+
+    import dentalkit.stats._growth as module
+
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0
+    assert result.failed == 0
+
+
+def test_bands_are_predict_over_the_observed_range():
+    rng = np.random.default_rng(8)
+    table, patients = _cohort(24, rng, measures=("A",))
+    r = growth(table, group="group", patients=patients, random_slope=False)
+    bands = r.bands(points=3)
+    assert list(bands.columns) == ["measure", "group", "time", "estimate", "ci_low", "ci_high"]
+    assert sorted(set(bands["group"])) == ["a", "b"]
+    b = bands[bands["group"] == "b"]
+    fx = r.fixed.set_index("term")["estimate"]
+    # group b at time t: intercept + b-shift + (rate + b-extra)·t
+    t = b["time"].to_numpy()
+    expected = fx["Intercept"] + fx["group[T.b]"] + (fx["years"] + fx["years:group[T.b]"]) * t
+    np.testing.assert_allclose(b["estimate"].to_numpy(), expected, rtol=1e-12)
+    assert t[0] == 0.0 and t[-1] == pytest.approx(731 / 365.25)
+    assert (b["ci_low"] < b["estimate"]).all() and (b["estimate"] < b["ci_high"]).all()
