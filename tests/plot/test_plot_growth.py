@@ -54,3 +54,19 @@ def test_unknown_measure_is_refused():
     data, bands = _data_and_bands()
     with pytest.raises(InputError, match="measure 'ANB' has no rows"):
         growth_lines(data, bands, "ANB", group="klass")
+
+
+@pytest.mark.filterwarnings("error::UserWarning")
+def test_fits_a_single_column_in_the_house_style(tmp_path):
+    """As tests/plot/test_plot_journal.py does for the other figures: no clipped text and
+    no layout failure at 85 mm."""
+    from dentalkit import plot
+    from dentalkit.plot.style import clipped_text
+
+    data, bands = _data_and_bands()
+    with plot.style():
+        ax = growth_lines(data, bands, "SNB", group="klass")
+        plot.savefig(ax, tmp_path / "fig.pdf", width="single")
+        assert clipped_text(ax.get_figure()) == []
+    pos = ax.get_position()
+    assert pos.width > 0.3 and pos.height > 0.1
