@@ -533,6 +533,12 @@ def _fit_one(
             model["status"] = "failed"
             model["note"] = "; ".join([*notes, f"the fit failed: {exc}"])
             return _One(model, [], [], None)
+    if scale > 0 and np.all(np.isfinite(cov_re)) and np.linalg.eigvalsh(cov_re / scale).max() < 1e-8:
+        # Every random-effect variance is ~0: the REML fit is ordinary least squares. Take
+        # the fixed effects from OLS (statsmodels may return the between-unit terms as 0
+        # here: statsmodels issue #10239).
+        beta, cov, scale = _ols(y, X, reml)
+        notes.append("every random-effect variance is ~0: fixed effects by least squares")
     se = np.sqrt(np.clip(np.diag(cov), 0, None))
     if not (scale > 0 and np.all(np.isfinite(se) & (se > 0)) and np.all(np.isfinite(beta))):
         model.update(status="failed", converged=False, log_likelihood=llf)
@@ -638,6 +644,15 @@ def fit_mixedlm(model: Any, reml: bool = True) -> Any:
     again = model.fit(reml=reml, method="bfgs", start_params=full.params_object, gtol=BFGS_GTOL)
     candidates = [r for r in (again, full, res) if r.converged] or [again]
     return max(candidates, key=lambda r: r.llf)
+
+
+def _ols(y: np.ndarray, X: np.ndarray, reml: bool) -> tuple[np.ndarray, np.ndarray, float]:
+    """Least-squares fixed effects, their covariance and the residual variance."""
+    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    resid = y - X @ beta
+    n, k = X.shape
+    scale = float(resid @ resid) / (n - k if reml else n)
+    return beta, scale * np.linalg.pinv(X.T @ X), scale
 
 
 def _singular(cov_re: np.ndarray, scale: float) -> bool:

@@ -332,3 +332,31 @@ def test_bands_are_predict_over_the_observed_range():
     np.testing.assert_allclose(b["estimate"].to_numpy(), expected, rtol=1e-12)
     assert t[0] == 0.0 and t[-1] == pytest.approx(731 / 365.25)
     assert (b["ci_low"] < b["estimate"]).all() and (b["estimate"] < b["ci_high"]).all()
+
+
+def test_zero_random_effect_variance_gives_least_squares_fixed_effects():
+    """No between-patient variation (REML intercept variance ~0): the fixed effects are
+    those of OLS (statsmodels' MixedLM may return between-patient terms as 0 here,
+    statsmodels issue #10239); the fit is flagged singular."""
+    sm = pytest.importorskip("statsmodels.api")
+    rng = np.random.default_rng(3)
+    n = 20
+    g = np.repeat(np.arange(n), 2)
+    t = np.tile([0.0, 1.0], n)
+    grp = g % 2
+    y = 10 + 2 * grp + 0.5 * t + rng.normal(0, 1, 2 * n)
+    table = pd.DataFrame(
+        {"patient_id": g, "years": t, "group": np.where(grp == 1, "b", "a"), "value": y}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = growth(table, per=None, group="group")
+    X = np.column_stack([np.ones(2 * n), t, grp, t * grp])
+    ols = sm.OLS(y, X).fit()
+    np.testing.assert_allclose(r.fixed["estimate"], ols.params, rtol=1e-9)
+    np.testing.assert_allclose(r.fixed["se"], ols.bse, rtol=1e-9)
+    model = r.models.iloc[0]
+    assert model["singular"] and "least squares" in model["note"]
+    assert r.variance.set_index("component").loc["residual", "estimate"] == pytest.approx(
+        np.sqrt(ols.scale)
+    )
