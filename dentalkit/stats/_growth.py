@@ -533,7 +533,11 @@ def _fit_one(
             model["status"] = "failed"
             model["note"] = "; ".join([*notes, f"the fit failed: {exc}"])
             return _One(model, [], [], None)
-    if scale > 0 and np.all(np.isfinite(cov_re)) and np.linalg.eigvalsh(cov_re / scale).max() < 1e-8:
+    if (
+        scale > 0
+        and np.all(np.isfinite(cov_re))
+        and np.linalg.eigvalsh(cov_re / scale).max() < 1e-8
+    ):
         # Every random-effect variance is ~0: the REML fit is ordinary least squares. Take
         # the fixed effects from OLS (statsmodels may return the between-unit terms as 0
         # here: statsmodels issue #10239).
