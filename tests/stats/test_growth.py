@@ -360,3 +360,24 @@ def test_zero_random_effect_variance_gives_least_squares_fixed_effects():
     assert r.variance.set_index("component").loc["residual", "estimate"] == pytest.approx(
         np.sqrt(ols.scale)
     )
+
+
+def test_age_from_birth_date_and_origin():
+    """time='age' is (session_time − birth_date) in Julian years (checked against a column
+    computed here by hand); origin shifts the intercept to the value at that age."""
+    table, patients = _cohort(16, np.random.default_rng(9), measures=("A",))
+    births = pd.to_datetime("2010-06-15") + pd.to_timedelta(np.arange(16) * 37, unit="D")
+    patients = patients.assign(birth_date=births)
+    r = growth(table, time="age", patients=patients, random_slope=False)
+    hand = table.merge(patients, on="patient_id")
+    st = hand["session_time"].dt.tz_localize(None)
+    hand["my_age"] = (st - hand["birth_date"]).dt.days / 365.25
+    ref = growth(hand, time="my_age", random_slope=False)
+    np.testing.assert_allclose(r.fixed["estimate"], ref.fixed["estimate"], rtol=1e-6)
+    assert list(r.fixed["term"]) == ["Intercept", "age"]
+    at12 = growth(table, time="age", patients=patients, random_slope=False, origin=12)
+    fx = r.fixed.set_index("term")["estimate"]
+    fx12 = at12.fixed.set_index("term")["estimate"]
+    assert fx12["Intercept"] == pytest.approx(fx["Intercept"] + 12 * fx["age"], rel=1e-6)
+    assert fx12["age"] == pytest.approx(fx["age"], rel=1e-6)
+    assert "minus 12" in at12.models.iloc[0]["time"]
