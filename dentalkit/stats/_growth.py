@@ -43,6 +43,7 @@ FIXED_COLUMNS = [
     "unit",
     "n_units",
     "n_rows",
+    "method",
 ]
 #: Columns of :attr:`GrowthResult.variance` after the ``per`` columns.
 VARIANCE_COLUMNS = ["component", "kind", "estimate", "unit"]
@@ -590,6 +591,7 @@ def _fit_one(
             "unit": design.unit,
             "n_units": n_units,
             "n_rows": n_rows,
+            "method": model["method"],
         }
         for j, name in enumerate(names)
     ]
