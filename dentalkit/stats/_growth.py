@@ -277,8 +277,9 @@ def growth(
     random_slope : {"auto", True, False}
         ``"auto"`` (default): a correlated random slope where the data identify it
         — more rows than random effects (lme4's rule, ``n_rows > 2·n_units``) and at
-        least 5 units with ≥ 3 distinct times; otherwise a random intercept only,
-        said in ``random_effects`` and ``note``. ``True`` fits the slope wherever the
+        least 5 units with ≥ 3 distinct times — and where that fit converges to a
+        finite likelihood; otherwise a random intercept only, said in
+        ``random_effects`` and ``note``. ``True`` fits the slope wherever the
         rows outnumber the random effects; ``False`` never.
     reml : bool
         Restricted maximum likelihood (default, as lme4) or maximum likelihood.
@@ -334,7 +335,10 @@ def growth(
     References
     ----------
     Laird NM, Ware JH (1982) Random-effects models for longitudinal data.
-    Biometrics 38:963–974. Bates D, Mächler M, Bolker B, Walker S (2015) Fitting
+    Biometrics 38:963–974. Bates D, Kliegl R, Vasishth S, Baayen H (2015)
+    Parsimonious mixed models. arXiv:1506.04967. Matuschek H, Kliegl R, Vasishth S,
+    Baayen H, Bates D (2017) Balancing type I error and power in linear mixed models.
+    J Mem Lang 94:305–315. Bates D, Mächler M, Bolker B, Walker S (2015) Fitting
     linear mixed-effects models using lme4. J Stat Softw 67(1). Belenky G et al.
     (2003) Patterns of performance degradation and restoration during sleep
     restriction and subsequent recovery. J Sleep Res 12:1–12 (the ``sleepstudy``
@@ -525,6 +529,18 @@ def _fit_one(
         warnings.simplefilter("always")
         try:
             res = fit_mixedlm(mixedlm(y, X, g, exog_re=Z), reml)
+            if slope and random_slope == "auto" and not _usable(res):
+                # Drop the random slope the data do not support (Bates et al. 2015,
+                # "parsimonious mixed models"; Matuschek et al. 2017) and say so.
+                slope = False
+                Z = X[:, :1]
+                res = fit_mixedlm(mixedlm(y, X, g, exog_re=Z), reml)
+                notes.append(
+                    "the model with a random slope did not converge: random intercept only, "
+                    "so every unit is assumed to change at the same rate"
+                )
+                model["random_effects"] = f"intercept | {design.unit}"
+                model["formula"] = design.formula(names, slope)
             beta = np.asarray(res.fe_params, dtype=float)
             k = len(beta)
             cov = np.asarray(res.cov_params(), dtype=float)[:k, :k]
@@ -545,6 +561,8 @@ def _fit_one(
         beta, cov, scale = _ols(y, X, reml)
         notes.append("every random-effect variance is ~0: fixed effects by least squares")
     se = np.sqrt(np.clip(np.diag(cov), 0, None))
+    if not np.isfinite(llf):
+        converged = False  # an infinite likelihood is a numerical breakdown, not a maximum
     if not (scale > 0 and np.all(np.isfinite(se) & (se > 0)) and np.all(np.isfinite(beta))):
         model.update(status="failed", converged=False, log_likelihood=llf)
         model["note"] = "; ".join(
@@ -640,16 +658,23 @@ def _fit_one(
 def fit_mixedlm(model: Any, reml: bool = True) -> Any:
     """Fit a statsmodels ``MixedLM``: one Powell sweep, then BFGS; a full Powell if needed.
 
-    Returns the converged fit with the highest likelihood (or the last one tried).
+    A fit counts only if the optimiser converged *and* its log-likelihood is finite (at a
+    random-effects covariance that is exactly singular, statsmodels can report a
+    "converged" fit with an infinite likelihood and absurd standard errors). Returns the
+    best such fit, or the last one tried when none qualifies.
     """
     start = model.fit(reml=reml, method="powell", maxiter=1)
     res = model.fit(reml=reml, method="bfgs", start_params=start.params_object, gtol=BFGS_GTOL)
-    if res.converged:
+    if _usable(res):
         return res
     full = model.fit(reml=reml, method="powell")
     again = model.fit(reml=reml, method="bfgs", start_params=full.params_object, gtol=BFGS_GTOL)
-    candidates = [r for r in (again, full, res) if r.converged] or [again]
+    candidates = [r for r in (again, full, res) if _usable(r)] or [again]
     return max(candidates, key=lambda r: r.llf)
+
+
+def _usable(res: Any) -> bool:
+    return bool(res.converged) and bool(np.isfinite(res.llf))
 
 
 def _ols(y: np.ndarray, X: np.ndarray, reml: bool) -> tuple[np.ndarray, np.ndarray, float]:

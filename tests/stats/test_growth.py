@@ -381,3 +381,49 @@ def test_age_from_birth_date_and_origin():
     assert fx12["Intercept"] == pytest.approx(fx["Intercept"] + 12 * fx["age"], rel=1e-6)
     assert fx12["age"] == pytest.approx(fx["age"], rel=1e-6)
     assert "minus 12" in at12.models.iloc[0]["time"]
+
+
+def test_random_slope_that_breaks_down_falls_back_to_intercept_only():
+    """Regression: on this sandbox cohort a random-slope fit ended at an exactly singular
+    covariance with an infinite REML likelihood and SEs of 1e7, reported as converged.
+    growth refuses such a fit and, with random_slope='auto', falls back to a random
+    intercept, saying so; the rate is then sane (true rate −0.25 °/year)."""
+    t = pd.read_csv(DATA / "growth_sn_mp_cohort42.csv", comment="#")
+    t["session_time"] = pd.to_datetime(t["timestamp"], utc=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = growth(t)
+    model = r.models.iloc[0]
+    rate = r.fixed.set_index("term").loc["years"]
+    assert model["status"] == "ok" and np.isfinite(model["log_likelihood"])
+    assert rate["se"] < 0.5 and rate["ci_low"] < -0.25 < rate["ci_high"]
+    if "random slope did not converge" in (model["note"] or ""):
+        assert model["random_effects"] == "intercept | patient_id"
+
+
+def test_fallback_to_intercept_only_is_said(small, monkeypatch):
+    from dentalkit.stats import _growth
+
+    real = _growth.fit_mixedlm
+
+    class Broken:
+        def __init__(self, res):
+            self._res = res
+            self.llf = float("inf")
+
+        def __getattr__(self, name):
+            return getattr(self._res, name)
+
+    def slope_breaks(model, reml=True):
+        res = real(model, reml)
+        return Broken(res) if model.k_re == 2 else res
+
+    monkeypatch.setattr(_growth, "fit_mixedlm", slope_breaks)
+    table, _ = small
+    r = growth(table[table["measure"] == "B"])
+    model = r.models.iloc[0]
+    assert model["status"] == "ok"
+    assert model["random_effects"] == "intercept | patient_id"
+    assert "random slope did not converge" in model["note"]
+    assert model["formula"] == "value ~ 1 + years + (1 | patient_id)"
+    assert list(r.variance["kind"]) == ["sd", "sd"]
