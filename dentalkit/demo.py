@@ -520,6 +520,9 @@ def _sections(
                 "proportion of independent patients.\n\n" + _markdown(prev[cols], ".3f"),
             )
         )
+    growth_section = _growth_section(analyses)
+    if growth_section is not None:
+        sections.append(growth_section)
     tle_summary = analyses.get("tle_summary")
     if tle_summary is not None:
         cols = [
@@ -547,3 +550,60 @@ def _sections(
             )
         )
     return sections
+
+
+def _growth_section(analyses: dict) -> tuple[str, str] | None:
+    """Report text of the growth analysis: unit, n, model and why, then the rates."""
+    fixed, models = analyses.get("growth_fixed"), analyses.get("growth_models")
+    if fixed is None or models is None or not len(fixed):
+        return None
+    rates = fixed[fixed["term"].astype(str).str.startswith("years")]
+    cols = ["measure", "term", "estimate", "ci_low", "ci_high", "p_adjusted", "n_units", "n_rows"]
+    ok = models[models["status"] == "ok"]
+    n_units = int(ok["n_units"].max()) if len(ok) else 0
+    n_rows = int(ok["n_rows"].max()) if len(ok) else 0
+    random = "; ".join(sorted(set(ok["random_effects"].astype(str))))
+    bands = analyses.get("growth_bands")
+    reference = str(bands["group"].iloc[0]) if bands is not None and len(bands) else "?"
+    changed = ""
+    classes = analyses.get("ceph_classes")
+    if classes is not None and len(classes) and "skeletal_class" in classes.columns:
+        pairs = classes[["patient_id", "skeletal_class"]].dropna().astype("object")
+        ids = pairs.drop_duplicates()["patient_id"].value_counts()
+        n_changed = int((ids > 1).sum())
+        changed = (
+            f" {n_changed} of {len(ids)} patients had another class at a later session; "
+            "they stay in their first-session class (a patient belongs to one group)."
+        )
+    not_fitted = models[models["status"] != "ok"]
+    skipped = (
+        " Not fitted: "
+        + "; ".join(f"{r.measure} ({r.note})" for r in not_fitted.itertuples())
+        + "."
+        if len(not_fitted)
+        else ""
+    )
+    text = (
+        "**Unit: patient.** One linear mixed-effects model per measure (statsmodels MixedLM, "
+        "REML; `dentalkit.stats.growth`): value ~ years since the first session × skeletal "
+        f"class, random effects: {random}. Up to {n_units} patients and {n_rows} sessions per "
+        "model. **Why:** the two sessions of a patient are correlated, so they are not two "
+        "patients; the mixed model uses every session, counts each patient once, and estimates "
+        "the change per year of each class with its 95 % CI (Wald)."
+        + (
+            " With two sessions per patient a random slope is not identifiable, so all "
+            "patients of a class are assumed to change at the same rate."
+            if "slope" not in random
+            else ""
+        )
+        + " "
+        f"`years` is the rate in the reference class ({reference}); "
+        "`years:skeletal_class[T.x]` is how much faster class x changes. p-values are "
+        "Holm-adjusted across the measures, per term. The class is the patient's class at the "
+        f"first session.{changed} ANB defines the class, so class differences in the change "
+        "of ANB partly reflect regression to the mean." + skipped
+    )
+    return (
+        "Growth by skeletal class (mixed models)",
+        text + "\n\n" + _markdown(rates[cols], ".3f"),
+    )

@@ -15,22 +15,31 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from dentalkit.errors import DentalkitWarning, MixedVersionsWarning
+from dentalkit.errors import DentalkitWarning, InputError, MixedVersionsWarning
 
 __all__ = [
+    "GROWTH_ARCH",
+    "GROWTH_CEPH",
     "analyze",
+    "growth_by_group",
     "make_figures",
     "model_versions",
     "read_analyses",
     "write_analyses",
     "write_report",
 ]
+
+#: Lateral ceph measures of the growth analysis (SNB and ANB as in issue 19, SN–MP the
+#: vertical pattern) and the arch widths (upper and lower).
+GROWTH_CEPH = ("SNB", "ANB", "SN_MP")
+GROWTH_ARCH = ("intercanine_width", "intermolar_width")
 
 log = logging.getLogger("dentalkit")
 
@@ -101,7 +110,9 @@ def analyze(
         ``findings_prevalence``, ``tmj_prevalence`` (unknown TMJ wordings counted apart,
         never as findings) — each present when its input table has rows — and
         ``model_versions`` (:func:`model_versions`: the ``Version`` labels each endpoint's
-        rows carry).
+        rows carry), and the growth analysis of :func:`growth_by_group` (``growth_fixed``,
+        ``growth_variance``, ``growth_models``, ``growth_bands``, ``growth_data``) when
+        patients have more than one session.
 
     Warns
     -----
@@ -173,6 +184,9 @@ def analyze(
                     am = am[am["arch"].isin(["up", "lo"]) & (am["unit"] == "mm")]
                     if am[group_col].nunique() >= 2:
                         out["arch_compare"] = arch.compare(am, group_col)
+
+        if groups is not None:
+            out.update(growth_by_group(out.get("ceph_measures"), out.get("arch_measures"), groups))
 
         teeth_table = tables.get("teeth")
         if teeth_table is not None and len(teeth_table):
@@ -275,6 +289,94 @@ def _warn_pooled(versions: pd.DataFrame) -> None:
         MixedVersionsWarning,
         stacklevel=3,
     )
+
+
+def growth_by_group(
+    ceph_measures: pd.DataFrame | None,
+    arch_measures: pd.DataFrame | None,
+    groups: pd.DataFrame,
+    *,
+    ceph: Sequence[str] = GROWTH_CEPH,
+    arch: Sequence[str] = GROWTH_ARCH,
+) -> dict[str, pd.DataFrame]:
+    """Growth of ceph and arch measures over the sessions, compared between groups.
+
+    One linear mixed-effects model per measure (:func:`dentalkit.stats.growth`):
+    ``value ~ years × group`` with a random intercept per patient (and a random slope
+    where ≥ 3 sessions identify it), REML, Holm across the measures per term. The
+    patient is the unit; the group is the patient's (e.g. skeletal class at the first
+    session), never a session's.
+
+    Parameters
+    ----------
+    ceph_measures, arch_measures : DataFrame, optional
+        Outputs of :func:`dentalkit.ceph.measure` and :func:`dentalkit.arch.measures`.
+    groups : DataFrame
+        ``patient_id`` and one group column (one row per patient).
+    ceph, arch : sequence of str
+        Lateral ceph measures and arch measures (each for the upper and lower arch) to
+        model; arch measures in millimetres only.
+
+    Returns
+    -------
+    dict of str to DataFrame
+        ``growth_fixed``, ``growth_variance``, ``growth_models``, ``growth_bands``
+        (fit and 95 % band per group, for :func:`dentalkit.plot.growth_lines`) and
+        ``growth_data`` (the modelled rows with the group); empty when no patient has
+        two sessions or the groups do not allow a model.
+    """
+    from dentalkit.stats import growth
+
+    group_col = next(c for c in groups.columns if c != "patient_id")
+    cols = ["patient_id", "timestamp", "session_time", "measure", "value", "unit"]
+    parts = []
+    if ceph_measures is not None and len(ceph_measures):
+        lat = ceph_measures
+        if "view" in lat.columns:
+            lat = lat[lat["view"] == "lateral"]
+        lat = lat[lat["measure"].astype(str).isin(list(ceph))]
+        parts.append(lat.reindex(columns=cols).astype({"measure": "object"}))
+    if arch_measures is not None and len(arch_measures):
+        am = arch_measures[
+            arch_measures["arch"].isin(["up", "lo"])
+            & arch_measures["measure"].astype(str).isin(list(arch))
+            & (arch_measures["unit"] == "mm")
+        ]
+        if "status" in am.columns:
+            am = am[am["status"] == "ok"]
+        am = am.assign(
+            measure=am["measure"].astype(str) + np.where(am["arch"] == "up", " (upper)", " (lower)")
+        )
+        parts.append(am.reindex(columns=cols))
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return {}
+    data = pd.concat(parts, ignore_index=True)
+    data = data.astype({"patient_id": "object", "timestamp": "object", "unit": "object"})
+    sessions = data.groupby("patient_id")["timestamp"].nunique()
+    if not (sessions >= 2).any():
+        return {}
+    groups = groups[["patient_id", group_col]]
+    levels = list(pd.unique(groups[group_col].dropna()))
+    if isinstance(groups[group_col].dtype, pd.CategoricalDtype):
+        levels = [c for c in groups[group_col].cat.categories if c in levels]
+    normal = [lv for lv in levels if str(lv) in ("I", "Class I")]
+    if normal:  # Class I (the normal relation) is the reference of the comparisons
+        order = normal + [lv for lv in levels if lv not in normal]
+        groups = groups.assign(**{group_col: pd.Categorical(groups[group_col], categories=order)})
+    try:
+        result = growth(data, group=group_col, patients=groups)
+    except InputError as exc:
+        log.warning("growth analysis skipped: %s", exc)
+        return {}
+    grouped = _merge_groups(data, groups)
+    return {
+        "growth_fixed": result.fixed,
+        "growth_variance": result.variance,
+        "growth_models": result.models,
+        "growth_bands": result.bands().astype({"group": "object"}),
+        "growth_data": grouped,
+    }
 
 
 def _merge_groups(table: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
@@ -442,6 +544,14 @@ def make_figures(
                     clinical, tuple(key), image=image("intraoral_frontal", *key), ax=ax
                 ),
             )
+    gdata, gbands = analyses.get("growth_data"), analyses.get("growth_bands")
+    if gdata is not None and gbands is not None and len(gbands):
+        gcol = next((c for c in gdata.columns if c.startswith("skeletal_class")), None)
+        shown = "SNB" if (gbands["measure"] == "SNB").any() else str(gbands["measure"].iloc[0])
+        draw(
+            "growth_by_class",
+            lambda ax: plot.growth_lines(gdata, gbands, shown, group=gcol, ax=ax),
+        )
     prev = analyses.get("findings_prevalence")
     if prev is not None and len(prev):
         draw("findings_prevalence", lambda ax: plot.prevalence_bars(prev, by="source", ax=ax))

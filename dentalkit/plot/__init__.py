@@ -21,6 +21,8 @@ Findings (:mod:`dentalkit.plot.findings`)
 Treatment length (:mod:`dentalkit.plot.tle`)
     :func:`tle_distribution`, :func:`tle_sensitivity`, :func:`tle_bland_altman`,
     :func:`tle_calibration`.
+Growth (:mod:`dentalkit.plot.growth`)
+    :func:`growth_lines`.
 Agreement (:mod:`dentalkit.plot.agreement`)
     :func:`landmark_errors`, :func:`agreement_bland_altman`, :func:`bland_altman_grid`,
     :func:`sdr_bars`.
@@ -41,7 +43,7 @@ from __future__ import annotations
 
 # The submodules are imported first; ``style`` then names the context manager (the
 # module stays importable as ``dentalkit.plot.style`` through sys.modules).
-from dentalkit.plot import agreement, arch, ceph, findings, teeth, tle
+from dentalkit.plot import agreement, arch, ceph, findings, growth, teeth, tle
 from dentalkit.plot.agreement import bland_altman as agreement_bland_altman
 from dentalkit.plot.agreement import bland_altman_grid, landmark_errors, sdr_bars
 from dentalkit.plot.arch import forms as arch_forms
@@ -52,6 +54,7 @@ from dentalkit.plot.ceph import tracing as ceph_tracing
 from dentalkit.plot.ceph import wiggle as ceph_wiggle
 from dentalkit.plot.findings import boxes as finding_boxes
 from dentalkit.plot.findings import prevalence_bars
+from dentalkit.plot.growth import growth_lines
 from dentalkit.plot.style import (
     CATEGORICAL,
     JOURNAL_WIDTHS_MM,
@@ -82,6 +85,8 @@ __all__ = [
     "figure",
     "finding_boxes",
     "findings",
+    "growth",
+    "growth_lines",
     "landmark_errors",
     "mean_arch_forms",
     "odontogram",

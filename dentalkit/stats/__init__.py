@@ -1,4 +1,4 @@
-"""Group statistics: proportions with confidence intervals and group comparisons.
+"""Group statistics: proportions with confidence intervals, group comparisons and growth models.
 
 Between-group comparisons take one row per unit of analysis (the patient):
 :func:`compare` refuses repeated rows of a unit unless told how to aggregate them,
@@ -12,7 +12,17 @@ from __future__ import annotations
 
 from dentalkit.stats._compare import COLUMNS, TESTS, compare
 from dentalkit.stats._describe import describe
+from dentalkit.stats._growth import GrowthResult, growth
 from dentalkit.stats._proportions import proportion_ci
 from dentalkit.stats._units import one_row_per_unit
 
-__all__ = ["COLUMNS", "TESTS", "compare", "describe", "one_row_per_unit", "proportion_ci"]
+__all__ = [
+    "COLUMNS",
+    "TESTS",
+    "GrowthResult",
+    "compare",
+    "describe",
+    "growth",
+    "one_row_per_unit",
+    "proportion_ci",
+]

@@ -1,0 +1,182 @@
+"""Coverage study: do ``stats.growth``'s 95 % intervals cover the sandbox's known growth rate?
+
+Each simulated cohort is a set of new sandbox patients (IDs ``GC{cohort}-{i}``) seen at
+three sessions a year apart (2024-01-01, 2025-01-01, 2026-01-01). Only patients who are
+still growing at the last session are enrolled (age at the last session ≤ their growth
+stop, read from the simulator's ``truth()``), so the true rate of change of SN–MP is the
+simulator's documented −0.25 °/year for every one of them (docs/sandbox.md, "Age and
+growth"); the script checks that rate against the noise-free ``truth()`` values of every
+enrolled patient. The analysis uses no truth: the simulator's noisy lateral-ceph answers
+(``respond``, no HTTP) → landmarks table → ``ceph.measure`` → ``stats.growth`` (years since
+the first session, random intercept and slope, REML). A cohort's interval *covers* when
+the 95 % CI of the ``years`` term contains −0.25.
+
+Run::
+
+    python benchmarks/growth_coverage.py                    # 200 cohorts × 40 patients
+    python benchmarks/growth_coverage.py --figure docs/images/growth_coverage.png
+    python benchmarks/growth_coverage.py --smoke            # 2 cohorts (the test suite)
+
+Target (issue 19): coverage 93–97 % over ≥ 200 cohorts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from dentalkit.ceph import measure
+from dentalkit.endpoints import get_endpoint
+from dentalkit.sandbox.simulate import respond, truth
+from dentalkit.stats import growth, proportion_ci
+
+SESSIONS = ("2024-01-01", "2025-01-01", "2026-01-01")
+MEASURE = "SN_MP"
+TRUE_RATE = -0.25  # °/year, docs/sandbox.md (the same for girls and boys)
+
+
+def enrol(cohort: int, n: int) -> list[str]:
+    """The first ``n`` patients of the cohort still growing at the last session."""
+    ids: list[str] = []
+    i = 0
+    while len(ids) < n:
+        pid = f"GC{cohort:03d}-{i:03d}"
+        i += 1
+        last = truth(pid, SESSIONS[-1])
+        if last["session"]["age_years"] <= last["patient"]["growth_stop_age_years"]:
+            ids.append(pid)
+    return ids
+
+
+def true_rates(ids: list[str]) -> np.ndarray:
+    """Per-patient SN–MP change per year between the first and last session (noise-free)."""
+    out = []
+    for pid in ids:
+        a, b = truth(pid, SESSIONS[0]), truth(pid, SESSIONS[-1])
+        years = b["session"]["age_years"] - a["session"]["age_years"]
+        out.append((b["ceph_lateral"][MEASURE] - a["ceph_lateral"][MEASURE]) / years)
+    return np.asarray(out)
+
+
+def measures(ids: list[str]) -> pd.DataFrame:
+    """SN–MP of every session, measured from the simulator's noisy landmark answers."""
+    ep = get_endpoint("ceph-lateral-points")
+    rows = []
+    for pid in ids:
+        for ts in SESSIONS:
+            body = respond(
+                ep,
+                {"PatientID": pid, "TimeStamp": ts, "ImageName": f"https://img.example/{pid}.png"},
+            )
+            for key, xy in body["Results"].items():
+                rows.append((pid, ts, "lateral", key, xy["x_coordinate"], xy["y_coordinate"]))
+    lm = pd.DataFrame(rows, columns=["patient_id", "timestamp", "view", "landmark", "x", "y"])
+    lm["name"] = None  # names from the default landmark map
+    out = measure(lm, [MEASURE], errors="raise")
+    out = out.astype({"patient_id": str, "timestamp": str})
+    out["session_time"] = pd.to_datetime(out["timestamp"], utc=True)
+    return out
+
+
+def one_cohort(cohort: int, n: int) -> dict[str, float]:
+    ids = enrol(cohort, n)
+    rates = true_rates(ids)
+    if not np.allclose(rates, TRUE_RATE, atol=1e-6):
+        raise AssertionError(f"cohort {cohort}: truth rates {rates.min()}…{rates.max()}")
+    r = growth(measures(ids))
+    row = r.fixed.set_index("term").loc["years"]
+    model = r.models.iloc[0]
+    return {
+        "cohort": cohort,
+        "estimate": float(row["estimate"]),
+        "se": float(row["se"]),
+        "ci_low": float(row["ci_low"]),
+        "ci_high": float(row["ci_high"]),
+        "covered": bool(row["ci_low"] <= TRUE_RATE <= row["ci_high"]),
+        "n_units": int(row["n_units"]),
+        "n_rows": int(row["n_rows"]),
+        "converged": bool(model["converged"]),
+        "singular": bool(model["singular"]),
+    }
+
+
+def figure(res: pd.DataFrame, path: Path) -> None:
+    """Every cohort's 95 % CI, sorted by estimate; misses in red; the true rate dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    from dentalkit import plot
+
+    s = res.sort_values("estimate", ignore_index=True)
+    with plot.style():
+        fig = plot.figure("double")
+        ax = fig.add_subplot()
+        for i, r in s.iterrows():
+            color = "0.55" if r["covered"] else "#c0392b"
+            ax.plot([i, i], [r["ci_low"], r["ci_high"]], color=color, lw=0.8)
+        ax.plot(s.index, s["estimate"], "o", ms=1.5, color="black")
+        ax.axhline(TRUE_RATE, ls="--", color="#1f5aa6", lw=1.0, label="true rate −0.25 °/year")
+        k, n = int(s["covered"].sum()), len(s)
+        lo, hi = proportion_ci(k, n)
+        ax.set_title(
+            f"{MEASURE}: 95 % CI covers the true rate in {k}/{n} cohorts "
+            f"({100 * k / n:.1f} %, Wilson 95 % CI {100 * float(lo):.1f}–{100 * float(hi):.1f} %)"
+        )
+        ax.set_xlabel(
+            f"simulated cohort (sorted by estimate; {int(s['n_units'].iloc[0])} patients × 3 sessions each)"
+        )
+        ax.set_ylabel("SN–MP change (°/year)")
+        ax.legend(loc="upper left", frameon=False)
+        plot.savefig(fig, path.with_suffix(""), width="double", formats=(path.suffix[1:],), dpi=300)
+        plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> pd.DataFrame:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cohorts", type=int, default=200)
+    ap.add_argument("--patients", type=int, default=40, help="patients per cohort")
+    ap.add_argument("--figure", type=Path, help="write the coverage figure here (.png/.pdf)")
+    ap.add_argument("--save", type=Path, help="write the per-cohort results here (CSV)")
+    ap.add_argument("--smoke", action="store_true", help="2 cohorts of 8 patients (tests)")
+    args = ap.parse_args(argv)
+    n_c, n_p = (2, 8) if args.smoke else (args.cohorts, args.patients)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = pd.DataFrame([one_cohort(c, n_p) for c in range(n_c)])
+    k, n = int(res["covered"].sum()), len(res)
+    lo, hi = proportion_ci(k, n)
+    sd = res["estimate"].std(ddof=1) if n > 1 else float("nan")
+    print(f"{n} cohorts × {n_p} patients × {len(SESSIONS)} sessions, true rate {TRUE_RATE} °/year")
+    print(
+        f"coverage of the 95 % CI   {k}/{n} = {100 * k / n:.1f} %  "
+        f"(Wilson 95 % CI {100 * float(lo):.1f}–{100 * float(hi):.1f} %)  target 93–97 %"
+    )
+    print(
+        f"mean estimate             {res['estimate'].mean():.4f} °/year (bias {res['estimate'].mean() - TRUE_RATE:+.4f})"
+    )
+    print(f"SD of estimates / mean SE {sd:.4f} / {res['se'].mean():.4f}")
+    print(
+        f"converged {int(res['converged'].sum())}/{n}, singular (slope SD ~0) {int(res['singular'].sum())}/{n}"
+    )
+    print(f"{time.perf_counter() - t0:.0f} s")
+    if args.save:
+        res.to_csv(args.save, index=False)
+    if args.figure:
+        figure(res, args.figure)
+        print(f"figure: {args.figure}")
+    return res
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+"""The growth benchmark and coverage scripts run (tiny sizes); real figures come from
+`python benchmarks/growth.py` and `python benchmarks/growth_coverage.py` (docs/statistics.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).parents[2] / "benchmarks"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", ROOT / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_growth_benchmark_smoke(capsys):
+    out = _load("growth").main(["--smoke"])  # asserts both ways give the same estimates
+    assert set(out) == {"direct", "dentalkit", "ratio"}
+    assert out["direct"] > 0 and out["dentalkit"] > 0
+    assert "ratio dentalkit ÷ direct" in capsys.readouterr().out
+
+
+def test_growth_coverage_smoke(capsys):
+    res = _load("growth_coverage").main(["--smoke"])  # checks the truth rate is −0.25 °/year
+    assert len(res) == 2
+    assert (res["n_units"] == 8).all() and (res["n_rows"] == 24).all()
+    assert (res["ci_low"] < res["estimate"]).all() and (res["estimate"] < res["ci_high"]).all()
+    assert "coverage of the 95 % CI" in capsys.readouterr().out
