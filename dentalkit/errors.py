@@ -414,7 +414,8 @@ def check_errors(errors: Any, where: str, *, stacklevel: int = 3) -> str:
     errors : str
         ``"raise"``, ``"collect"`` or ``"warn"`` (see the module docstring). The value
         ``"ignore"`` that some functions accepted before is still accepted with a
-        :class:`DeprecationWarning` and means ``"collect"`` (problems listed, no warning).
+        :class:`DeprecationWarning` and means ``"collect"`` (problems listed, no warning;
+        :func:`dentalkit.ceph.measure` keeps returning the table alone for it).
     where : str
         The public function checking it, named in the messages
         (``"dentalkit.ceph.measure"``).
@@ -441,9 +442,9 @@ def check_errors(errors: Any, where: str, *, stacklevel: int = 3) -> str:
     if isinstance(errors, str) and errors in _DEPRECATED_ERRORS:
         new = _DEPRECATED_ERRORS[errors]
         warnings.warn(
-            f"{where}(errors={errors!r}) is deprecated: use errors={new!r} (the same "
-            "behaviour: problems are listed, no warning). dentalkit has one errors= rule: "
-            f"{', '.join(map(repr, ERRORS_VALUES))}",
+            f"{where}(errors={errors!r}) is deprecated: use errors={new!r} to get the "
+            "problems as a table without a warning (dentalkit has one errors= rule: "
+            f"{', '.join(map(repr, ERRORS_VALUES))})",
             DeprecationWarning,
             stacklevel=stacklevel,
         )
