@@ -113,8 +113,11 @@ class ManifestError(InputError):
         n = len(problems)
         lines = []
         for rec in problems.head(10).to_dict("records"):
+            row, label = rec.get("row"), rec.get("index_label")
+            if label is not None and label == label and label != row:  # the caller's label
+                row = f"{row} (index {label!r})"
             lines.append(
-                f"  row {rec.get('row')}: {rec.get('field')}={rec.get('value')!r}: {rec.get('reason')}"
+                f"  row {row}: {rec.get('field')}={rec.get('value')!r}: {rec.get('reason')}"
             )
         more = f"\n  … and {n - 10} more (see the .problems table)" if n > 10 else ""
         super().__init__(
