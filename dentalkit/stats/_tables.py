@@ -122,7 +122,7 @@ def problem_rows(
 
 def _show(value: object) -> str:
     """A short printable rendering of an offending cell."""
-    text = value if isinstance(value, str) else repr(value)
+    text = value if isinstance(value, str) else str(value)  # 1.5, not np.float64(1.5)
     return text if len(text) <= 120 else text[:117] + "..."
 
 
