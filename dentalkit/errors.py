@@ -83,6 +83,7 @@ __all__ = [
     "empty_problems",
     "problems_frame",
     "require",
+    "warn_default_change",
 ]
 
 
@@ -114,17 +115,24 @@ class ManifestError(InputError):
         lines = []
         for rec in problems.head(10).to_dict("records"):
             row, label = rec.get("row"), rec.get("index_label")
-            if label is not None and label == label and label != row:  # the caller's label
+            if _present(label) and not (_present(row) and label == row):  # the caller's label
                 row = f"{row} (index {label!r})"
-            lines.append(
-                f"  row {row}: {rec.get('field')}={rec.get('value')!r}: {rec.get('reason')}"
-            )
+            where = f"row {row}" if _present(row) else "whole table"
+            lines.append(f"  {where}: {rec.get('field')}={rec.get('value')!r}: {rec.get('reason')}")
         more = f"\n  … and {n - 10} more (see the .problems table)" if n > 10 else ""
         super().__init__(
             f"{what} has {n} problem(s); nothing was sent. Fix these rows:\n"
             + "\n".join(lines)
             + more
         )
+
+
+def _present(value: Any) -> bool:
+    """Whether a cell holds a value (not None, NaN, NA or NaT)."""
+    import pandas as pd
+
+    missing = pd.isna(value)
+    return not (isinstance(missing, bool) and missing)
 
 
 class ApiError(DentalkitError):
