@@ -637,9 +637,13 @@ def problems_frame(frame: Any, *, table: str | None = None, severity: str | None
             except (TypeError, ValueError) as exc:
                 raise InputError(f"problems table: row must hold integers: {exc}") from exc
         else:
-            conformed = pd.Series(pd.Categorical(values.astype(object).to_numpy(), dtype=dtype))
-            if (conformed.isna() & values.reset_index(drop=True).notna()).any():
-                raise InputError(f"problems table: severity must be one of {SEVERITIES}")
+            raw = values.astype(object).to_numpy()
+            unknown = {v for v in raw if isinstance(v, str)} - set(SEVERITIES)
+            if unknown:
+                raise InputError(
+                    f"problems table: severity must be one of {SEVERITIES}, got {sorted(unknown)}"
+                )
+            conformed = pd.Series(pd.Categorical(raw, dtype=dtype))
         if not col.nullable and n and conformed.isna().any():
             raise InputError(f"problems table: column {col.name!r} must not be null")
         out[col.name] = conformed.array

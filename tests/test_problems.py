@@ -56,6 +56,10 @@ def _landmarks(rows):
 
 
 def _convert():
+    return convert.tables(_responses(), errors="collect")["problems"]
+
+
+def _responses():
     body = {"PatientID": "P1", "TimeStamp": "2024", "Classification": {"confidence": 0.5}}
     responses = pd.DataFrame(
         {
@@ -65,7 +69,7 @@ def _convert():
             "body": [json.dumps(body)],
         }
     )
-    return convert.tables(responses, errors="collect")["problems"]
+    return responses
 
 
 def _manifest():
@@ -75,6 +79,10 @@ def _manifest():
 
 
 def _teeth():
+    return teeth.measure(_bad_teeth(), errors="collect")[1]
+
+
+def _bad_teeth():
     bowtie = shapely.Polygon([(0, 0), (10, 20), (10, 0), (0, 20)])  # self-intersecting
     t = pd.DataFrame(
         {
@@ -91,10 +99,15 @@ def _teeth():
             "repaired": [False, False],
         }
     )
-    return teeth.measure(t, errors="collect")[1]
+    return t
 
 
 def _findings():
+    det, images = _bad_findings()
+    return findings.prevalence(det, images=images, errors="collect").problems
+
+
+def _bad_findings():
     det = pd.DataFrame(
         {
             "patient_id": ["a", "zz"],
@@ -108,7 +121,7 @@ def _findings():
         }
     )
     images = pd.DataFrame({"patient_id": ["a"], "timestamp": ["2024"], "source": ["clinical"]})
-    return findings.prevalence(det, images=images, errors="collect").problems
+    return det, images
 
 
 def _ceph():
@@ -321,3 +334,31 @@ def test_an_old_non_raise_default_is_kept_for_now_and_announces_the_change():
     with warnings.catch_warnings():  # no problem, no FutureWarning
         warnings.simplefilter("error")
         ceph.measure(_landmarks([("p1", "t", "S", 0.0, 0.0), ("p1", "t", "N", 70.0, 0.0)]), ["S_N"])
+
+
+WARN_CALLS = {
+    "convert.tables": lambda: convert.tables(_responses(), errors="warn"),
+    "teeth.measure": lambda: teeth.measure(_bad_teeth(), errors="warn"),
+    "findings.prevalence": lambda: findings.prevalence(
+        _bad_findings()[0], images=_bad_findings()[1], errors="warn"
+    ),
+    "ceph.measure": lambda: ceph.measure(
+        _landmarks([("p1", "t", "S", 0.0, 0.0), ("p1", "t", "N", 70.0, 0.0)]),
+        ["SNA"],
+        errors="warn",
+    ),
+    "tle.encode": lambda: tle.encode(
+        pd.DataFrame([TLE_BASE, {**TLE_BASE, "sex": "x"}]), errors="warn"
+    ),
+    "tle.estimate": lambda: tle.estimate(pd.DataFrame([TLE_BASE]), NO_ANSWERS, errors="warn"),
+}
+
+
+@pytest.mark.parametrize("name", list(WARN_CALLS))
+def test_warn_returns_the_results_and_warns_exactly_once(name):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        result = WARN_CALLS[name]()
+    assert result is not None
+    assert [w.category for w in seen] == [DentalkitWarning], [str(w.message) for w in seen]
+    assert "problem" in str(seen[0].message) or "left out" in str(seen[0].message)
