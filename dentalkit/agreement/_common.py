@@ -9,7 +9,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from dentalkit.errors import DentalkitWarning, InputError, warn_default_change
+from dentalkit.errors import PROBLEM_COLUMNS, DentalkitWarning, InputError, warn_default_change
 from dentalkit.errors import check_errors as _check_errors
 from dentalkit.errors import problems_frame as _conform
 
@@ -165,8 +165,6 @@ def problems_frame(
         if c not in out.columns:
             out[c] = None
     out = _conform(out, severity="error")
-    from dentalkit.errors import PROBLEM_COLUMNS
-
     out = out[[*PROBLEM_COLUMNS, *extra]]
     for c in extra:
         out[c] = out[c].astype(object).where(out[c].notna(), None)
