@@ -27,22 +27,18 @@ import pandas as pd
 
 from dentalkit._http import canonical_request, request_key, session_request_key
 from dentalkit.endpoints import ENDPOINTS, TLE_PARAMETERS, Endpoint, get_endpoint
-from dentalkit.errors import DentalkitWarning, InputError, ManifestError
+from dentalkit.errors import (
+    PROBLEM_COLUMNS,
+    DentalkitWarning,
+    InputError,
+    ManifestError,
+    empty_problems,
+    problems_frame,
+)
 
 __all__ = ["PROBLEM_COLUMNS", "Plan", "plan_requests", "read_manifest"]
 
 KEY_COLUMNS = ("patient_id", "timestamp", "image_url")
-PROBLEM_COLUMNS = [
-    "table",
-    "row",
-    "patient_id",
-    "timestamp",
-    "endpoint",
-    "field",
-    "path",
-    "value",
-    "reason",
-]
 _TLE_COLUMNS = [q.name for q in TLE_PARAMETERS]
 _URL = re.compile(r"(?i)^https?://[^/\s?#]+")
 _TRUE = {"true", "1", "yes", "y", "t"}
@@ -92,14 +88,17 @@ def _check_names(names: list[Any]) -> None:
     bad = [k for k in names if isinstance(k, str) and not _clean_text(k)]
     if bad:
         raise ManifestError(
-            pd.DataFrame(
-                {
-                    "table": "manifest",
-                    "row": None,
-                    "field": [_show(k) for k in bad],
-                    "value": [_show(k) for k in bad],
-                    "reason": "column name is not valid Unicode text (lone surrogate)",
-                }
+            problems_frame(
+                pd.DataFrame(
+                    {
+                        "table": "manifest",
+                        "row": None,
+                        "field": [_show(k) for k in bad],
+                        "value": [_show(k) for k in bad],
+                        "reason": "column name is not valid Unicode text (lone surrogate)",
+                        "severity": "error",
+                    }
+                )
             )
         )
 
@@ -143,9 +142,10 @@ class _Problems:
 
     def table(self) -> pd.DataFrame:
         if not self.frames:
-            return pd.DataFrame({c: pd.Series(dtype="object") for c in PROBLEM_COLUMNS})
+            return empty_problems()
         out = pd.concat(self.frames, ignore_index=True)
-        return out.sort_values(["row", "field"], kind="stable").reset_index(drop=True)
+        out = out.sort_values(["row", "field"], kind="stable").reset_index(drop=True)
+        return problems_frame(out, severity="error")
 
 
 _REPR = reprlib.Repr()  # keyword arguments need Python 3.12

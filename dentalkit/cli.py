@@ -319,7 +319,9 @@ def first_contact(
         typer.echo("nothing sent")
         return
     try:
-        report = fetch_cohort(plan.manifest, out=out, client=client, progress=False)
+        report = fetch_cohort(
+            plan.manifest, out=out, client=client, progress=False, errors="collect"
+        )
     except (ConfigurationError, InputError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -30,7 +30,7 @@ from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExec
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,10 +44,13 @@ from dentalkit.errors import (
     AuthError,
     DentalkitError,
     DentalkitWarning,
+    Errors,
     InputError,
     ManifestError,
     RedirectRefusedError,
     TransportError,
+    check_errors,
+    warn_default_change,
 )
 from dentalkit.store import FAILURES_SCHEMA, ResponseStore, read_responses, store_lock
 
@@ -81,7 +84,8 @@ class FetchReport:
     seconds : float
         Wall time of the run.
     problems : DataFrame
-        Manifest problems (``errors="collect"``): row, field, value, reason.
+        Manifest problems (``errors="collect"``), columns
+        :data:`dentalkit.errors.PROBLEM_COLUMNS` (row, field, value, reason …).
     failures : DataFrame
         The store's failures table after this run.
     stopped : str or None
@@ -355,7 +359,7 @@ def fetch_cohort(
     max_workers: int | None = None,
     executor: Executor | None = None,
     progress: bool = True,
-    errors: Literal["collect", "raise"] = "collect",
+    errors: Errors | None = None,
     retry_failed: bool = False,
     flush_every: int | None = None,
     flush_interval: float | None = None,
@@ -386,11 +390,17 @@ def fetch_cohort(
         the store.
     progress : bool
         Show a tqdm bar (requests done, cache hits, failures, rate).
-    errors : {"collect", "raise"}
+    errors : {"raise", "collect", "warn"}, optional
+        dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`).
         ``"collect"``: bad manifest rows go to ``report.problems`` and the valid ones are
-        fetched; failed requests go to ``failures.parquet``. ``"raise"``: a bad manifest raises
-        :class:`~dentalkit.errors.ManifestError` before anything is sent; the first failed
-        request stops the run (what was received is stored) and its error is raised.
+        fetched; failed requests go to ``failures.parquet``. ``"warn"``: the same, plus one
+        :class:`~dentalkit.errors.DentalkitWarning` when there were bad rows or failures.
+        ``"raise"``: a bad manifest raises :class:`~dentalkit.errors.ManifestError` before
+        anything is sent; the first failed request stops the run (what was received is
+        stored) and its error is raised. Not given: ``"collect"``, this function's default
+        so far, with a :class:`FutureWarning` when there were bad rows or failures (the
+        package's one default, ``"raise"``, will apply; pass ``errors="collect"`` to keep
+        the present behaviour).
     retry_failed : bool
         Send only the requests the store's failures table lists (earlier failures are
         otherwise skipped, so a rerun does not pay again for requests that cannot succeed;
@@ -436,8 +446,8 @@ def fetch_cohort(
     ...     first.stored, again.already_stored, again.sent, len(again.responses())
     (2, 2, 0, 2)
     """
-    if errors not in ("collect", "raise"):
-        raise InputError(f"errors must be 'collect' or 'raise', got {errors!r}")
+    legacy = errors is None
+    errors = "collect" if errors is None else check_errors(errors, "dentalkit.fetch_cohort")
     if batch_size is not None and not (isinstance(batch_size, int) and batch_size >= 1):
         raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
     started = time.perf_counter()
@@ -581,6 +591,17 @@ def fetch_cohort(
     log.info("fetch_cohort: %s", report.summary())
     if first_error is not None:
         raise first_error
+    n_problems = len(report.problems) + int(report.failed)
+    if n_problems and legacy:
+        warn_default_change("dentalkit.fetch_cohort", "collect", n_problems)
+    elif n_problems and errors == "warn":
+        warnings.warn(
+            f"fetch_cohort: {len(report.problems)} bad manifest row(s) skipped and "
+            f"{report.failed} request(s) failed ({report.summary()}); see report.problems "
+            "and report.failures",
+            DentalkitWarning,
+            stacklevel=2,
+        )
     return report
 
 
@@ -654,9 +675,7 @@ class Fetcher:
             return None
         return read_responses(self.out)
 
-    def __call__(
-        self, manifest: Any, errors: Literal["collect", "raise"] = "collect"
-    ) -> pd.DataFrame:
+    def __call__(self, manifest: Any, errors: Errors | None = None) -> pd.DataFrame:
         """Fetch ``manifest`` into the store; return the whole responses table.
 
         ``attrs["fetch"]`` holds the run's counts (``sent``, ``stored``, ``from_cache``,

@@ -178,10 +178,12 @@ def run_demo(
         client = Client(sb.base_url, api_key=sb.api_key, cache=out / "http-cache.sqlite")
         try:
             manifest = demo_manifest(sb, typed)
-            report = fetch_cohort(manifest, out=out, client=client, progress=progress)
+            report = fetch_cohort(
+                manifest, out=out, client=client, progress=progress, errors="collect"
+            )
             echo(f"fetch: {report.summary()}")
             # the /tle rows of the manifest are in the store: nothing is sent again
-            estimates = tle.estimate(typed, report.responses())
+            estimates = tle.estimate(typed, report.responses(), errors="collect")
             curves = tle.sensitivity(
                 typed.head(12),
                 "crowding",

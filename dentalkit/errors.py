@@ -25,13 +25,38 @@ Hierarchy::
     └── MissingDependencyError      an optional extra is not installed (also ImportError)
 
 Warnings derive from :class:`DentalkitWarning`.
+
+One problems table and one ``errors=`` rule
+-------------------------------------------
+Every function that can meet bad rows takes ``errors=`` with the same three values,
+checked by :func:`check_errors`:
+
+``"raise"`` (default)
+    Nothing partial is returned: one exception lists every problem found (its
+    ``.problems`` attribute holds the table). A direct call on bad data fails loudly.
+``"collect"``
+    The rest is computed; every problem becomes a row of the problems table returned
+    with (or attached to) the result, silently.
+``"warn"``
+    As ``"collect"``, plus one :class:`DentalkitWarning` summarising the problems.
+
+Every problems table has the columns :data:`PROBLEM_COLUMNS`, typed as
+:data:`PROBLEM_SCHEMA` declares (build or conform one with :func:`problems_frame`);
+some producers append context columns after them (``view``, ``landmark``, ``side`` …).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import warnings
+from dataclasses import dataclass
+from typing import Any, Literal
 
 __all__ = [
+    "ERRORS_DEFAULT",
+    "ERRORS_VALUES",
+    "PROBLEM_COLUMNS",
+    "PROBLEM_SCHEMA",
+    "SEVERITIES",
     "ApiError",
     "AuthError",
     "BadRequestError",
@@ -40,10 +65,12 @@ __all__ = [
     "DentalkitError",
     "DentalkitWarning",
     "EchoMismatchWarning",
+    "Errors",
     "ExpiredLinkError",
     "InputError",
     "ManifestError",
     "MissingDependencyError",
+    "ProblemColumn",
     "RateLimitedError",
     "RedirectRefusedError",
     "ResponseFormatError",
@@ -52,7 +79,11 @@ __all__ = [
     "StoreLockedError",
     "TransportError",
     "api_error_for_status",
+    "check_errors",
+    "empty_problems",
+    "problems_frame",
     "require",
+    "warn_default_change",
 ]
 
 
@@ -83,15 +114,25 @@ class ManifestError(InputError):
         n = len(problems)
         lines = []
         for rec in problems.head(10).to_dict("records"):
-            lines.append(
-                f"  row {rec.get('row')}: {rec.get('field')}={rec.get('value')!r}: {rec.get('reason')}"
-            )
+            row, label = rec.get("row"), rec.get("index_label")
+            if _present(label) and not (_present(row) and label == row):  # the caller's label
+                row = f"{row} (index {label!r})"
+            where = f"row {row}" if _present(row) else "whole table"
+            lines.append(f"  {where}: {rec.get('field')}={rec.get('value')!r}: {rec.get('reason')}")
         more = f"\n  … and {n - 10} more (see the .problems table)" if n > 10 else ""
         super().__init__(
             f"{what} has {n} problem(s); nothing was sent. Fix these rows:\n"
             + "\n".join(lines)
             + more
         )
+
+
+def _present(value: Any) -> bool:
+    """Whether a cell holds a value (not None, NaN, NA or NaT)."""
+    import pandas as pd
+
+    missing = pd.isna(value)
+    return not (isinstance(missing, bool) and missing)
 
 
 class ApiError(DentalkitError):
@@ -362,3 +403,253 @@ def require(module: str, extra: str) -> Any:
         raise MissingDependencyError(
             f"{module} is needed for this; install it with: pip install 'dentalkit[{extra}]'"
         ) from exc
+
+
+# ----------------------------------------------------------------- the errors= rule
+
+#: Type of every ``errors=`` argument.
+Errors = Literal["raise", "collect", "warn"]
+#: The values every ``errors=`` argument accepts.
+ERRORS_VALUES: tuple[str, ...] = ("raise", "collect", "warn")
+#: The one default: a direct call on bad data fails loudly and lists every problem.
+ERRORS_DEFAULT = "raise"
+# Values accepted before dentalkit had one rule, and what they mean now.
+_DEPRECATED_ERRORS = {"ignore": "collect"}
+
+
+def check_errors(errors: Any, where: str, *, stacklevel: int = 3) -> str:
+    """Validate an ``errors=`` argument and return its canonical value.
+
+    Parameters
+    ----------
+    errors : str
+        ``"raise"``, ``"collect"`` or ``"warn"`` (see the module docstring). The value
+        ``"ignore"`` that some functions accepted before is still accepted with a
+        :class:`DeprecationWarning` and means ``"collect"`` (problems listed, no warning;
+        :func:`dentalkit.ceph.measure` keeps returning the table alone for it).
+    where : str
+        The public function checking it, named in the messages
+        (``"dentalkit.ceph.measure"``).
+    stacklevel : int, optional
+        Stack level of the deprecation warning (3: the caller of ``where``).
+
+    Returns
+    -------
+    str
+        One of :data:`ERRORS_VALUES`.
+
+    Raises
+    ------
+    InputError
+        Any other value; the message names the allowed ones.
+
+    Examples
+    --------
+    >>> check_errors("collect", "dentalkit.convert.tables")
+    'collect'
+    """
+    if isinstance(errors, str) and errors in ERRORS_VALUES:
+        return errors
+    if isinstance(errors, str) and errors in _DEPRECATED_ERRORS:
+        new = _DEPRECATED_ERRORS[errors]
+        warnings.warn(
+            f"{where}(errors={errors!r}) is deprecated: use errors={new!r} to get the "
+            "problems as a table without a warning (dentalkit has one errors= rule: "
+            f"{', '.join(map(repr, ERRORS_VALUES))})",
+            DeprecationWarning,
+            stacklevel=stacklevel,
+        )
+        return new
+    raise InputError(
+        f"{where}: errors={errors!r} is not allowed; use one of "
+        f"{', '.join(map(repr, ERRORS_VALUES))} (default {ERRORS_DEFAULT!r}): 'raise' stops "
+        "and lists every problem, 'collect' returns the problems table with the results, "
+        "'warn' does the same and warns once"
+    )
+
+
+def warn_default_change(where: str, old: str, n: int, *, stacklevel: int = 3) -> None:
+    """Say that ``where`` met ``n`` problems under its old default ``errors=old``.
+
+    Functions whose default was not ``"raise"`` keep their old default for one release
+    (their ``errors=None`` resolves to ``old``) and emit this :class:`FutureWarning` only
+    when there were problems, i.e. only when the coming default would change the outcome.
+    """
+    warnings.warn(
+        f"{where} met {n} problem(s) and handled them with errors={old!r}, its default so "
+        f"far; the default becomes {ERRORS_DEFAULT!r} (one errors= rule for all of "
+        f"dentalkit), which would stop with an error listing them. Pass errors={old!r} to "
+        "keep this behaviour, or errors='raise'",
+        FutureWarning,
+        stacklevel=stacklevel,
+    )
+
+
+# ------------------------------------------------------------ the problems schema
+
+
+@dataclass(frozen=True)
+class ProblemColumn:
+    """One declared column of the problems table.
+
+    Attributes
+    ----------
+    name : str
+        Column name.
+    dtype : str
+        pandas dtype: ``"str"`` (nullable text), ``"Int64"`` or ``"category"``.
+    nullable : bool
+        Whether the column may hold nulls.
+    description : str
+        What it holds (copied to ``data/columns.csv`` and ``docs/columns.md``).
+    """
+
+    name: str
+    dtype: str
+    nullable: bool
+    description: str
+
+
+#: Values of ``severity``: ``error`` — the row, response or value was left out (or is
+#: NaN in the result); ``warning`` — data contradicts itself or the spec, the rows are kept.
+SEVERITIES: tuple[str, ...] = ("error", "warning")
+
+#: The one problems-table schema of dentalkit, in column order.
+PROBLEM_SCHEMA: tuple[ProblemColumn, ...] = (
+    ProblemColumn(
+        "table",
+        "str",
+        False,
+        "table the problem concerns: an input table (responses, manifest, patients, "
+        "teeth …) or the output being built (ceph_measures, agreement_landmarks …)",
+    ),
+    ProblemColumn("endpoint", "str", True, "endpoint registry name, when the row has one"),
+    ProblemColumn("patient_id", "str", True, "patient of the row (request PatientID)"),
+    ProblemColumn("timestamp", "str", True, "session of the row (request TimeStamp, verbatim)"),
+    ProblemColumn(
+        "row",
+        "Int64",
+        True,
+        "0-based position of the offending row in the input table (responses, manifest, "
+        "patients, the analysed table); null when the problem concerns a whole session",
+    ),
+    ProblemColumn(
+        "field",
+        "str",
+        True,
+        "column of the input table concerned (body for a response's JSON); null when none",
+    ),
+    ProblemColumn(
+        "path",
+        "str",
+        True,
+        "where exactly: JSON path in the body ($.Results.Later_12.x_coordinate), a column "
+        "name, or view/landmark",
+    ),
+    ProblemColumn(
+        "value",
+        "str",
+        True,
+        "the offending value, shortened and printable; null when not a single value",
+    ),
+    ProblemColumn("reason", "str", False, "what is wrong and what happened to the rows"),
+    ProblemColumn(
+        "severity",
+        "category",
+        False,
+        "error: the row, response or value was left out (NaN in the result); warning: "
+        "kept, but the data contradicts itself or the spec",
+    ),
+)
+#: Names of the declared problems columns, in order.
+PROBLEM_COLUMNS: tuple[str, ...] = tuple(c.name for c in PROBLEM_SCHEMA)
+
+
+def _problem_dtype(column: ProblemColumn) -> Any:
+    import numpy as np
+    import pandas as pd
+
+    if column.dtype == "str":
+        return pd.StringDtype(na_value=np.nan)
+    if column.dtype == "category":
+        return pd.CategoricalDtype(
+            pd.Index(list(SEVERITIES), dtype=pd.StringDtype(na_value=np.nan))
+        )
+    return column.dtype
+
+
+def empty_problems(extra: tuple[str, ...] | list[str] = ()) -> Any:
+    """A problems table with no rows: the declared columns, then ``extra`` (text)."""
+    import pandas as pd
+
+    return problems_frame(pd.DataFrame(columns=[*PROBLEM_COLUMNS, *extra]), severity="error")
+
+
+def problems_frame(frame: Any, *, table: str | None = None, severity: str | None = None) -> Any:
+    """Conform a table of problems to :data:`PROBLEM_SCHEMA`.
+
+    Declared columns the producer cannot fill are added as nulls, every declared
+    column gets its declared dtype, and the declared columns come first in declared
+    order; any other columns (a producer's context, e.g. ``view``) follow unchanged.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Problems as one producer records them.
+    table : str, optional
+        Fill ``table`` with this name where it is missing.
+    severity : {"error", "warning"}, optional
+        Fill ``severity`` with this value where it is missing.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A new table with a fresh ``RangeIndex``.
+
+    Raises
+    ------
+    InputError
+        A non-nullable column is left null, ``row`` holds a non-integer, or ``severity``
+        a value outside :data:`SEVERITIES` (a bug of the producer, not of the data).
+    """
+    import pandas as pd
+
+    out = frame.reset_index(drop=True).copy()
+    n = len(out)
+    if table is not None:
+        out["table"] = out["table"].where(out["table"].notna(), table) if "table" in out else table
+    if severity is not None:
+        out["severity"] = (
+            out["severity"].where(out["severity"].notna(), severity)
+            if "severity" in out
+            else severity
+        )
+    for col in PROBLEM_SCHEMA:
+        values = out[col.name] if col.name in out.columns else pd.Series([None] * n, dtype=object)
+        dtype = _problem_dtype(col)
+        if col.dtype == "str":
+            obj = values.astype(object)
+            text = obj.map(lambda v: v if isinstance(v, str) else str(v), na_action="ignore")
+            conformed = pd.Series(text.where(obj.notna(), None).to_numpy(object), dtype=dtype)
+        elif col.dtype == "Int64":
+            try:
+                conformed = pd.Series(pd.array(values.astype(object).to_numpy(), dtype="Int64"))
+            except (TypeError, ValueError) as exc:
+                raise InputError(f"problems table: row must hold integers: {exc}") from exc
+        else:
+            raw = values.astype(object).to_numpy()
+            unknown = {v for v in raw if isinstance(v, str)} - set(SEVERITIES)
+            if unknown:
+                raise InputError(
+                    f"problems table: severity must be one of {SEVERITIES}, got {sorted(unknown)}"
+                )
+            conformed = pd.Series(pd.Categorical(raw, dtype=dtype))
+        if not col.nullable and n and conformed.isna().any():
+            raise InputError(f"problems table: column {col.name!r} must not be null")
+        out[col.name] = conformed.array
+    extra = [c for c in out.columns if c not in PROBLEM_COLUMNS]
+    out = out[[*PROBLEM_COLUMNS, *extra]]
+    for c in extra:  # object text, as before; no float NaN in place of a missing value
+        if out[c].dtype == object:
+            out[c] = out[c].where(out[c].notna(), None)
+    return out

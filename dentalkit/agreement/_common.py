@@ -9,7 +9,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from dentalkit.errors import DentalkitWarning, InputError
+from dentalkit.errors import PROBLEM_COLUMNS, DentalkitWarning, InputError, warn_default_change
+from dentalkit.errors import check_errors as _check_errors
+from dentalkit.errors import problems_frame as _conform
 
 __all__ = [
     "SESSION_DEFAULT",
@@ -25,12 +27,20 @@ __all__ = [
 #: Session key columns used by default (those present in *both* tables). ``session_time``
 #: is parsed from ``timestamp`` (data contract) and never part of the key.
 SESSION_DEFAULT = ("patient_id", "timestamp")
-Errors = Literal["warn", "raise", "ignore"]
+#: Accepted ``errors=`` values: dentalkit's one rule, plus ``"ignore"`` (deprecated).
+Errors = Literal["raise", "collect", "warn", "ignore"]
 
 
-def check_errors(errors: str) -> None:
-    if errors not in ("warn", "raise", "ignore"):
-        raise InputError(f"errors must be 'warn', 'raise' or 'ignore', got {errors!r}")
+def check_errors(errors: str | None, where: str) -> tuple[str, bool]:
+    """The canonical ``errors=`` value and whether it was left to the old default.
+
+    Not given (``None``): ``"warn"``, the default of the agreement functions so far; the
+    caller passes the flag to :func:`finish`, which then adds a :class:`FutureWarning`
+    when there are problems (the package's one default, ``"raise"``, will apply).
+    """
+    if errors is None:
+        return "warn", True
+    return _check_errors(errors, where, stacklevel=4), False
 
 
 def session_columns(
@@ -140,33 +150,32 @@ def calibration(
 def problems_frame(
     records: list[pd.DataFrame], table: str, item: str, session_cols: list[str]
 ) -> pd.DataFrame:
-    """Concatenate problem pieces into the data-contract ``problems`` shape.
+    """Concatenate problem pieces into dentalkit's one problems schema.
 
-    Columns: ``table``, ``endpoint``, ``patient_id``, ``timestamp``, ``row``, ``path``,
-    ``reason``, ``side`` (reference/test/both), ``view``, ``item`` (``name``,
-    ``landmark`` or ``measure``), then any other session columns.
+    Columns: :data:`dentalkit.errors.PROBLEM_COLUMNS` (``row`` is the position in the
+    reference or test table, ``severity`` always ``error``: the item is left out of the
+    statistics), then ``side`` (reference/test/both), ``view``, ``item`` (``name``,
+    ``landmark`` or ``measure``) and any other session columns.
     """
-    base = ["table", "endpoint", "patient_id", "timestamp", "row", "path", "reason", "side", "view"]
-    cols = [*base, item, *[c for c in session_cols if c not in ("patient_id", "timestamp")]]
+    extra = ["side", "view", item, *[c for c in session_cols if c not in SESSION_DEFAULT]]
     pieces = [r for r in records if len(r)]
-    if not pieces:
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
-    out = pd.concat(pieces, ignore_index=True)
+    out = pd.concat(pieces, ignore_index=True) if pieces else pd.DataFrame(columns=extra)
     out["table"] = table
-    for c in cols:
+    for c in extra:
         if c not in out.columns:
             out[c] = None
-    out = out[cols]
-    for c in cols:
-        if c != "row":
-            out[c] = out[c].astype(object).where(out[c].notna(), None)
-    out["row"] = pd.array(out["row"], dtype="Int64")
+    out = _conform(out, severity="error")
+    out = out[[*PROBLEM_COLUMNS, *extra]]
+    for c in extra:
+        out[c] = out[c].astype(object).where(out[c].notna(), None)
     return out
 
 
-def finish(problems: pd.DataFrame, errors: str, what: str) -> None:
-    """Apply the ``errors=`` policy to a non-empty problems table."""
-    if not len(problems) or errors == "ignore":
+def finish(
+    problems: pd.DataFrame, errors: str, what: str, *, legacy: bool = False, where: str = ""
+) -> None:
+    """Apply the ``errors=`` rule to a problems table (``legacy``: see :func:`check_errors`)."""
+    if not len(problems) or errors == "collect":
         return
     if errors == "raise":
         lines = "\n".join(
@@ -176,8 +185,10 @@ def finish(problems: pd.DataFrame, errors: str, what: str) -> None:
         more = f"\n  … and {len(problems) - 10} more" if len(problems) > 10 else ""
         raise InputError(
             f"{len(problems)} problem(s) while pairing {what}:\n{lines}{more}\n"
-            "Use errors='warn' (default) or 'ignore' and read result.problems"
+            "Use errors='collect' (or 'warn') and read result.problems"
         )
+    if legacy:
+        warn_default_change(where, "warn", len(problems), stacklevel=4)
     warnings.warn(
         f"{len(problems)} problem(s) while pairing {what} (e.g. {problems['reason'].iloc[0]}); "
         "the affected items are left out of the statistics. See result.problems",

@@ -91,8 +91,12 @@ def fit(
         Iteration limit of the Levenberg–Marquardt solver.
     level : float
         Confidence level of the parameter intervals (default 0.95).
-    errors : {"raise", "collect"}
-        Bad point rows raise, or with "collect" become problem rows.
+    errors : {"raise", "collect", "warn"}
+        dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`).
+        Bad point rows raise :class:`~dentalkit.errors.InputError` (``"raise"``,
+        default), or make their arch a result row with ``status="bad_input"``
+        (``"collect"``; ``"warn"`` also emits one
+        :class:`~dentalkit.errors.DentalkitWarning`).
 
     Returns
     -------

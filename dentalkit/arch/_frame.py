@@ -404,9 +404,12 @@ def align(
         numbers (``t17`` … ``t11``, ``t21`` … ``t27``; the sandbox's keys) or a
         sequence from one end to the other; "auto" uses FDI when every number
         of an arch is an FDI tooth of that arch.
-    errors : {"raise", "collect"}
-        Bad point rows raise :class:`~dentalkit.errors.InputError`, or with
-        "collect" make their arch a problem row (``status="bad_input"``).
+    errors : {"raise", "collect", "warn"}
+        dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`).
+        Bad point rows raise :class:`~dentalkit.errors.InputError` (``"raise"``,
+        default), or make their arch a result row with ``status="bad_input"``
+        (``"collect"``; ``"warn"`` also emits one
+        :class:`~dentalkit.errors.DentalkitWarning`).
 
     Returns
     -------

@@ -29,6 +29,7 @@ from dentalkit.arch._tables import (
     first_per_group,
     require_columns,
     stack_points,
+    warn_bad,
 )
 from dentalkit.errors import InputError
 
@@ -211,6 +212,13 @@ def _tooth_points(
             "each (patient_id, timestamp, arch, tooth, point) must appear once"
         )
     finite = np.isfinite(x) & np.isfinite(y)
+    if errors == "warn" and (~finite & ~missing).any():
+        rows = sub.index[~finite & ~missing][:10].tolist()
+        warn_bad(
+            "tooth_keypoints",
+            len(np.unique(g[~finite & ~missing])),
+            f"non-finite x/y for present teeth at rows {rows}",
+        )
     if errors == "raise" and (~finite & ~missing).any():
         rows = sub.index[~finite & ~missing][:10].tolist()
         raise InputError(
@@ -445,8 +453,11 @@ def measures(
     which : sequence of str, optional
         Names of the declared measures to evaluate (default: all of
         :data:`MEASURES`, in its order).
-    errors : {"raise", "collect"}
-        Non-finite coordinates of present teeth raise, or become problem rows.
+    errors : {"raise", "collect", "warn"}
+        dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`).
+        Non-finite coordinates of present teeth raise (``"raise"``, default), or become
+        result rows with a ``status`` other than ``"ok"`` (``"collect"``; ``"warn"``
+        also emits one :class:`~dentalkit.errors.DentalkitWarning`).
 
     Returns
     -------
@@ -487,7 +498,7 @@ def measures(
     >>> m.loc[m.measure == "intercanine_width", ["value", "unit", "status"]].values.tolist()
     [[10.0, 'mm', 'ok']]
     """
-    check_errors_arg(errors)
+    errors = check_errors_arg(errors, "dentalkit.arch.measures")
     if incisal not in ("incisors", "vertex"):
         raise InputError(f"incisal must be 'incisors' or 'vertex', got {incisal!r}")
     if residual not in RESIDUALS:

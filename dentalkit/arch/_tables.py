@@ -7,13 +7,13 @@ everywhere.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from dentalkit.errors import InputError
+from dentalkit.errors import DentalkitWarning, Errors, InputError, check_errors
 
 #: Session key of every table (docs/data-contract.md).
 KEY: tuple[str, ...] = ("patient_id", "timestamp")
@@ -24,7 +24,6 @@ CARRIED: tuple[str, ...] = ("session_time", "endpoint", "model_version")
 #: Arch labels of the data contract.
 ARCHES: tuple[str, ...] = ("up", "lo")
 
-Errors = Literal["raise", "collect"]
 #: How point numbers order the points along the arch (see :func:`stack_points`).
 POINT_KEYS = ("auto", "fdi", "sequence")
 
@@ -44,9 +43,24 @@ def _fdi_rank(idx: np.ndarray, arch: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return np.where(right, -t, t), ok
 
 
-def check_errors_arg(errors: str) -> None:
-    if errors not in ("raise", "collect"):
-        raise InputError(f"errors must be 'raise' or 'collect', got {errors!r}")
+def check_errors_arg(errors: str, where: str = "dentalkit.arch") -> str:
+    """dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`).
+
+    In :mod:`dentalkit.arch`, ``"collect"`` and ``"warn"`` turn a bad arch into a result row
+    with a ``status`` other than ``"ok"`` and a ``reason``; ``"warn"`` also emits one
+    :class:`~dentalkit.errors.DentalkitWarning` saying how many arches that concerns.
+    """
+    return check_errors(errors, where, stacklevel=4)
+
+
+def warn_bad(what: str, n: int, first: str) -> None:
+    """The ``errors="warn"`` summary of ``n`` arches left out (first reason ``first``)."""
+    warnings.warn(
+        f"{what}: {n} arch(es) left out of the results (status other than 'ok'), e.g. "
+        f"{first}; their rows say why",
+        DentalkitWarning,
+        stacklevel=4,
+    )
 
 
 def require_columns(table: pd.DataFrame, columns: tuple[str, ...] | list[str], name: str) -> None:
@@ -181,7 +195,7 @@ def stack_points(
     numbers increase from one end of the arch to the other), or ``"auto"``
     (FDI for an arch whose numbers are all FDI teeth of that arch, else sequence).
     """
-    check_errors_arg(errors)
+    errors = check_errors_arg(errors, f"dentalkit.arch ({name})")
     if point_keys not in POINT_KEYS:
         raise InputError(f"point_keys must be one of {POINT_KEYS}, got {point_keys!r}")
     require_columns(points, [*ARCH_KEY, "x", "y"], name)
@@ -250,6 +264,9 @@ def stack_points(
             text = f"{what} at {name} row(s) {r[:10].tolist()}"
             bad[g] = text if bad[g] is None else f"{bad[g]}; {text}"
         # keep the arrays finite-or-NaN but exclude the arch from every computation
+    if errors == "warn" and any(b is not None for b in bad):
+        flagged = [b for b in bad if b is not None]
+        warn_bad(name, len(flagged), flagged[0])
     scale, unit = calibration(keys, mm_per_px)
     xy = xy * scale[:, None, None]
     at = df["_at"].to_numpy()

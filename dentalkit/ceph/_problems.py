@@ -8,21 +8,13 @@ import reprlib
 import numpy as np
 import pandas as pd
 
+from dentalkit.errors import PROBLEM_COLUMNS as _DECLARED
+
 __all__ = ["PROBLEM_COLUMNS", "problems_table"]
 
-#: Columns of the problems table (data contract ``problems`` + view, landmark, measures).
-PROBLEM_COLUMNS = [
-    "table",
-    "endpoint",
-    "patient_id",
-    "timestamp",
-    "row",
-    "path",
-    "reason",
-    "view",
-    "landmark",
-    "measures",
-]
+#: Columns of the problems table: dentalkit's one problems schema
+#: (:data:`dentalkit.errors.PROBLEM_SCHEMA`), then view, landmark, measures.
+PROBLEM_COLUMNS = [*_DECLARED, "view", "landmark", "measures"]
 
 
 def problems_table(
@@ -144,6 +136,7 @@ def problems_table(
             "row": None,
             "path": [f"{view}/{lm}" if lm else view for lm in prob["landmark"]],
             "reason": prob["reason"].to_numpy(),
+            "severity": "error",
             "view": view,
             "landmark": prob["landmark"].to_numpy(),
             "measures": prob["measures"].to_numpy(),

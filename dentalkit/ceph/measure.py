@@ -22,7 +22,13 @@ from dentalkit.ceph._engine import evaluate
 from dentalkit.ceph._frame import ORIENTATION_LANDMARKS, orient, to_array
 from dentalkit.ceph._problems import PROBLEM_COLUMNS, check_column_types, problems_table
 from dentalkit.ceph.names import name_translation
-from dentalkit.errors import DentalkitWarning, InputError
+from dentalkit.errors import (
+    DentalkitWarning,
+    InputError,
+    check_errors,
+    problems_frame,
+    warn_default_change,
+)
 from dentalkit.landmark_map import key_to_name
 
 __all__ = ["PROBLEM_COLUMNS", "SESSION_COLUMNS", "measure"]
@@ -31,7 +37,8 @@ log = logging.getLogger("dentalkit")
 
 #: Default session key columns (those present in the table are used).
 SESSION_COLUMNS = ("patient_id", "timestamp", "session_time")
-Errors = Literal["warn", "collect", "raise", "ignore"]
+#: Accepted ``errors=`` values: dentalkit's one rule, plus ``"ignore"`` (deprecated).
+Errors = Literal["raise", "collect", "warn", "ignore"]
 
 
 def measure(
@@ -43,7 +50,7 @@ def measure(
     name_map: str | Path | pd.DataFrame | None = None,
     session_cols: list[str] | None = None,
     view: str | None = None,
-    errors: Errors = "warn",
+    errors: Errors | None = None,
 ) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
     """Compute cephalometric measures for every session of a long landmarks table.
 
@@ -79,13 +86,17 @@ def measure(
     view : {"lateral", "frontal"}, optional
         Only this view. When the table has no ``view`` column, all rows are taken to
         be of this view (default ``"lateral"``).
-    errors : {"warn", "collect", "raise", "ignore"}
+    errors : {"raise", "collect", "warn"}, optional
         What to do with problems (absent or repeated landmarks, missing calibration,
-        degenerate geometry, undetermined profile direction). The affected measures
-        are always NaN, never guessed. ``"warn"`` (default) returns the table and
-        emits one :class:`~dentalkit.errors.DentalkitWarning` summarising them;
-        ``"collect"`` returns ``(table, problems)``; ``"raise"`` raises
-        :class:`~dentalkit.errors.InputError` listing them; ``"ignore"`` is silent.
+        degenerate geometry, undetermined profile direction), by dentalkit's one
+        ``errors=`` rule (:func:`dentalkit.errors.check_errors`). The affected measures
+        are always NaN, never guessed. ``"warn"`` returns the table and emits one
+        :class:`~dentalkit.errors.DentalkitWarning` summarising them; ``"collect"``
+        returns ``(table, problems)``; ``"raise"`` raises
+        :class:`~dentalkit.errors.InputError` listing them. Not given: ``"warn"``, this
+        function's default so far, plus a :class:`FutureWarning` when there are problems
+        (the package's one default, ``"raise"``, will apply). ``"ignore"`` (deprecated,
+        :class:`DeprecationWarning`) returns the table silently.
 
     Returns
     -------
@@ -94,7 +105,8 @@ def measure(
         ``measure``, ``value`` (float64), ``unit`` (``deg``, ``mm``, ``px``, ``%``),
         ``analysis`` (categoricals except ``value``), sorted by session then
         catalogue order. With ``errors="collect"`` also the problems table (columns
-        :data:`PROBLEM_COLUMNS`).
+        :data:`dentalkit.errors.PROBLEM_COLUMNS`, then ``view``, ``landmark``,
+        ``measures`` and any session columns besides the key).
 
     Notes
     -----
@@ -120,8 +132,9 @@ def measure(
     >>> out[["measure", "value", "unit"]].to_dict("list")
     {'measure': ['SNA', 'S_N'], 'value': [90.0, 7.0], 'unit': ['deg', 'mm']}
     """
-    if errors not in ("warn", "collect", "raise", "ignore"):
-        raise InputError(f"errors must be 'warn', 'collect', 'raise' or 'ignore', got {errors!r}")
+    legacy = errors is None
+    table_only = errors == "ignore"  # the deprecated value returned the table alone
+    errors = "warn" if legacy else check_errors(errors, "dentalkit.ceph.measure")
     if not isinstance(landmarks, pd.DataFrame):
         raise InputError(f"landmarks must be a pandas DataFrame, got {type(landmarks).__name__}")
     user_catalog = isinstance(measures, pd.DataFrame)
@@ -179,8 +192,11 @@ def measure(
     prob = (
         pd.concat([p for p in problems if len(p)], ignore_index=True)
         if any(len(p) for p in problems)
-        else pd.DataFrame({c: pd.Series(dtype=object) for c in PROBLEM_COLUMNS})
+        else pd.DataFrame(columns=PROBLEM_COLUMNS)
     )
+    prob = problems_frame(prob, severity="error")
+    if table_only:
+        return table
     if errors == "collect":
         return table, prob
     if len(prob) and errors == "raise":
@@ -193,6 +209,8 @@ def measure(
             f"{len(prob)} problem(s) while measuring:\n{lines}{more}\n"
             "Use errors='collect' to get them as a table and NaN for the affected measures"
         )
+    if len(prob) and legacy:
+        warn_default_change("dentalkit.ceph.measure", "warn", len(prob))
     if len(prob) and errors == "warn":
         n_ses = prob[["patient_id", "timestamp"]].drop_duplicates().shape[0]
         warnings.warn(

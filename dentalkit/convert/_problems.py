@@ -6,7 +6,6 @@ import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pandas as pd
 
 from dentalkit.convert import schemas
@@ -15,8 +14,6 @@ from dentalkit.errors import EchoMismatchWarning, InputError, ResponseFormatErro
 
 if TYPE_CHECKING:
     from dentalkit.convert._requests import Requests
-
-_STR = pd.StringDtype(na_value=np.nan)
 
 
 class Problems:
@@ -27,9 +24,8 @@ class Problems:
     """
 
     def __init__(self, errors: str) -> None:
-        if errors not in ("raise", "collect"):
-            raise InputError(f"errors must be 'raise' or 'collect', got {errors!r}")
-        self.collect = errors == "collect"
+        # errors is already checked (check_errors) by the public function
+        self.collect = errors != "raise"
         self.records: list[tuple | None] = []
         self._echo: dict[int, str] = {}  # row → first echo mismatch message
         self._notes: dict[int, list[int]] = {}  # row → positions of its notes in records
@@ -48,13 +44,28 @@ class Problems:
             self.records[k] = None
         self._echo.pop(row, None)
         for t in tables:
-            self.records.append((t, ep, pid, ts, row, err.path, f"{err.reason} (response dropped)"))
+            self.records.append(
+                (
+                    t,
+                    ep,
+                    pid,
+                    ts,
+                    row,
+                    "body",
+                    err.path,
+                    None,
+                    f"{err.reason} (response dropped)",
+                    "error",
+                )
+            )
 
     def note(self, req: Requests, i: int, table: str, path: str, reason: str) -> None:
         """Data that contradicts the spec or itself; the rows are kept."""
         ep, pid, ts, row = self._who(req, i)
         self._notes.setdefault(row, []).append(len(self.records))
-        self.records.append((table, ep, pid, ts, row, path, f"{reason} (rows kept)"))
+        self.records.append(
+            (table, ep, pid, ts, row, "body", path, None, f"{reason} (rows kept)", "warning")
+        )
 
     def echo(self, req: Requests, i: int, tables: Sequence[str], path: str, reason: str) -> None:
         """An echo that differs from the request: noted, and warned about once per call."""
@@ -69,7 +80,9 @@ class Problems:
         ep = endpoint if isinstance(endpoint, str) else None
         pid = pid if isinstance(pid, str) else None
         ts = ts if isinstance(ts, str) else None
-        self.records.append(("responses", ep, pid, ts, row, field, f"{reason} (row skipped)"))
+        self.records.append(
+            ("responses", ep, pid, ts, row, field, field, None, f"{reason} (row skipped)", "error")
+        )
 
     def frame(self, tables: Sequence[str] | None = None) -> pd.DataFrame:
         """The problems table (schema ``problems``), in the order of the responses rows."""
@@ -81,9 +94,10 @@ class Problems:
             return schemas.empty("problems")
         recs.sort(key=lambda r: r[4])  # by responses row; stable: order of discovery kept
         cols = list(zip(*recs, strict=True))
+        dtypes = schemas.pandas_dtypes("problems")
         df = pd.DataFrame(
             {
-                name: pd.array(list(col), dtype="Int64" if name == "row" else _STR)
+                name: pd.array(list(col), dtype=dtypes[name])
                 for name, col in zip(schemas.SCHEMAS["problems"].names, cols, strict=True)
             }
         )

@@ -6,7 +6,6 @@ import warnings
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
 
 import pandas as pd
 
@@ -22,10 +21,9 @@ from dentalkit.convert import (
 from dentalkit.convert._common import Problems, Requests, gc_paused, prepare
 from dentalkit.convert.schemas import TABLE_KINDS, TABLE_NAMES
 from dentalkit.endpoints import Kind
-from dentalkit.errors import DentalkitWarning, InputError
+from dentalkit.errors import DentalkitWarning, Errors, InputError, check_errors
 from dentalkit.landmark_map import load_landmark_map
 
-Errors = Literal["raise", "collect"]
 LandmarkMap = str | Path | pd.DataFrame | Mapping[str, str] | None
 
 _PARAMS_DOC = """
@@ -39,13 +37,15 @@ _PARAMS_DOC = """
         and ``options`` (the JSON of the /tle query). Rows whose ``status_code`` is
         present and not 200, or whose ``error`` is set, are fetch failures: they are
         skipped and are not problems (the fetcher lists them).
-    errors : {"raise", "collect"}
+    errors : {"raise", "collect", "warn"}
+        dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`).
         ``"raise"`` (default): a malformed body raises
         :class:`~dentalkit.errors.ResponseFormatError` naming the endpoint, patient,
         timestamp, responses row and JSON path; a bad responses row (unknown endpoint,
         null patient_id) raises :class:`~dentalkit.errors.InputError`. ``"collect"``:
         each becomes a row of the ``problems`` table and that response is dropped; the
-        others convert."""
+        others convert. ``"warn"``: as ``"collect"``, plus one
+        :class:`~dentalkit.errors.DentalkitWarning` when there are problems."""
 
 _NOTES_DOC = """
     Notes
@@ -126,9 +126,20 @@ def tables(
         if unknown:
             raise InputError(f"include: unknown table(s) {unknown}; tables are {', '.join(wanted)}")
         wanted = tuple(t for t in wanted if t in include)
+    errors = check_errors(errors, "dentalkit.convert.tables")
     out, problems = _run(responses, errors, landmark_map, wanted, tmj_phrases)
     problems.warn(stacklevel=3)
     out["problems"] = problems.frame(wanted)
+    if errors == "warn" and len(out["problems"]):
+        found = out["problems"]
+        warnings.warn(
+            f"{len(found)} problem(s) while converting "
+            f"({int((found['severity'] == 'error').sum())} left out, the rest kept), e.g. "
+            f"responses row {found['row'].iloc[0]} at {found['path'].iloc[0]}: "
+            f"{found['reason'].iloc[0]}. The 'problems' table lists them all",
+            DentalkitWarning,
+            stacklevel=2,
+        )
     return out
 
 
@@ -209,11 +220,12 @@ def _one(
     landmark_map: LandmarkMap = None,
     tmj_phrases: _tmj.PhrasesArg = None,
 ) -> pd.DataFrame:
+    errors = check_errors(errors, f"dentalkit.convert.{table}", stacklevel=4)
     out, problems = _run(responses, errors, landmark_map, (table,), tmj_phrases)
     problems.warn(stacklevel=4)
     found = problems.frame([table])
     if len(found):
-        dropped = found["reason"].str.endswith("(response dropped)").sum()
+        dropped = int((found["severity"] == "error").sum())
         warnings.warn(
             f"{len(found)} problem(s) while converting {table} ({dropped} dropped, the rest "
             f"kept), e.g. row {found['row'].iloc[0]} at {found['path'].iloc[0]}: "

@@ -50,7 +50,7 @@ import pandas as pd
 import pyarrow as pa
 
 from dentalkit.endpoints import ENDPOINTS, Kind
-from dentalkit.errors import InputError
+from dentalkit.errors import PROBLEM_SCHEMA, SEVERITIES, InputError
 
 __all__ = [
     "FDI_TOOTH_TYPES",
@@ -86,6 +86,23 @@ TABLE_KINDS: Mapping[str, Kind] = MappingProxyType(
 )
 
 _CAT = pa.dictionary(pa.int32(), pa.string())
+
+
+def _problems_schema() -> pa.Schema:
+    """:data:`dentalkit.errors.PROBLEM_SCHEMA` as an arrow schema."""
+    types = {"str": pa.string(), "Int64": pa.int64(), "category": _CAT}
+    return pa.schema(
+        [
+            _field(
+                c.name,
+                types[c.dtype],
+                c.description,
+                nullable=c.nullable,
+                cats=SEVERITIES if c.dtype == "category" else None,
+            )
+            for c in PROBLEM_SCHEMA
+        ]
+    )
 
 
 def _field(
@@ -277,23 +294,8 @@ SCHEMAS: Mapping[str, pa.Schema] = MappingProxyType(
                 ),
             ]
         ),
-        "problems": pa.schema(
-            [
-                _field("table", pa.string(), "table concerned (responses for input rows)"),
-                _field(
-                    "endpoint", pa.string(), "registry name (or the value given)", nullable=True
-                ),
-                _field("patient_id", pa.string(), "request PatientID", nullable=True),
-                _field("timestamp", pa.string(), "request TimeStamp", nullable=True),
-                _field(
-                    "row", pa.int64(), "position of the row in the responses table", nullable=True
-                ),
-                _field(
-                    "path", pa.string(), "JSON path in the body ($.Results.Later_12.x_coordinate)"
-                ),
-                _field("reason", pa.string(), "what is wrong and what happened to the rows"),
-            ]
-        ),
+        # declared once, in dentalkit.errors (one problems table for the whole package)
+        "problems": _problems_schema(),
     }
 )
 

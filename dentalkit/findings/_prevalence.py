@@ -63,7 +63,8 @@ class FindingsPrevalence(NamedTuple):
     images : DataFrame
         The analysed images used as denominators, with ``n_detections``.
     problems : DataFrame
-        Rows that could not be used (``errors="collect"``); empty otherwise.
+        Rows that could not be used (``errors="collect"`` or ``"warn"``; columns
+        :data:`dentalkit.errors.PROBLEM_COLUMNS`); empty otherwise.
     """
 
     prevalence: pd.DataFrame
@@ -118,10 +119,12 @@ def prevalence(
         (number, column, ``{source: scale}`` or keyed table).
     confidence : float
         Level of the Wilson intervals.
-    errors : {"raise", "collect"}
+    errors : {"raise", "collect", "warn"}
+        dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`).
         Bad rows (malformed boxes, detections of images not in ``images``,
-        bad counts) raise :class:`~dentalkit.errors.InputError`, or are listed
-        in ``problems`` and left out.
+        bad counts) raise :class:`~dentalkit.errors.InputError` (``"raise"``,
+        default), or are listed in ``problems`` and left out (``"collect"``; with
+        ``"warn"`` one :class:`~dentalkit.errors.DentalkitWarning` too).
 
     Returns
     -------
@@ -162,7 +165,7 @@ def prevalence(
     >>> float(res.prevalence["detections_per_image"].iloc[0])
     1.0
     """
-    check_errors_mode(errors)
+    errors = check_errors_mode(errors, "dentalkit.findings.prevalence")
     if unit not in UNITS:
         raise InputError(f"unit={unit!r} is not allowed; use one of {UNITS}")
     require_columns(

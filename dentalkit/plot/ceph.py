@@ -289,13 +289,13 @@ def _values(
     table = rows.drop(columns=["view"], errors="ignore")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DentalkitWarning)
-        out = _ceph.measure(
+        out, _ = _ceph.measure(
             table,
             measures,
             mm_per_px=mm_per_px,
             landmark_map=landmark_map,
             view=view,
-            errors="ignore",
+            errors="collect",
         )
     return {
         str(m): (float(v), str(u))

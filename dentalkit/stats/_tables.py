@@ -3,30 +3,34 @@
 Analyses never fail deep inside with a bare ``KeyError``: they check their
 input table first and report every problem at once, either as an
 :class:`~dentalkit.errors.InputError` (``errors="raise"``) or as a
-``problems`` table (``errors="collect"``) whose columns follow the data
-contract (``table, endpoint, patient_id, timestamp, row, path, reason``).
-``row`` is the 0-based position of the offending row in the input table and
-``path`` names the column.
+``problems`` table (``errors="collect"``/``"warn"``) with the package's one problems
+schema (:data:`dentalkit.errors.PROBLEM_SCHEMA`). ``row`` is the 0-based position of
+the offending row in the input table; ``field`` and ``path`` name the column.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from dentalkit.errors import InputError
+from dentalkit.errors import (
+    PROBLEM_COLUMNS,
+    DentalkitWarning,
+    InputError,
+    check_errors,
+    problems_frame,
+)
+from dentalkit.errors import empty_problems as _empty_problems
 
-PROBLEM_COLUMNS = ("table", "endpoint", "patient_id", "timestamp", "row", "path", "reason")
 SESSION_KEY = ("patient_id", "timestamp")
-ERRORS_MODES = ("raise", "collect")
 
 
-def check_errors_mode(errors: str) -> None:
-    """Refuse anything but ``"raise"`` or ``"collect"``."""
-    if errors not in ERRORS_MODES:
-        raise InputError(f"errors={errors!r} is not allowed; use 'raise' or 'collect'")
+def check_errors_mode(errors: str, where: str) -> str:
+    """:func:`dentalkit.errors.check_errors` for the public function ``where``."""
+    return check_errors(errors, where, stacklevel=4)
 
 
 def require_columns(table: pd.DataFrame, columns: Iterable[str], name: str, hint: str = "") -> None:
@@ -97,6 +101,7 @@ def problem_rows(
         reasons: list[str] | str = reason
     else:
         reasons = list(reason)
+    values = _column_values(table, path, rows) if path in table.columns else None
     out = pd.DataFrame(
         {
             "table": name,
@@ -104,17 +109,21 @@ def problem_rows(
             "patient_id": _column_values(table, "patient_id", rows),
             "timestamp": _column_values(table, "timestamp", rows),
             "row": rows.astype("int64"),
+            "field": path,
             "path": path,
+            "value": None if values is None else values.map(_show, na_action="ignore"),
             "reason": reasons,
+            "severity": "error",
         },
         columns=list(PROBLEM_COLUMNS),
     )
-    return out
+    return problems_frame(out)
 
 
-_EMPTY = pd.DataFrame(
-    {c: pd.Series(dtype="int64" if c == "row" else "object") for c in PROBLEM_COLUMNS}
-)
+def _show(value: object) -> str:
+    """A short printable rendering of an offending cell."""
+    text = value if isinstance(value, str) else str(value)  # 1.5, not np.float64(1.5)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _column_values(table: pd.DataFrame, column: str, rows: np.ndarray) -> pd.Series:
@@ -125,8 +134,8 @@ def _column_values(table: pd.DataFrame, column: str, rows: np.ndarray) -> pd.Ser
 
 
 def empty_problems() -> pd.DataFrame:
-    """A problems table with no rows and the contract's columns."""
-    return _EMPTY.copy()
+    """A problems table with no rows and the declared columns."""
+    return _empty_problems()
 
 
 def combine_problems(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
@@ -134,16 +143,28 @@ def combine_problems(parts: Sequence[pd.DataFrame]) -> pd.DataFrame:
     parts = [p for p in parts if len(p)]
     if not parts:
         return empty_problems()
-    out = pd.concat(parts, ignore_index=True)
+    out = problems_frame(pd.concat(parts, ignore_index=True))
     return out.sort_values(["row", "path"], kind="stable", ignore_index=True)
 
 
 def raise_if_problems(problems: pd.DataFrame, what: str, errors: str) -> None:
-    """In ``errors="raise"`` mode raise one :class:`InputError` listing the problems.
+    """Apply the ``errors=`` rule to a problems table.
 
-    The exception carries the whole table as ``.problems``.
+    ``"raise"``: one :class:`InputError` listing the problems (the exception carries
+    the whole table as ``.problems``); ``"warn"``: one :class:`DentalkitWarning`
+    summarising them; ``"collect"``: nothing (the caller returns the table).
     """
-    if errors != "raise" or problems.empty:
+    if problems.empty or errors == "collect":
+        return
+    if errors == "warn":
+        first = problems.iloc[0]
+        warnings.warn(
+            f"{what}: {len(problems)} problem(s) in the input, left out of the results "
+            f"(e.g. row {first['row']} column {first['path']!r}: {first['reason']}); "
+            "the problems table lists them all",
+            DentalkitWarning,
+            stacklevel=3,
+        )
         return
     lines = []
     for rec in problems.head(10).to_dict("records"):

@@ -204,7 +204,7 @@ def measure(
     mm_per_px: MmPerPx = ...,
     *,
     measures: Sequence[str] | None = ...,
-    errors: Literal["raise"] = ...,
+    errors: Literal["raise", "warn"] = ...,
 ) -> pd.DataFrame: ...
 @overload
 def measure(
@@ -238,10 +238,13 @@ def measure(
     measures : sequence of str, optional
         Subset of :data:`MEASURES` names (default: all). Widths cost most
         (a minimum rotated rectangle per tooth).
-    errors : {"raise", "collect"}
-        ``"raise"``: bad rows raise :class:`~dentalkit.errors.InputError`
+    errors : {"raise", "collect", "warn"}
+        dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`).
+        ``"raise"`` (default): bad rows raise :class:`~dentalkit.errors.InputError`
         listing them. ``"collect"``: bad rows get NaN measures and the call
-        returns ``(table, problems)``.
+        returns ``(table, problems)``. ``"warn"``: bad rows get NaN measures, one
+        :class:`~dentalkit.errors.DentalkitWarning` summarises them and the call
+        returns the table.
 
     Returns
     -------
@@ -299,7 +302,7 @@ def measure(
     >>> m["unit"].iloc[0], m["md_axis"].iloc[0]
     ('mm', 'image_x')
     """
-    check_errors_mode(errors)
+    errors = check_errors_mode(errors, "dentalkit.teeth.measure")
     require_columns(teeth, _REQUIRED, "teeth")
     names = [m.name for m in MEASURES] if measures is None else list(measures)
     unknown = [n for n in names if n not in _BY_NAME]

@@ -22,31 +22,30 @@ Encoding rules (``docs/tle.md``):
 
 from __future__ import annotations
 
-from typing import Literal
+import warnings
 
 import numpy as np
 import pandas as pd
 from pandas.api import types as ptypes
 
-from dentalkit.errors import InputError, ManifestError
+from dentalkit.errors import PROBLEM_COLUMNS as _DECLARED
+from dentalkit.errors import (
+    DentalkitWarning,
+    Errors,
+    InputError,
+    ManifestError,
+    check_errors,
+    problems_frame,
+)
 from dentalkit.tle.codebook import Codebook, Parameter, load_codebook
 
 __all__ = ["PROBLEM_COLUMNS", "decode", "encode"]
 
-#: Columns of the problems table of :func:`encode` (the data contract's ``problems`` table
-#: plus ``field``, ``param`` and ``value``).
-PROBLEM_COLUMNS = (
-    "table",
-    "endpoint",
-    "patient_id",
-    "timestamp",
-    "row",
-    "path",
-    "field",
-    "param",
-    "value",
-    "reason",
-)
+#: Columns of the problems table of :func:`encode`: dentalkit's one problems schema
+#: (:data:`dentalkit.errors.PROBLEM_SCHEMA`; ``row`` is the 0-based position in the
+#: patients table), then ``param`` (``p04``) and ``index_label`` (the row's label in the
+#: caller's index).
+PROBLEM_COLUMNS = (*_DECLARED, "param", "index_label")
 _NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 _NONFINITE = r"[+-]?(?:inf|infinity|nan)"
 _DECIMAL_COMMA = r"[+-]?[0-9]+,[0-9]+"
@@ -58,7 +57,7 @@ def encode(
     patients: pd.DataFrame,
     codebook: Codebook | str | None = None,
     *,
-    errors: Literal["raise", "collect"] = "raise",
+    errors: Errors = "raise",
 ) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
     """Validate a typed patient table and encode it as the eleven ``/tle`` strings.
 
@@ -73,10 +72,12 @@ def encode(
         is copied into the problems table.
     codebook : Codebook or path, optional
         Default: the shipped codebook (:func:`~dentalkit.tle.load_codebook`).
-    errors : {"raise", "collect"}
+    errors : {"raise", "collect", "warn"}
+        dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`).
         ``"raise"`` (default): raise :class:`~dentalkit.errors.ManifestError` listing every
         bad value when any row is invalid. ``"collect"``: return the valid rows and a
-        problems table instead.
+        problems table instead. ``"warn"``: return the valid rows and emit one
+        :class:`~dentalkit.errors.DentalkitWarning` naming the bad ones.
 
     Returns
     -------
@@ -85,8 +86,9 @@ def encode(
         the valid rows.
     problems : pandas.DataFrame
         Only with ``errors="collect"``: one row per bad value, columns
-        :data:`PROBLEM_COLUMNS` (``row`` is the patients' index label, ``field`` the
-        column, ``value`` the offending value as text, ``reason`` what is allowed).
+        :data:`PROBLEM_COLUMNS` (``row`` is the 0-based position of the patient row,
+        ``index_label`` its label, ``field`` the column, ``value`` the offending value as
+        text, ``reason`` what is allowed).
 
     Raises
     ------
@@ -115,8 +117,7 @@ def encode(
     >>> encode(pd.DataFrame([row])).iloc[0].tolist()
     ['14', 'F', '2', '1', '0', '4.3', '3.0', '0', '0', '1', '6.5']
     """
-    if errors not in ("raise", "collect"):
-        raise InputError(f"errors must be 'raise' or 'collect', got {errors!r}")
+    errors = check_errors(errors, "dentalkit.tle.encode")
     book = load_codebook(codebook)
     _check_table(patients, book)
     encoded: dict[str, pd.Series] = {}
@@ -142,6 +143,18 @@ def encode(
         if len(problem_table):
             raise ManifestError(problem_table, what="patients table")
         return table
+    if errors == "warn":
+        if len(problem_table):
+            first = problem_table.iloc[0]
+            warnings.warn(
+                f"{int(bad_rows.sum())} of {len(table)} patient row(s) left out: "
+                f"{len(problem_table)} invalid value(s), e.g. row {first['row']} "
+                f"{first['field']}={first['value']!r}: {first['reason']}. Pass "
+                "errors='collect' to get the problems table",
+                DentalkitWarning,
+                stacklevel=2,
+            )
+        return table.loc[~bad_rows]
     return table.loc[~bad_rows], problem_table
 
 
@@ -281,26 +294,27 @@ def _problem_rows(
         if "patient_id" in patients.columns
         else [pd.NA] * n
     )
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
-            "table": pd.Series(["patients"] * n, dtype="str"),
-            "endpoint": pd.Series(["tle"] * n, dtype="str"),
+            "table": "patients",
+            "endpoint": "tle",
             "patient_id": pd.Series(ids, dtype="str"),
-            "timestamp": pd.Series([pd.NA] * n, dtype="str"),
-            "row": patients.index[bad],
-            "path": pd.Series([p.column] * n, dtype="str"),
-            "field": pd.Series([p.column] * n, dtype="str"),
-            "param": pd.Series([p.param] * n, dtype="str"),
+            "row": np.flatnonzero(bad),
+            "field": p.column,
+            "path": p.column,
             "value": patients[p.column].astype("str").to_numpy()[bad],
             "reason": reasons,
+            "severity": "error",
+            "param": pd.Series([p.param] * n, dtype="str"),
+            "index_label": pd.Series(patients.index[bad], dtype=object),
         }
-    ).astype({"value": "str", "reason": "str"})
+    )
+    return problems_frame(table)
 
 
 def _empty_problems(index: pd.Index) -> pd.DataFrame:
-    table = pd.DataFrame({c: pd.Series([], dtype="str") for c in PROBLEM_COLUMNS})
-    table["row"] = pd.Series([], dtype=index.dtype)
-    return table
+    table = problems_frame(pd.DataFrame(columns=list(PROBLEM_COLUMNS)), severity="error")
+    return table.astype({"param": "str"})
 
 
 def decode(encoded: pd.DataFrame, codebook: Codebook | str | None = None) -> pd.DataFrame:
@@ -365,13 +379,21 @@ def decode(encoded: pd.DataFrame, codebook: Codebook | str | None = None) -> pd.
             problems.append(
                 pd.DataFrame(
                     {
-                        "row": encoded.index[mask],
+                        "table": "encoded",
+                        "endpoint": "tle",
+                        "row": np.flatnonzero(mask),
                         "field": p.param,
+                        "path": p.param,
                         "value": text[mask].to_numpy(),
                         "reason": f"not a code of {p.param} ({p.meaning}); expected {allowed}",
+                        "severity": "error",
+                        "param": p.param,
+                        "index_label": pd.Series(encoded.index[mask], dtype=object),
                     }
                 )
             )
     if problems:
-        raise ManifestError(pd.concat(problems, ignore_index=True), what="encoded table")
+        raise ManifestError(
+            problems_frame(pd.concat(problems, ignore_index=True)), what="encoded table"
+        )
     return pd.DataFrame(out, index=encoded.index)

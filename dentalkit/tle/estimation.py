@@ -18,7 +18,7 @@ import logging
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import orjson
@@ -28,9 +28,13 @@ from dentalkit.endpoints import get_endpoint
 from dentalkit.errors import (
     DentalkitError,
     DentalkitWarning,
+    Errors,
     InputError,
     ManifestError,
     ResponseFormatError,
+    check_errors,
+    problems_frame,
+    warn_default_change,
 )
 from dentalkit.tle.codebook import Codebook, load_codebook
 from dentalkit.tle.encoding import PROBLEM_COLUMNS, encode
@@ -64,7 +68,7 @@ Source = pd.DataFrame | Callable[..., pd.DataFrame]
 def estimate(
     patients: pd.DataFrame,
     responses: Source,
-    errors: Literal["collect", "raise"] = "collect",
+    errors: Errors | None = None,
     *,
     codebook: Codebook | str | None = None,
     timestamp: str | None = None,
@@ -88,12 +92,16 @@ def estimate(
           :func:`dentalkit.fetch_cohort` and returns the store's responses table (with the
           run's failures in ``attrs["failures"]``). Only queries the store does not answer
           yet are sent, one request per distinct query; a killed run resumes from the store.
-    errors : {"collect", "raise"}
-        ``"collect"`` (default): invalid rows are not sent and failed calls do not stop the
-        run; both leave ``app``/``estimate_length_months`` missing and are listed by
-        :func:`problems` ``(result)`` (a :class:`~dentalkit.errors.DentalkitWarning` says how
-        many). ``"raise"``: any invalid row raises :class:`~dentalkit.errors.ManifestError`
-        before anything is sent; the first failed call raises its error.
+    errors : {"raise", "collect", "warn"}, optional
+        dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`).
+        ``"collect"``: invalid rows are not sent and failed calls do not stop the run; both
+        leave ``app``/``estimate_length_months`` missing and are listed by
+        :func:`problems` ``(result)``. ``"warn"``: the same, and a
+        :class:`~dentalkit.errors.DentalkitWarning` says how many. ``"raise"``: any invalid
+        row raises :class:`~dentalkit.errors.ManifestError` before anything is sent; the
+        first failed call raises its error. Not given: ``"warn"`` (the behaviour of this
+        function's default so far), plus a :class:`FutureWarning` when there are problems
+        (the package's one default, ``"raise"``, will apply).
     codebook : Codebook or path, optional
         Default: the shipped codebook.
     timestamp : str, optional
@@ -134,15 +142,17 @@ def estimate(
     ...     fetcher = Fetcher("study-store", Client(sb.base_url, api_key=sb.api_key))
     ...     est = tle.estimate(tle.example_patients(20), fetcher)
     """
-    if errors not in ("collect", "raise"):
-        raise InputError(f"errors must be 'collect' or 'raise', got {errors!r}")
+    legacy = errors is None
+    errors = "warn" if legacy else check_errors(errors, "dentalkit.tle.estimate")
     fetch = _check_source(responses)
     book = load_codebook(codebook)
     if not isinstance(patients, pd.DataFrame):
         encode(patients, book)  # raises the InputError that explains
-    # encode by position (labels may repeat), report problems by the caller's labels
+    # encode by position (labels may repeat); problems give position and the caller's label
     encoded, problems = encode(patients.reset_index(drop=True), book, errors="collect")
-    problems["row"] = patients.index[problems["row"].to_numpy(dtype=np.int64)]
+    problems["index_label"] = pd.Series(
+        patients.index[problems["row"].to_numpy(dtype=np.int64)], dtype=object
+    )
     if errors == "raise" and len(problems):
         raise ManifestError(problems, what="patients table")
     problems = problems.assign(
@@ -158,7 +168,7 @@ def estimate(
     missing = [q for q in _queries(unique) if q not in answers]
     if fetch is not None and missing:
         manifest = _manifest(patients, encoded, set(missing), timestamp)
-        fetched = fetch(manifest, errors=errors)
+        fetched = fetch(manifest, errors="raise" if errors == "raise" else "collect")
         if not isinstance(fetched, pd.DataFrame):
             raise InputError(
                 f"the fetcher returned a {type(fetched).__name__}, not a responses table"
@@ -209,7 +219,7 @@ def estimate(
     out.attrs["problems"] = _records(problems)
     out.attrs["requests"] = len(unique)
     out.attrs.update(counts)
-    if len(problems):
+    if len(problems) and errors == "warn":
         n_rows = int(out["estimate_length_months"].isna().sum())
         warnings.warn(
             f"{n_rows} of {len(out)} patient row(s) have no estimate "
@@ -217,6 +227,8 @@ def estimate(
             DentalkitWarning,
             stacklevel=2,
         )
+    if len(problems) and legacy:
+        warn_default_change("dentalkit.tle.estimate", "warn", len(problems))
     return out
 
 
@@ -399,8 +411,8 @@ def problems(result: pd.DataFrame) -> pd.DataFrame:
     -------
     pandas.DataFrame
         One row per invalid value or failed call, columns :data:`ESTIMATE_PROBLEM_COLUMNS`
-        (``row`` is the label of the patient row in the input table); empty when there
-        were none.
+        (``row`` is the 0-based position of the patient row in the input table,
+        ``index_label`` its label); empty when there were none.
 
     Raises
     ------
@@ -416,8 +428,8 @@ def problems(result: pd.DataFrame) -> pd.DataFrame:
             "collect problems(result) before concatenating)"
         )
     table = pd.DataFrame.from_records(list(records), columns=list(ESTIMATE_PROBLEM_COLUMNS))
-    text = [c for c in ESTIMATE_PROBLEM_COLUMNS if c not in ("row", "status_code")]
-    return table.astype({**dict.fromkeys(text, "str"), "status_code": "Int16"})
+    table = problems_frame(table, severity="error")
+    return table.astype({"param": "str", "error_type": "str", "status_code": "Int16"})
 
 
 def _records(table: pd.DataFrame) -> tuple[dict[str, Any], ...]:
@@ -470,22 +482,23 @@ def _failure_problems(failed: pd.DataFrame, patients: pd.DataFrame) -> pd.DataFr
     query = failed[_PARAMS[0]].radd(f"{_PARAMS[0]}=")
     for param in _PARAMS[1:]:
         query = query + f"&{param}=" + failed[param]
-    return pd.DataFrame(
+    table = pd.DataFrame(
         {
-            "table": pd.Series(["tle"] * n, dtype="str"),
-            "endpoint": pd.Series(["tle"] * n, dtype="str"),
+            "table": "tle",
+            "endpoint": "tle",
             "patient_id": pd.Series(ids, dtype="str"),
-            "timestamp": pd.Series([pd.NA] * n, dtype="str"),
-            "row": patients.index[pos],
+            "row": pos,
             "path": pd.Series([getattr(e, "path", "$") for e in errors_], dtype="str"),
-            "field": pd.Series([pd.NA] * n, dtype="str"),
-            "param": pd.Series([pd.NA] * n, dtype="str"),
             "value": query.astype("str").to_numpy(),
             "reason": pd.Series([str(e) for e in errors_], dtype="str"),
+            "severity": "error",
+            "param": pd.Series([pd.NA] * n, dtype="str"),
+            "index_label": pd.Series(patients.index[pos], dtype=object),
             "error_type": pd.Series([_error_type(e) for e in errors_], dtype="str"),
             "status_code": pd.Series([_status(e) for e in errors_], dtype="Int16"),
         }
     )
+    return problems_frame(table)
 
 
 def _error_type(err: Exception) -> str:
@@ -504,7 +517,7 @@ def sensitivity(
     responses: Source,
     *,
     codebook: Codebook | str | None = None,
-    errors: Literal["collect", "raise"] = "raise",
+    errors: Errors = "raise",
     timestamp: str | None = SENSITIVITY_TIMESTAMP,
 ) -> pd.DataFrame:
     """Vary one factor, hold the others: predicted months per value (partial dependence).
@@ -532,11 +545,13 @@ def sensitivity(
     timestamp : str, optional
         Session label of the requests a fetcher stores (default
         :data:`SENSITIVITY_TIMESTAMP`), so that they never pose as a patient's session.
-    errors : {"raise", "collect"}
+    errors : {"raise", "collect", "warn"}
+        dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`).
         ``"raise"`` (default): an invalid value (in ``values`` or in a patient's other
         columns) or a failed call raises. ``"collect"``: those points are NaN, and a mean
         over patients at a value with any NaN is NaN too (never a mean over a different
-        subset of patients); ``attrs["problems"]`` lists them.
+        subset of patients); ``attrs["problems"]`` lists them. ``"warn"``: the same, and
+        one :class:`~dentalkit.errors.DentalkitWarning` says how many points are NaN.
 
     Returns
     -------
@@ -555,6 +570,7 @@ def sensitivity(
     ... )  # doctest: +SKIP
     >>> curve.query("curve == 'mean'").plot(x="value", y="estimate_length_months")  # doctest: +SKIP
     """
+    errors = check_errors(errors, "dentalkit.tle.sensitivity")
     book = load_codebook(codebook)
     p = book[parameter]
     table = _as_table(patient_or_patients)
@@ -570,9 +586,8 @@ def sensitivity(
         if "patient_id" in table.columns
         else table.index.astype("str").to_numpy()
     )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DentalkitWarning)  # reported once below
-        result = estimate(grid, responses, errors, codebook=book, timestamp=timestamp)
+    inner = "raise" if errors == "raise" else "collect"  # reported once below
+    result = estimate(grid, responses, inner, codebook=book, timestamp=timestamp)
     curves = pd.DataFrame(
         {
             "curve": "patient",
@@ -601,7 +616,7 @@ def sensitivity(
     out["curve"] = pd.Categorical(out["curve"], categories=["patient", "mean"])
     out = out.astype({"parameter": "str", "column": "str", "code": "str", "n_patients": "Int64"})
     out.attrs["problems"] = result.attrs["problems"]
-    if len(out.attrs["problems"]):
+    if len(out.attrs["problems"]) and errors == "warn":
         warnings.warn(
             f"{int(np.isnan(by_value).sum())} point(s) of the sensitivity curves have no "
             "estimate; see dentalkit.tle.problems(result)",

@@ -105,7 +105,7 @@ GALLERY = [
         """
         from dentalkit.demo import sandbox_patients
 
-        measures = ceph.measure(lateral, mm_per_px=0.1, errors="ignore")
+        measures, _ = ceph.measure(lateral, mm_per_px=0.1, errors="collect")
         record = sandbox_patients(patients)  # sex, birth date (a study: its patient table)
         record["sex"] = record["sex"].map({"F": "female", "M": "male"})
         z = ceph.zscores(measures, patients=record, include_unverified=True)

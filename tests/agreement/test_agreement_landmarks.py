@@ -174,10 +174,15 @@ def test_errors_policy():
         agreement.landmarks(REF, tst, errors="raise")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        res = agreement.landmarks(REF, tst, errors="collect", frame="image")
+    assert len(res.problems) == 1
+    with pytest.warns(DentalkitWarning, match="problem"):
+        agreement.landmarks(REF, tst, errors="warn", frame="image")
+    with pytest.warns(DeprecationWarning, match="use errors='collect'"):  # the old spelling
         res = agreement.landmarks(REF, tst, errors="ignore", frame="image")
     assert len(res.problems) == 1
-    with pytest.raises(InputError, match="errors must be"):
-        agreement.landmarks(REF, TEST, errors="collect")
+    with pytest.raises(InputError, match="'raise', 'collect', 'warn'"):
+        agreement.landmarks(REF, TEST, errors="silent")
 
 
 def test_nothing_pairs_is_an_error_that_says_why():

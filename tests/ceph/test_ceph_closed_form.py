@@ -16,7 +16,7 @@ R3 = math.sqrt(3.0)
 def values(points, ids, **kw):
     # an S-N axis far above every point fixes the profile direction (anterior = +x)
     points = {"S": (-100.0, 300.0), "N": (0.0, 300.0), **points}
-    out = measure(image_table(points, px_per_mm=1.0), ids, mm_per_px=1.0, errors="ignore", **kw)
+    out, _ = measure(image_table(points, px_per_mm=1.0), ids, mm_per_px=1.0, errors="collect", **kw)
     return dict(zip(out["measure"].astype(str), out["value"], strict=True))
 
 
@@ -151,7 +151,7 @@ def test_ratio_and_asymmetry_closed_form():
         "Ag_L": (50.0, -40.0),
     }
     t = image_table(front, view="frontal", px_per_mm=1.0)
-    out = measure(t, ["ramus_asymmetry"], mm_per_px=1.0, errors="ignore")
+    out, _ = measure(t, ["ramus_asymmetry"], mm_per_px=1.0, errors="collect")
     assert out["value"].item() == pytest.approx(100 * (60 - 40) / (60 + 40))
     assert out["unit"].item() == "%"
 

@@ -110,13 +110,24 @@ def test_errors_modes():
     t = image_table(LATERAL)
     t = t[t["name"] != "B"]
     with pytest.warns(DentalkitWarning, match="problem"):
+        measure(t, IDS, errors="warn")
+    # not given: the old default ("warn"), and a FutureWarning that "raise" is coming
+    with (
+        pytest.warns(FutureWarning, match="default becomes 'raise'"),
+        pytest.warns(DentalkitWarning, match="problem"),
+    ):
         measure(t, IDS)
     with pytest.raises(InputError, match="landmark 'B' absent"):
         measure(t, IDS, errors="raise")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        measure(t, IDS, errors="ignore")
-    with pytest.raises(InputError, match="errors must be"):
+        _, prob = measure(t, IDS, errors="collect")
+    assert len(prob) == 1
+    # the deprecated value still returns the table alone, silently but for the deprecation
+    with pytest.warns(DeprecationWarning, match="errors='collect'"):
+        out = measure(t, IDS, errors="ignore")
+    assert isinstance(out, pd.DataFrame)
+    with pytest.raises(InputError, match="'raise', 'collect', 'warn'"):
         measure(t, IDS, errors="sometimes")
 
 

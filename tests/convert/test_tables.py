@@ -202,14 +202,17 @@ def test_collect_mode_drops_only_the_bad_response():
     out = convert.tables(frame(*rows), errors="collect")
     assert out["classifications"]["patient_id"].tolist() == ["P0", "P1", "P2"]
     p = out["problems"]
-    assert p.iloc[0].to_dict() == {
+    assert pd.isna(p["value"].iloc[0])  # a missing field has no value to show
+    assert p.iloc[0].drop("value").to_dict() == {
         "table": "classifications",
         "endpoint": "classifier",
         "patient_id": "PX",
         "timestamp": TS,
         "row": 1,
+        "field": "body",
         "path": "$.Classification",
         "reason": "required field 'Classification' is missing (response dropped)",
+        "severity": "error",
     }
 
 
@@ -231,8 +234,8 @@ def test_per_table_functions_warn_about_problems():
 
 
 def test_argument_errors():
-    with pytest.raises(InputError, match="errors must be"):
-        convert.tables(frame(), errors="ignore")
+    with pytest.raises(InputError, match="'raise', 'collect', 'warn'"):
+        convert.tables(frame(), errors="skip")
     with pytest.raises(InputError, match="DataFrame"):
         convert.tables([{"endpoint": "tle"}])
     with pytest.raises(InputError, match=r"lacks column\(s\) \['body'\]"):

@@ -132,8 +132,11 @@ def test_bad_rows_are_named_and_collected():
         "patient_id",
         "timestamp",
         "row",
+        "field",
         "path",
+        "value",
         "reason",
+        "severity",
     ]
     assert m.loc[0, "area"] == pytest.approx(80.0)
     assert m.loc[1:, "area"].isna().all()
@@ -160,8 +163,10 @@ def test_duplicate_tooth_in_one_image():
 
 
 def test_errors_argument_checked():
-    with pytest.raises(InputError, match="errors="):
-        measure(_two_sources(), errors="ignore")
+    with pytest.raises(
+        InputError, match=r"errors='skip' is not allowed.*'raise', 'collect', 'warn'"
+    ):
+        measure(_two_sources(), errors="skip")
 
 
 def test_null_missing_flag_is_reported():

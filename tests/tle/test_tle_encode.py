@@ -291,7 +291,9 @@ def test_every_problem_reported_at_once_and_nothing_encoded_for_bad_rows():
         encode(frame)
     problems = info.value.problems
     assert len(problems) == 4
-    assert sorted(zip(problems["row"], problems["field"], strict=True)) == [
+    # row: position in the patients table; index_label: the caller's label of that row
+    assert sorted(problems["row"]) == [1, 1, 3, 4]
+    assert sorted(zip(problems["index_label"], problems["field"], strict=True)) == [
         (11, "age_years"),
         (11, "sex"),
         (13, "overjet_mm"),
@@ -301,7 +303,8 @@ def test_every_problem_reported_at_once_and_nothing_encoded_for_bad_rows():
     assert set(problems["param"]) == {"p01", "p02", "p06", "p08"}
     message = str(info.value)
     assert "4 problem(s); nothing was sent" in message
-    assert "row 11: age_years='maybe'" in message and "row 14: crossbite='7'" in message
+    assert "row 1 (index 11): age_years='maybe'" in message
+    assert "row 4 (index 14): crossbite='7'" in message
 
     enc, collected = encode(frame, errors="collect")
     assert enc.index.tolist() == [10, 12]
@@ -327,8 +330,8 @@ def test_missing_columns_and_wrong_input_type():
         encode(frame, errors="collect")
     with pytest.raises(InputError, match="must be a pandas DataFrame"):
         encode(BASE)
-    with pytest.raises(InputError, match="errors must be"):
-        encode(pd.DataFrame([BASE]), errors="ignore")
+    with pytest.raises(InputError, match="'raise', 'collect', 'warn'"):
+        encode(pd.DataFrame([BASE]), errors="skip")
 
 
 def test_extra_columns_are_ignored_and_input_is_not_modified():

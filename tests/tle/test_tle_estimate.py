@@ -150,7 +150,8 @@ def test_invalid_rows_are_not_sent(sb, client):
     assert est["estimate_length_months"].isna().tolist() == [False, True, True]
     assert est.loc["b", PARAMS].isna().all() and est.loc["a", PARAMS].notna().all()
     found = problems(est)
-    assert found["row"].tolist() == ["b", "c"]
+    assert found["row"].tolist() == [1, 2]  # positions; the caller's labels beside them
+    assert found["index_label"].tolist() == ["b", "c"]
     assert found["patient_id"].tolist() == ["PB", "PC"]
     assert set(found["error_type"]) == {"InputError"}
     assert found["status_code"].isna().all() and str(found["status_code"].dtype) == "Int16"
@@ -174,7 +175,8 @@ def test_repeated_index_labels_map_back_by_position(client):
     assert est.index.tolist() == [7, 7, 7]
     months = est["estimate_length_months"].to_numpy()
     assert months[1] > months[0] and np.isnan(months[2])
-    assert problems(est)["row"].tolist() == [7]
+    assert problems(est)["row"].tolist() == [2]
+    assert problems(est)["index_label"].tolist() == [7]
 
 
 def test_failed_calls_are_collected_or_raised(tmp_path):
@@ -260,7 +262,7 @@ def test_sensitivity_single_patient_and_bad_values(sb, client):
     assert sb.stats()["total"] == 0
     with pytest.warns(DentalkitWarning, match="2 point"):
         partial = sensitivity(
-            pd.DataFrame([BASE, BASE]), "age_years", [14, 99], client, errors="collect"
+            pd.DataFrame([BASE, BASE]), "age_years", [14, 99], client, errors="warn"
         )
     mean = partial[partial["curve"] == "mean"]
     assert mean["n_patients"].tolist() == [2, 0]
@@ -278,8 +280,8 @@ def test_sensitivity_single_patient_and_bad_values(sb, client):
 def test_argument_checks(client):
     from dentalkit.client import Client
 
-    with pytest.raises(InputError, match="errors must be"):
-        estimate(pd.DataFrame([BASE]), client, errors="ignore")
+    with pytest.raises(InputError, match="'raise', 'collect', 'warn'"):
+        estimate(pd.DataFrame([BASE]), client, errors="skip")
     with pytest.raises(InputError, match="must be a pandas DataFrame"):
         estimate([BASE], client)
     with (
