@@ -224,7 +224,7 @@ def run_demo(
     else:
         echo(
             f"treatment length: {n_estimated} of {len(estimates)} patients have an estimate "
-            f"({len(tle.problems(estimates))} problem(s), listed in tle.problems); no summary"
+            f"({len(tle.problems(estimates))} problem(s)); no summary"
         )
     analyses["tle_sensitivity"] = curves
     # The sensitivity curves carry their inputs in attrs and stay in memory (figure only).
@@ -275,19 +275,20 @@ def run_demo(
 
 
 def _markdown(table: pd.DataFrame, floatfmt: str = ".2f") -> str:
-    """A small DataFrame as a Markdown table (no extra dependency)."""
-    cols = list(table.columns)
+    """A small DataFrame as a Markdown table (:meth:`pandas.DataFrame.to_markdown`, tabulate).
 
-    def fmt(v: object) -> str:
-        if isinstance(v, float):
-            return "" if np.isnan(v) else format(v, floatfmt)
-        return str(v)
-
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += [
-        "| " + " | ".join(fmt(v) for v in row) + " |" for row in table.itertuples(index=False)
+    Missing values are blank; text columns are printed as they are (a label such as
+    ``"07"`` or ``"2.3"`` is not re-read as a number).
+    """
+    text_cols = [
+        i
+        for i, dtype in enumerate(table.dtypes)
+        if not (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype))
     ]
-    return "\n".join(lines)
+    cells = table.astype(object).where(table.notna(), None)
+    return cells.to_markdown(
+        index=False, floatfmt=floatfmt, missingval="", disable_numparse=text_cols
+    )
 
 
 def _n(values: object) -> str:
