@@ -560,8 +560,10 @@ def analyze(
     patients: Annotated[
         Path | None,
         typer.Option(
+            exists=True,
+            dir_okay=False,
             help="Patient table (CSV or Parquet): patient_id, sex and birth_date (or age); "
-            "z-scores then use the norm of each patient's sex and age."
+            "z-scores then use the norm of each patient's sex and age.",
         ),
     ] = None,
 ) -> None:

@@ -102,6 +102,7 @@ def test_tables_on_a_folder_that_is_not_a_store_is_an_error(tmp_path):
         (["sandbox", "--port", "0"], "--port"),
         (["sandbox", "--latency", "-1"], "--latency"),
         (["figures", "t", "a", "--out", "f", "--dpi", "72"], "--dpi"),
+        (["analyze", "t", "--out", "a", "--patients", "no-such-file.csv"], "--patients"),
     ],
 )
 def test_bad_option_values_are_refused_by_the_cli_framework(args, option, tmp_path):
