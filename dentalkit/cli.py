@@ -703,7 +703,10 @@ def export(
                 )
                 raise typer.Exit(2)
             tables = io.pseudonymize(tables, secret)
-        written = io.export(tables, out)
+        from dentalkit._progress import Stage
+
+        with Stage("export", _err, f"writing {len(tables)} tables as CSV with their dictionary"):
+            written = io.export(tables, out)
     except (DentalkitError, FileNotFoundError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
