@@ -168,8 +168,8 @@ def fetch(
     configuration or manifest error; 3 when the service rejected the API key (401: the run
     stops at the first one); 4 when the service could not be reached (the run stops when
     no request got through). Each failure is named in one line on the terminal.
-    OUT/failures.parquet and OUT/manifest-problems.csv appear only when there are failures
-    or bad rows.
+    OUT/failures.parquet appears at the first failed request, OUT/manifest-problems.csv
+    only when some manifest rows are bad.
     """
     from dentalkit.client import Client
     from dentalkit.cohort import fetch_cohort
