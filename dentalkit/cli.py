@@ -474,7 +474,7 @@ def tables(
     Writes every table of the data contract plus problems.parquet; malformed responses are
     listed there (--errors collect) or stop the run with the JSON path at fault (--errors
     raise). Exit status 0 when done, 1 when there are problems, 2 when STORE is not a
-    store written by dentalkit fetch or cannot be read.
+    store written by dentalkit fetch, holds no responses yet or cannot be read.
     """
     from dentalkit import convert, io
     from dentalkit._progress import Stage
@@ -483,6 +483,11 @@ def tables(
 
     try:
         responses = read_responses(store)
+        if not len(responses):
+            raise _fail(
+                f"the store {store} holds no responses yet (nothing was fetched into it): "
+                f"run `dentalkit fetch MANIFEST --out {store}` first; nothing was written"
+            )
         with Stage("tables", _err, f"converting {len(responses):,} responses from {store}") as st:
             result = convert.tables(responses, errors=errors.value)
             st.result = f"{len(result)} tables, {len(result['problems'])} problem(s)"

@@ -83,6 +83,20 @@ def test_figures_that_draw_nothing_exit_1(tmp_path):
     assert "no figure could be drawn" in out and "wrote 0" not in out
 
 
+def test_tables_on_a_store_without_responses_is_an_error(tmp_path, monkeypatch):
+    # every manifest row is bad: the store exists but nothing was ever fetched into it
+    monkeypatch.setenv("DENTALKIT_API_KEY", "not-sent-anywhere")
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("patient_id,timestamp,image_url\nP1,,http://x.example/a.png\n")
+    base = ["--base-url", "http://127.0.0.1:9/api/v2", "--no-progress", "--cache", "memory"]
+    store = tmp_path / "store"
+    args = ["fetch", str(manifest), "--out", str(store), "--endpoint", "tle", *base]
+    assert _run(args)[0] == 1
+    code, out = _run(["tables", str(store), "--out", str(tmp_path / "t")])
+    assert code == 2 and "holds no responses yet" in out and "dentalkit fetch" in out
+    assert not (tmp_path / "t").exists() and "wrote" not in out
+
+
 def test_tables_on_a_folder_that_is_not_a_store_is_an_error(tmp_path):
     (tmp_path / "notastore").mkdir()
     (tmp_path / "notastore" / "landmarks.parquet").write_bytes(b"")
