@@ -77,7 +77,9 @@ def _problem_line(rec: dict, what: str) -> str:
         )
 
     row = rec.get("row")
-    parts = [f"row {int(row)}" if given(row) else f"the {what} as a whole"]
+    if isinstance(row, float) and row.is_integer():
+        row = int(row)  # a row number read back from a float column
+    parts = [f"row {row}" if given(row) else f"the {what} as a whole"]
     field, value = rec.get("field"), rec.get("value")
     if given(field):
         parts.append(f"{field}={str(value)!r}" if given(value) else str(field))
