@@ -246,10 +246,20 @@ def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None 
     has_ep_col = "endpoint" in cols
     if has_ep_col and endpoints is not None:
         structural.append(
-            ("endpoint", "both an endpoint column and endpoints= were given; use one")
+            (
+                "endpoint",
+                "both an endpoint column and an endpoint for every row (--endpoint, or "
+                "endpoints in Python) were given; use one",
+            )
         )
     if not has_ep_col and endpoints is None:
-        structural.append(("endpoint", "no endpoint column and no endpoints= argument"))
+        structural.append(
+            (
+                "endpoint",
+                "no endpoint column and no endpoint for every row: add an endpoint column or "
+                "give one (--endpoint, or endpoints in Python)",
+            )
+        )
     for c in ("patient_id", "timestamp"):
         if c not in cols:
             structural.append((c, "missing column"))

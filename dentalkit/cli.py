@@ -8,8 +8,10 @@ study on the embedded sandbox.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -22,13 +24,39 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,  # never print locals: they could hold a key
 )
 
+#: Exit status of the study commands (``tables``, ``analyze``, ``figures``, ``export``,
+#: ``verify``, ``contract``): 0 done; 1 done, but something is missing (problems, damaged
+#: files, nothing to analyse or draw); 2 the command could not run (a wrong or empty
+#: folder, a bad option: click's usage errors are 2 as well). ``fetch`` adds 3 and 4.
+EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE = 0, 1, 2
+
+
+class ErrorsMode(StrEnum):
+    """What to do with a bad manifest row, a failed request or a malformed response."""
+
+    collect = "collect"
+    raise_ = "raise"
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
+    """Print ``error: message`` on stderr; return the Exit to raise (``raise _fail(...)``)."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _err(line: str) -> None:
+    """Progress lines go to stderr, so that stdout holds only the results."""
+    typer.echo(line, err=True)
+
 
 @app.command()
 def sandbox(
     host: Annotated[str, typer.Option(help="Loopback address to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8765,
     noise: Annotated[bool, typer.Option(help="Add the simulator's measurement noise.")] = True,
-    latency: Annotated[float, typer.Option(help="Seconds of simulated latency per request.")] = 0.0,
+    latency: Annotated[
+        float, typer.Option(min=0.0, help="Seconds of simulated latency per request.")
+    ] = 0.0,
     drift: Annotated[
         list[str] | None,
         typer.Option(
@@ -77,9 +105,9 @@ def openapi(
 ) -> None:
     """Print the OpenAPI 3.1 document generated from the endpoint registry.
 
-    Usable as it is: ``servers`` holds the given URL or a ``base_url`` variable, and the
+    Usable as it is: its servers entry holds the given URL or a base_url variable, and the
     request constraints (non-empty identifiers, an http(s) ImageName, the /tle codes) are
-    those the sandbox enforces, so e.g. ``schemathesis run`` against the sandbox passes its
+    those the sandbox enforces, so that e.g. schemathesis run against the sandbox passes its
     positive-data check.
     """
     from dentalkit.openapi import openapi_document
@@ -98,7 +126,10 @@ def fetch(
         Path, typer.Argument(help="CSV or Parquet manifest (patient_id, timestamp, image_url …).")
     ],
     out: Annotated[
-        Path, typer.Option(help="Store folder (responses/*.parquet, failures.parquet).")
+        Path,
+        typer.Option(
+            help="Store folder: the responses go there, and the failures when there are any."
+        ),
     ],
     endpoint: Annotated[
         list[str] | None,
@@ -117,14 +148,16 @@ def fetch(
         ),
     ] = None,
     workers: Annotated[
-        int | None, typer.Option(help="Concurrent requests (default: settings).")
+        int | None,
+        typer.Option(min=1, max=64, help="Concurrent requests, 1 to 64 (default: settings)."),
     ] = None,
     retry_failed: Annotated[
         bool, typer.Option(help="Retry only the requests that failed before.")
     ] = False,
     errors: Annotated[
-        str, typer.Option(help="'collect' bad rows and failures, or 'raise' at the first.")
-    ] = "collect",
+        ErrorsMode,
+        typer.Option(help="Collect bad rows and failures, or stop (raise) at the first one."),
+    ] = ErrorsMode.collect,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
     """Fetch a cohort into OUT: cached, concurrent, resumable (rerun the same command to resume).
@@ -135,6 +168,8 @@ def fetch(
     configuration or manifest error; 3 when the service rejected the API key (401: the run
     stops at the first one); 4 when the service could not be reached (the run stops when
     no request got through). Each failure is named in one line on the terminal.
+    OUT/failures.parquet appears at the first failed request, OUT/manifest-problems.csv
+    only when some manifest rows are bad.
     """
     from dentalkit.client import Client
     from dentalkit.cohort import fetch_cohort
@@ -159,7 +194,7 @@ def fetch(
             client=client,
             max_workers=workers,
             progress=progress,
-            errors=errors,  # type: ignore[arg-type]
+            errors=errors.value,  # type: ignore[arg-type]
             retry_failed=retry_failed,
         )
     except (ConfigurationError, InputError, StoreLockedError, DamagedFileError) as exc:
@@ -275,7 +310,7 @@ def first_contact(
     Prints what it will cost (requests not yet in OUT) and asks before sending (--yes skips
     the question). The answers are stored in OUT like any fetch, and OUT/contract.md lists,
     per endpoint, how the service's answers differ from the registry. Exit status as for
-    ``dentalkit fetch`` (0 sent or nothing to send, 1 some failed, 2 configuration or
+    dentalkit fetch (0 sent or nothing to send, 1 some failed, 2 configuration or
     manifest error, 3 key rejected, 4 service unreachable); 0 when you answer no.
     """
     from dentalkit.client import Client
@@ -351,9 +386,9 @@ def contract(
     """Report what the service sent against the endpoint registry, per endpoint.
 
     Versions, fields missing / extra / of another type, unknown labels, unrecognised TMJ
-    sentences, TimeStamp formats, output-link hosts and lifetimes (see
-    ``dentalkit.contract``). Writes OUT/contract.md and OUT/contract.parquet. Exit status
-    0 (also when differences were found: they are listed), 2 when the store cannot be read.
+    sentences, TimeStamp formats, output-link hosts and lifetimes (docs/real-service.md).
+    Writes OUT/contract.md and OUT/contract.parquet. Exit status 0 (also when differences
+    were found: they are listed), 2 when the store cannot be read.
     """
     from dentalkit.contract import contract_report, write_contract
     from dentalkit.errors import DentalkitError
@@ -429,29 +464,40 @@ def tables(
         Path, typer.Option(help="Folder for the tables (Parquet; teeth as GeoParquet).")
     ],
     errors: Annotated[
-        str, typer.Option(help="'collect' malformed responses into problems, or 'raise'.")
-    ] = "collect",
+        ErrorsMode,
+        typer.Option(
+            help="Collect malformed responses into problems.parquet, or stop (raise) at the "
+            "first one."
+        ),
+    ] = ErrorsMode.collect,
 ) -> None:
     """Convert stored responses into tidy tables (one Parquet file per table).
 
     Writes every table of the data contract plus problems.parquet; malformed responses are
-    listed there (errors=collect) or stop the run with the JSON path at fault (errors=raise).
-    Exit status 1 when there are problems, 2 when the store cannot be read.
+    listed there (--errors collect) or stop the run with the JSON path at fault (--errors
+    raise). Exit status 0 when done, 1 when there are problems, 2 when STORE is not a
+    store written by dentalkit fetch, holds no responses yet or cannot be read.
     """
     from dentalkit import convert, io
+    from dentalkit._progress import Stage
     from dentalkit.errors import DentalkitError
     from dentalkit.store import read_responses
 
-    if errors not in ("collect", "raise"):
-        typer.echo("error: --errors must be 'collect' or 'raise'", err=True)
-        raise typer.Exit(2)
     try:
         responses = read_responses(store)
-        result = convert.tables(responses, errors=errors)
+        if not len(responses):
+            raise _fail(
+                f"the store {store} holds no responses yet (nothing was fetched into it): "
+                f"run `dentalkit fetch MANIFEST --out {store}` first; nothing was written"
+            )
+        with Stage("tables", _err, f"converting {len(responses):,} responses from {store}") as st:
+            result = convert.tables(responses, errors=errors.value)
+            st.result = f"{len(result)} tables, {len(result['problems'])} problem(s)"
     except DentalkitError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    io.write_tables(result, out)
+        raise _fail(str(exc)) from None
+    with Stage("tables", _err, f"writing {len(result)} Parquet files to {out}") as st:
+        st.result = "written"
+        io.write_tables(result, out)
     _echo_counts(result, f"tables to {out}")
     if len(result["problems"]):
         typer.echo(f"{len(result['problems'])} problem(s): see {out / 'problems.parquet'}")
@@ -488,6 +534,21 @@ def _calibration(pairs: list[str] | None) -> dict[str, float]:
     return cal
 
 
+def _read_tables_or_fail(folder: Path) -> dict:
+    """The contract tables of ``folder`` (written by ``dentalkit tables``), or exit 2."""
+    from dentalkit import io
+
+    if not folder.is_dir():
+        raise _fail(f"{folder} is not a folder; run `dentalkit tables STORE --out {folder}` first")
+    tables = io.read_tables(folder)
+    if not tables:
+        raise _fail(
+            f"{folder} holds no tables written by dentalkit tables (no landmarks.parquet, "
+            f"teeth.parquet, …): run `dentalkit tables STORE --out {folder}` first"
+        )
+    return tables
+
+
 MM_PER_PX_HELP = (
     "Calibration ENDPOINT=MM_PER_PX (repeatable, e.g. ceph_lateral_points=0.1); "
     "endpoints without one stay in pixels."
@@ -506,26 +567,31 @@ def analyze(
     patients: Annotated[
         Path | None,
         typer.Option(
+            exists=True,
+            dir_okay=False,
             help="Patient table (CSV or Parquet): patient_id, sex and birth_date (or age); "
-            "z-scores then use the norm of each patient's sex and age."
+            "z-scores then use the norm of each patient's sex and age.",
         ),
     ] = None,
 ) -> None:
     """Run every cohort analysis the tables allow (ceph, arch, teeth, findings).
 
-    Writes one Parquet file per analysis table (see ``dentalkit.pipeline.analyze``).
-    Millimetres only with --mm-per-px; nothing is guessed. Without --patients, norms given
-    by sex or age give no z-score (the ``norm_note`` column says why).
+    Writes one Parquet file per analysis table (docs/columns.md lists them). Millimetres
+    only with --mm-per-px; nothing is guessed. Without --patients, norms given by sex or
+    age give no z-score (the norm_note column says why). Exit status 0 when done, 1 when
+    the tables allow no analysis (they have no rows), 2 when TABLES_DIR holds no tables
+    written by dentalkit tables or an input cannot be read.
     """
     import pandas as pd
 
-    from dentalkit import io, pipeline
+    from dentalkit import pipeline
+    from dentalkit._progress import Stage
     from dentalkit.errors import DentalkitError
     from dentalkit.store import read_responses
 
     cal = _calibration(mm_per_px)
     try:
-        tables = io.read_tables(tables_dir)
+        tables = _read_tables_or_fail(tables_dir)
         responses = read_responses(store) if store is not None else None
         record = None
         if patients is not None:
@@ -534,10 +600,16 @@ def analyze(
                 if patients.suffix == ".parquet"
                 else pd.read_csv(patients, dtype={"patient_id": str})
             )
-        analyses = pipeline.analyze(tables, cal or None, responses=responses, patients=record)
+        with Stage("analyses", _err, "ceph, arch, teeth, findings") as step:
+            analyses = pipeline.analyze(tables, cal or None, responses=responses, patients=record)
+            step.result = f"{len(analyses)} analysis tables"
     except (DentalkitError, FileNotFoundError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise _fail(str(exc)) from None
+    if not analyses:
+        raise _fail(
+            f"the tables in {tables_dir} have no rows to analyse; nothing was written",
+            EXIT_INCOMPLETE,
+        )
     pipeline.write_analyses(analyses, out)
     _echo_counts(analyses, f"analysis tables to {out}")
 
@@ -551,21 +623,43 @@ def figures(
     dpi: Annotated[
         int, typer.Option(min=300, max=1200, help="Resolution of the PNGs (and PDF images).")
     ] = 600,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
-    """Draw the standard figure set (85 mm single column, PDF + PNG) on blank canvases."""
-    from dentalkit import io, pipeline
+    """Draw the standard figure set (85 mm single column, PDF + PNG) on blank canvases.
+
+    Exit status 0 when done, 1 when no figure could be drawn (the tables and analyses
+    have no rows to show), 2 when TABLES_DIR holds no tables written by dentalkit tables
+    or ANALYSES_DIR no tables written by dentalkit analyze.
+    """
+    from dentalkit import pipeline
+    from dentalkit._progress import Stage
     from dentalkit.errors import DentalkitError
 
     cal = _calibration(mm_per_px)
     try:
-        tables = io.read_tables(tables_dir)
+        tables = _read_tables_or_fail(tables_dir)
+        if not analyses_dir.is_dir():
+            raise _fail(f"{analyses_dir} is not a folder; run dentalkit analyze first")
         analyses = pipeline.read_analyses(analyses_dir)
     except (DentalkitError, FileNotFoundError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    written = pipeline.make_figures(tables, analyses, out, mm_per_px=cal or None, dpi=dpi)
+        raise _fail(str(exc)) from None
+    if not analyses:
+        raise _fail(
+            f"{analyses_dir} holds no analysis tables (no .parquet file): run "
+            f"`dentalkit analyze {tables_dir} --out {analyses_dir}` first"
+        )
+    with Stage("figures", _err, f"drawing PDF and PNG at {dpi} dpi") as step:
+        written = pipeline.make_figures(
+            tables, analyses, out, mm_per_px=cal or None, dpi=dpi, progress=progress
+        )
+        step.result = f"{len(written)} drawn"
     for name, paths in written.items():
         typer.echo(f"{name:28s} " + " ".join(p.name for p in paths))
+    if not written:
+        raise _fail(
+            f"no figure could be drawn from {tables_dir} and {analyses_dir} (no rows to show)",
+            EXIT_INCOMPLETE,
+        )
     typer.echo(f"wrote {len(written)} figures to {out}")
 
 
@@ -616,7 +710,10 @@ def export(
                 )
                 raise typer.Exit(2)
             tables = io.pseudonymize(tables, secret)
-        written = io.export(tables, out)
+        from dentalkit._progress import Stage
+
+        with Stage("export", _err, f"writing {len(tables)} tables as CSV with their dictionary"):
+            written = io.export(tables, out)
     except (DentalkitError, FileNotFoundError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -625,10 +722,19 @@ def export(
 
 @app.command()
 def demo(
-    patients: Annotated[int, typer.Option(help="Synthetic patients (two sessions each).")] = 50,
+    patients: Annotated[
+        int, typer.Option(min=1, max=100_000, help="Synthetic patients (two sessions each).")
+    ] = 50,
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("dentalkit-demo"),
-    port: Annotated[int, typer.Option(help="Loopback port of the embedded sandbox.")] = 8766,
-    progress: Annotated[bool, typer.Option(help="Show the fetch progress bar.")] = True,
+    port: Annotated[
+        int,
+        typer.Option(
+            min=0, max=65535, help="Loopback port of the embedded sandbox (0 picks a free one)."
+        ),
+    ] = 8766,
+    progress: Annotated[
+        bool, typer.Option(help="Show the progress bars (fetch and figures).")
+    ] = True,
     dpi: Annotated[
         int, typer.Option(min=300, max=1200, help="Figure resolution (PNG, images in PDFs).")
     ] = 600,
@@ -668,6 +774,20 @@ def demo(
     except ConfigurationError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+
+
+def _help_as_sentences(typer_app: typer.Typer) -> None:
+    """Command help as the terminal shows it: each paragraph one flowing text.
+
+    The docstrings keep their source line breaks; the terminal re-wraps each paragraph to
+    its width instead of breaking sentences where the source did.
+    """
+    for info in typer_app.registered_commands:
+        doc = info.help or inspect.getdoc(info.callback) or ""
+        info.help = "\n\n".join(" ".join(p.split()) for p in doc.split("\n\n"))
+
+
+_help_as_sentences(app)
 
 
 def main() -> None:

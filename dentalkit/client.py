@@ -235,8 +235,9 @@ max_response_bytes
         key = api_key if api_key is not None else os.environ.get(settings.api_key_env)
         if not key:
             raise ConfigurationError(
-                f"no API key: set the {settings.api_key_env} environment variable or pass "
-                "Client(api_key=...). The local sandbox accepts dentalkit.sandbox.SANDBOX_API_KEY"
+                f"no API key: set the {settings.api_key_env} environment variable (from Python "
+                "you may give the key to the client instead); for the local sandbox use the "
+                "sandbox key that `dentalkit sandbox` prints"
             )
         t = settings.timeout if timeout is None else timeout
         if isinstance(t, int | float):

@@ -133,15 +133,15 @@ class FetchReport:
             f"{self.failed} failed"
         )
         if self.skipped_failed:
-            text += f", {self.skipped_failed} failed earlier (retry_failed=True retries them)"
+            text += f", {self.skipped_failed} failed earlier and not retried"
         if len(self.problems):
-            text += f"; {len(self.problems)} manifest problem(s) (see .problems)"
+            text += f"; {len(self.problems)} bad manifest row(s) skipped"
         if self.stopped:
             unsent = self.sent - self.stored - self.failed
             text += f"; stopped early ({_STOPPED[self.stopped]}), {unsent} not sent"
         if len(self.quarantined):
             text += (
-                f"; {len(self.quarantined)} damaged file(s) moved aside (see .quarantined), "
+                f"; {len(self.quarantined)} damaged file(s) moved aside, "
                 f"{self.recovered} of their rows stored again"
             )
         return text + f" [{self.seconds:.1f} s]"

@@ -151,6 +151,7 @@ def run_demo(
         Paths of the outputs.
     """
     from dentalkit import convert, io, pipeline, tle
+    from dentalkit._progress import Stage
     from dentalkit.client import Client
     from dentalkit.cohort import Fetcher, fetch_cohort
     from dentalkit.errors import ConfigurationError
@@ -182,6 +183,7 @@ def run_demo(
                 manifest, out=out, client=client, progress=progress, errors="collect"
             )
             echo(f"fetch: {report.summary()}")
+            step = Stage("treatment length", echo, "estimates and the crowding sensitivity curves")
             # the /tle rows of the manifest are in the store: nothing is sent again
             estimates = tle.estimate(typed, report.responses(), errors="collect")
             curves = tle.sensitivity(
@@ -191,26 +193,28 @@ def run_demo(
                 Fetcher(out / "tle-sensitivity", client),
                 errors="collect",  # a failed or malformed answer is a missing point, listed
             )
+            step.done(f"{len(estimates)} patients, {len(curves)} sensitivity points")
         finally:
             client.close()
     responses = report.responses()
+    step = Stage("tables", echo, f"converting {len(responses)} responses")
     tables = convert.tables(responses, errors="collect")
     io.write_tables(tables, out / "tables")
+    step.done(
+        ", ".join(f"{name} {len(t)}" for name, t in tables.items() if name != "problems")
+        + f"; problems {len(tables['problems'])} (in {out / 'tables'})"
+    )
     from dentalkit.contract import contract_report, write_contract
 
     contract = contract_report(responses)
     write_contract(contract, out)
     n_drift = int((contract["verdict"] == "drift").sum())
     echo(f"contract: {n_drift} difference(s) from the registry; see {out / 'contract.md'}")
-    echo(
-        "tables: "
-        + ", ".join(f"{name} {len(t)}" for name, t in tables.items() if name != "problems")
-        + f"; problems {len(tables['problems'])}"
-    )
 
     # Sex and birth date of each patient: the sandbox's patient record (the anatomy was
     # simulated for them); a real study joins its own patient table here.
     record = sandbox_patients(typed["patient_id"].astype(str), SESSIONS[0])
+    step = Stage("analyses", echo, "ceph, arch, teeth, findings, treatment length")
     analyses = pipeline.analyze(tables, cal, responses=responses, patients=record)
     # Treatment length: the typed table, the estimates and simulated observed durations
     # (estimate + a documented Gaussian error, sd 4 months, seed 0) to show calibration.
@@ -226,12 +230,13 @@ def run_demo(
     else:
         echo(
             f"treatment length: {n_estimated} of {len(estimates)} patients have an estimate "
-            f"({len(tle.problems(estimates))} problem(s), listed in tle.problems); no summary"
+            f"({len(tle.problems(estimates))} problem(s)); no summary"
         )
     analyses["tle_sensitivity"] = curves
     # The sensitivity curves carry their inputs in attrs and stay in memory (figure only).
     stored = {k: v for k, v in analyses.items() if k != "tle_sensitivity"}
     pipeline.write_analyses(stored, out / "analyses")
+    step.done(f"{len(stored)} tables in {out / 'analyses'}")
 
     from dentalkit import plot
 
@@ -240,6 +245,7 @@ def run_demo(
         "tle_sensitivity_crowding": lambda ax: plot.tle_sensitivity(curves, ax=ax),
         "tle_bland_altman": lambda ax: plot.tle_bland_altman(estimates, "observed_months", ax=ax),
     }
+    step = Stage("figures", echo, f"drawing PDF and PNG at {dpi} dpi")
     figures = pipeline.make_figures(
         tables,
         analyses,
@@ -248,7 +254,10 @@ def run_demo(
         image_for=lambda kind, pid, ts: input_image(f"{kind}/{pid}/{ts[:10]}.png"),
         extra=extra,
         dpi=dpi,
+        progress=progress,
     )
+    step.done(f"{len(figures)} in {out / 'figures'} (PDF and PNG, 85 mm wide, {dpi} dpi)")
+    step = Stage("report", echo, "writing report.md")
     report_path = pipeline.write_report(
         out / "report.md",
         title="dentalkit demo study (synthetic cohort)",
@@ -261,11 +270,8 @@ def run_demo(
         sections=_sections(tables, analyses, contract),
         figures=figures,
     )
-    elapsed = time.perf_counter() - t0
-    echo(f"analyses: {len(stored)} tables in {out / 'analyses'}")
-    echo(f"figures: {len(figures)} in {out / 'figures'} (PDF and PNG, 85 mm wide, {dpi} dpi)")
-    echo(f"report: {report_path}")
-    echo(f"done in {elapsed:.0f} s")
+    step.done(str(report_path))
+    echo(f"done in {time.perf_counter() - t0:.0f} s")
     return {
         "store": out,
         "tables": out / "tables",
@@ -277,19 +283,20 @@ def run_demo(
 
 
 def _markdown(table: pd.DataFrame, floatfmt: str = ".2f") -> str:
-    """A small DataFrame as a Markdown table (no extra dependency)."""
-    cols = list(table.columns)
+    """A small DataFrame as a Markdown table (:meth:`pandas.DataFrame.to_markdown`, tabulate).
 
-    def fmt(v: object) -> str:
-        if isinstance(v, float):
-            return "" if np.isnan(v) else format(v, floatfmt)
-        return str(v)
-
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += [
-        "| " + " | ".join(fmt(v) for v in row) + " |" for row in table.itertuples(index=False)
+    Missing values are blank; text columns are printed as they are (a label such as
+    ``"07"`` or ``"2.3"`` is not re-read as a number).
+    """
+    text_cols = [
+        i
+        for i, dtype in enumerate(table.dtypes)
+        if not (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype))
     ]
-    return "\n".join(lines)
+    cells = table.astype(object).where(table.notna(), None)
+    return cells.to_markdown(
+        index=False, floatfmt=floatfmt, missingval="", disable_numparse=text_cols
+    )
 
 
 def _n(values: object) -> str:

@@ -99,6 +99,26 @@ class InputError(DentalkitError, ValueError):
     """An argument, a table row or a field a caller supplied is invalid."""
 
 
+def _problem_line(rec: dict, what: str) -> str:
+    """``row 3: timestamp='2024-13-01': not a date`` (never a Python ``None``)."""
+
+    def given(v: Any) -> bool:
+        return (
+            v is not None and not (isinstance(v, float) and v != v) and str(v) not in ("", "<NA>")
+        )
+
+    row, label = rec.get("row"), rec.get("index_label")
+    if isinstance(row, float) and row.is_integer():
+        row = int(row)  # a row number read back from a float column
+    if given(label) and not (given(row) and label == row):  # the caller's index label
+        row = f"{row} (index {label!r})"
+    parts = [f"row {row}" if given(row) else f"the {what} as a whole"]
+    field, value = rec.get("field"), rec.get("value")
+    if given(field):
+        parts.append(f"{field}={str(value)!r}" if given(value) else str(field))
+    return ": ".join([*parts, str(rec.get("reason"))])
+
+
 class ManifestError(InputError):
     """The manifest has bad rows; ``problems`` lists every one of them.
 
@@ -112,27 +132,13 @@ class ManifestError(InputError):
     def __init__(self, problems: Any, what: str = "manifest") -> None:
         self.problems = problems
         n = len(problems)
-        lines = []
-        for rec in problems.head(10).to_dict("records"):
-            row, label = rec.get("row"), rec.get("index_label")
-            if _present(label) and not (_present(row) and label == row):  # the caller's label
-                row = f"{row} (index {label!r})"
-            where = f"row {row}" if _present(row) else "whole table"
-            lines.append(f"  {where}: {rec.get('field')}={rec.get('value')!r}: {rec.get('reason')}")
-        more = f"\n  … and {n - 10} more (see the .problems table)" if n > 10 else ""
+        lines = [f"  {_problem_line(rec, what)}" for rec in problems.head(10).to_dict("records")]
+        more = f"\n  … and {n - 10} more (all are in the problems table)" if n > 10 else ""
         super().__init__(
             f"{what} has {n} problem(s); nothing was sent. Fix these rows:\n"
             + "\n".join(lines)
             + more
         )
-
-
-def _present(value: Any) -> bool:
-    """Whether a cell holds a value (not None, NaN, NA or NaT)."""
-    import pandas as pd
-
-    missing = pd.isna(value)
-    return not (isinstance(missing, bool) and missing)
 
 
 class ApiError(DentalkitError):

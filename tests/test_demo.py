@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 
 import pandas as pd
@@ -28,6 +29,18 @@ def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
     assert "runs no AI model" in first.output
+    # each stage says when it starts and, as soon as it ends, what it made and how long it
+    # took (issue 23: no silence between the fetch and the end of the run)
+    lines = first.output.splitlines()
+    order = []
+    for name in ("treatment length", "tables", "analyses", "figures", "report"):
+        start = next(i for i, line in enumerate(lines) if line.startswith(f"{name}: "))
+        assert lines[start].endswith(" …"), lines[start]
+        end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith(f"{name}: "))
+        assert re.search(r"\[\d+\.\d s\]$", lines[end]), lines[end]
+        order += [start, end]
+    assert order == sorted(order)  # one after the other, each finished before the next
+    assert re.match(r"analyses: \d+ tables in ", lines[order[5]]), lines[order[5]]
 
     responses = read_responses(out)
     # 3 patients x 2 sessions x 12 image endpoints, plus one /tle per patient.
@@ -79,6 +92,7 @@ def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp
     step = CliRunner().invoke(app, ["tables", str(out), "--out", str(cli_out / "tables")])
     assert step.exit_code == 0, step.output
     assert f"{len(tables['landmarks']):9d} rows" in step.output
+    assert f"tables: converting {len(responses):,} responses from {out} …" in step.output
     again_tables = io.read_tables(cli_out / "tables")
     assert again_tables.keys() == tables.keys()
     for name, table in tables.items():
@@ -121,6 +135,7 @@ def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp
         ],
     )
     assert step.exit_code == 0, step.output
+    assert re.search(r"figures: \d+ drawn \[\d+\.\d s\]", step.output)
     assert (cli_out / "fig" / "arch_forms.pdf").stat().st_size > 1000
     from PIL import Image
 
@@ -178,3 +193,21 @@ def test_a_bad_calibration_option_names_the_fix(tmp_path):
     )
     assert result.exit_code == 2
     assert "ENDPOINT=VALUE" in result.output
+
+
+def test_report_tables_come_from_to_markdown_and_keep_labels_as_text():
+    from dentalkit.demo import _markdown
+
+    table = pd.DataFrame(
+        {
+            "label": ["07", "2.3"],  # text that looks like a number stays as written
+            "n": [3, 12],
+            "mean": [1.23456, float("nan")],  # missing: blank, not "nan"
+        }
+    )
+    assert _markdown(table).splitlines() == [
+        "| label   |   n |   mean |",
+        "|:--------|----:|-------:|",
+        "| 07      |   3 |   1.23 |",
+        "| 2.3     |  12 |        |",
+    ]

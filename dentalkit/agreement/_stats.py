@@ -3,8 +3,10 @@
 Hand-written here only what no maintained package returns as numbers:
 
 - Bland–Altman bias, limits of agreement (LoA) and their confidence intervals
-  (Bland & Altman 1986, *Lancet* 327:307–310; 1999, *Stat Methods Med Res* 8:135–160).
-  pingouin and statsmodels only *plot* them.
+  (Bland & Altman 1986, *Lancet* 327:307–310; 1999, *Stat Methods Med Res* 8:135–160;
+  exact intervals of Carkeet 2015, *Optom Vis Sci* 92:e71–e80). pingouin and statsmodels
+  only *plot* them. This is the package's one implementation: :func:`dentalkit.tle.calibration`
+  calls :func:`bland_altman_moments` too.
 - Dahlberg's method error ``sqrt(Σd² / 2n)`` (Dahlberg 1940; Houston 1983,
   *Am J Orthod* 83:382–390).
 
@@ -40,8 +42,8 @@ __all__ = [
 ]
 
 #: Confidence-interval formulas for the limits of agreement (see :func:`bland_altman_moments`).
-LOA_CI_METHODS = ("1999", "1986")
-LoaCI = Literal["1999", "1986"]
+LOA_CI_METHODS = ("1999", "1986", "exact")
+LoaCI = Literal["1999", "1986", "exact"]
 
 
 def check_confidence(confidence: float) -> float:
@@ -111,11 +113,14 @@ def bland_altman_moments(
         or 2 (Bland & Altman 1986).
     confidence : float
         Level of the confidence intervals (0.95).
-    loa_ci : {"1999", "1986"}
-        Standard error of a limit d̄ ± z·s: ``"1999"`` uses
-        ``s·sqrt(1/n + z²/(2(n−1)))`` (Bland & Altman 1999), ``"1986"`` the
-        approximation ``sqrt(3s²/n)`` (Bland & Altman 1986, valid for z ≈ 2).
-        Both intervals use Student's t with n − 1 degrees of freedom.
+    loa_ci : {"1999", "1986", "exact"}
+        Confidence interval of a limit d̄ ± z·s. ``"1999"``: standard error
+        ``s·sqrt(1/n + z²/(2(n−1)))`` (Bland & Altman 1999); ``"1986"``: the approximation
+        ``s·sqrt((1 + z²/2)/n)``, which is Bland & Altman's (1986) ``sqrt(3s²/n)`` at
+        z = 2; both with Student's t quantile on n − 1 degrees of freedom. ``"exact"``:
+        quantiles of the non-central t distribution with n − 1 degrees of freedom and
+        non-centrality z·√n (Carkeet 2015; each limit considered on its own), for which
+        ``loa_se`` is NaN.
 
     Returns
     -------
@@ -148,12 +153,20 @@ def bland_altman_moments(
         se_bias = sd / np.sqrt(nn)
         t = bias / se_bias
         p = 2.0 * sps.t.sf(np.abs(t), nn - 1)
-        if loa_ci == "1999":
-            loa_se = sd * np.sqrt(1.0 / nn + z**2 / (2.0 * (nn - 1)))
+        low = bias - z * sd
+        high = bias + z * sd
+        if loa_ci == "exact":
+            # Carkeet 2015: (d̄ − θ)·√n / s ~ non-central t(n − 1, −z√n) for θ = μ + zσ.
+            k_lo = sps.nct.ppf((1 - c) / 2, nn - 1, z * np.sqrt(nn)) / np.sqrt(nn)
+            k_hi = sps.nct.ppf(0.5 + c / 2, nn - 1, z * np.sqrt(nn)) / np.sqrt(nn)
+            loa_se = np.full(np.broadcast(nn, sd).shape, np.nan)
+            limits = (bias - k_hi * sd, bias - k_lo * sd, bias + k_lo * sd, bias + k_hi * sd)
         else:
-            loa_se = np.sqrt(3.0 * sd**2 / nn)
-    low = bias - z * sd
-    high = bias + z * sd
+            if loa_ci == "1999":
+                loa_se = sd * np.sqrt(1.0 / nn + z**2 / (2.0 * (nn - 1)))
+            else:  # 1986: var(d̄ ± z·s) ≈ s²/n + z²s²/(2n), i.e. 3s²/n at z = 2
+                loa_se = sd * np.sqrt((1.0 + z**2 / 2.0) / nn)
+            limits = (low - tq * loa_se, low + tq * loa_se, high - tq * loa_se, high + tq * loa_se)
     out = {
         "bias_ci_low": bias - tq * se_bias,
         "bias_ci_high": bias + tq * se_bias,
@@ -162,10 +175,10 @@ def bland_altman_moments(
         "loa_low": low,
         "loa_high": high,
         "loa_se": loa_se,
-        "loa_low_ci_low": low - tq * loa_se,
-        "loa_low_ci_high": low + tq * loa_se,
-        "loa_high_ci_low": high - tq * loa_se,
-        "loa_high_ci_high": high + tq * loa_se,
+        "loa_low_ci_low": limits[0],
+        "loa_low_ci_high": limits[1],
+        "loa_high_ci_low": limits[2],
+        "loa_high_ci_high": limits[3],
     }
     return {k: np.where(ok, v, np.nan) for k, v in out.items()}
 

@@ -32,6 +32,8 @@ __all__ = ["LOA_CI_METHODS", "calibration", "paired_months", "summary"]
 PREDICTED = "estimate_length_months"
 #: Confidence-interval methods for the limits of agreement.
 LOA_CI_METHODS = ("bland-altman-1999", "bland-altman-1986", "exact")
+#: The same methods under their names in :func:`dentalkit.agreement.bland_altman_moments`.
+_AGREEMENT_LOA_CI = {"bland-altman-1999": "1999", "bland-altman-1986": "1986", "exact": "exact"}
 _BOOTSTRAP_BATCH_ELEMENTS = 2_000_000  # resamples × n per batch (bounds memory)
 
 
@@ -278,24 +280,30 @@ def calibration(
             f"calibration needs at least 3 complete (predicted, observed) pairs, got {n} "
             f"({n_excluded} excluded for missing values)"
         )
-    alpha = 1 - confidence_level
-    t_n1 = sps.t.ppf(1 - alpha / 2, n - 1)
+    from dentalkit.agreement import bland_altman_moments
+
     d = x - y
     bias, sd = d.mean(), d.std(ddof=1)
-    se_bias = sd / np.sqrt(n)
-    lower, upper = bias - loa_z * sd, bias + loa_z * sd
-    lower_ci, upper_ci = _loa_ci(bias, sd, n, loa_z, confidence_level, loa_ci)
+    ba = {  # the package's one Bland–Altman implementation
+        k: float(v)
+        for k, v in bland_altman_moments(
+            n, bias, sd, agreement=loa_z, confidence=confidence_level,
+            loa_ci=_AGREEMENT_LOA_CI[loa_ci],
+        ).items()
+    }  # fmt: skip
+    lower_ci = (ba["loa_low_ci_low"], ba["loa_low_ci_high"])
+    upper_ci = (ba["loa_high_ci_low"], ba["loa_high_ci_high"])
 
     rows: list[tuple] = [
         ("n_pairs", n, np.nan, np.nan, "count", "complete (predicted, observed) pairs"),
         ("n_excluded", n_excluded, np.nan, np.nan, "count", "pairs with a missing value"),
         ("mean_predicted", x.mean(), np.nan, np.nan, "months", "mean of predicted"),
         ("mean_observed", y.mean(), np.nan, np.nan, "months", "mean of observed"),
-        ("bias", bias, bias - t_n1 * se_bias, bias + t_n1 * se_bias, "months",
+        ("bias", bias, ba["bias_ci_low"], ba["bias_ci_high"], "months",
          "mean of predicted − observed; CI from t(n−1)"),
         ("sd_difference", sd, np.nan, np.nan, "months", "SD of predicted − observed (ddof=1)"),
-        ("loa_lower", lower, *lower_ci, "months", f"bias − {loa_z:g}·SD; CI {loa_ci}"),
-        ("loa_upper", upper, *upper_ci, "months", f"bias + {loa_z:g}·SD; CI {loa_ci}"),
+        ("loa_lower", ba["loa_low"], *lower_ci, "months", f"bias − {loa_z:g}·SD; CI {loa_ci}"),
+        ("loa_upper", ba["loa_high"], *upper_ci, "months", f"bias + {loa_z:g}·SD; CI {loa_ci}"),
         ("mae", np.abs(d).mean(), np.nan, np.nan, "months", "mean |predicted − observed|"),
         ("rmse", np.sqrt(np.mean(d**2)), np.nan, np.nan, "months",
          "√ mean (predicted − observed)²"),
@@ -396,20 +404,14 @@ def paired_months(
 def _loa_ci(
     bias: float, sd: float, n: int, z: float, level: float, method: str
 ) -> tuple[tuple[float, float], tuple[float, float]]:
-    alpha = 1 - level
-    if method == "exact":
-        # Carkeet 2015: (d̄ − θ)·√n / s ~ non-central t(n−1, −z√n) for θ = μ + zσ.
-        delta = z * np.sqrt(n)
-        k_lo = sps.nct.ppf(alpha / 2, n - 1, delta) / np.sqrt(n)
-        k_hi = sps.nct.ppf(1 - alpha / 2, n - 1, delta) / np.sqrt(n)
-        return (bias - k_hi * sd, bias - k_lo * sd), (bias + k_lo * sd, bias + k_hi * sd)
-    if method == "bland-altman-1999":
-        se = sd * np.sqrt(1 / n + z**2 / (2 * (n - 1)))
-    else:  # bland-altman-1986: var(d̄ ± z s) ≈ s²/n + z² s²/(2n)
-        se = sd * np.sqrt((1 + z**2 / 2) / n)
-    half = sps.t.ppf(1 - alpha / 2, n - 1) * se
-    lower, upper = bias - z * sd, bias + z * sd
-    return (lower - half, lower + half), (upper - half, upper + half)
+    """Confidence intervals of both limits, from the package's one Bland–Altman implementation."""
+    from dentalkit.agreement import bland_altman_moments
+
+    r = bland_altman_moments(
+        n, bias, sd, agreement=z, confidence=level, loa_ci=_AGREEMENT_LOA_CI[method]
+    )
+    low = (r["loa_low_ci_low"], r["loa_low_ci_high"])
+    return low, (r["loa_high_ci_low"], r["loa_high_ci_high"])
 
 
 def _association(x: np.ndarray, y: np.ndarray, level: float) -> list[tuple]:

@@ -261,3 +261,33 @@ def test_kappa_with_categories_unused_by_one_rater_gives_a_square_table():
     # p_o = 3/4; ref marginals (I .5, II .25, III .25), test (I .5, II .5, III 0)
     p_e = 0.5 * 0.5 + 0.25 * 0.5 + 0.25 * 0.0
     assert res["kappa"] == pytest.approx((0.75 - p_e) / (1 - p_e))
+
+
+def test_one_bland_altman_implementation_serves_tle_calibration_and_the_exact_interval():
+    # tle.calibration takes its limits from agreement.bland_altman_moments (issue 23): the
+    # same numbers for every CI method, and the exact interval equals non-central t
+    # quantiles computed here directly (Carkeet 2015: (d̄ − θ)√n/s ~ t'(n−1, −z√n)).
+    from dentalkit.tle import calibration
+
+    predicted, observed = np.asarray(PEFR_WRIGHT, float), np.asarray(PEFR_MINI, float)
+    d = predicted - observed
+    n, s = d.size, d.std(ddof=1)
+    for ours, theirs in (("1999", "bland-altman-1999"), ("1986", "bland-altman-1986"),
+                         ("exact", "exact")):  # fmt: skip
+        res = agreement.bland_altman(observed, predicted, loa_ci=ours)
+        cal = calibration(predicted, observed, loa_ci=theirs).set_index("statistic")
+        assert cal.loc["loa_upper", ["ci_low", "ci_high"]].tolist() == pytest.approx(
+            [res["loa_high_ci_low"], res["loa_high_ci_high"]], rel=1e-12
+        )
+        assert cal.loc["bias", ["ci_low", "ci_high"]].tolist() == pytest.approx(
+            [res["bias_ci_low"], res["bias_ci_high"]], rel=1e-12
+        )
+    exact = agreement.bland_altman(observed, predicted, loa_ci="exact")
+    k = sps.nct.ppf([0.025, 0.975], n - 1, 1.96 * np.sqrt(n)) / np.sqrt(n)
+    assert [exact["loa_high_ci_low"], exact["loa_high_ci_high"]] == pytest.approx(
+        d.mean() + k * s, rel=1e-10
+    )
+    assert np.isnan(exact["loa_se"])
+    # 1986 at z = 1.96: s·sqrt((1 + z²/2)/n), which is sqrt(3s²/n) only at z = 2
+    r86 = agreement.bland_altman(observed, predicted, loa_ci="1986")
+    assert r86["loa_se"] == pytest.approx(s * np.sqrt((1 + 1.96**2 / 2) / n), rel=1e-12)

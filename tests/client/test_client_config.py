@@ -26,7 +26,8 @@ def _no_env(monkeypatch):
 def test_no_key_is_a_clear_configuration_error():
     with pytest.raises(ConfigurationError, match="DENTALKIT_API_KEY") as err:
         Client("https://svc.example.org/api/v2", cache="memory")
-    assert "SANDBOX_API_KEY" in str(err.value)
+    assert "sandbox key that `dentalkit sandbox` prints" in str(err.value)
+    assert "Client(" not in str(err.value)  # the user's words, not Python names (issue 23)
 
 
 def test_no_base_url_is_a_clear_configuration_error():

@@ -1,0 +1,175 @@
+"""The CLI fails loudly, in the user's words (issue 23, item 4).
+
+Wrong or empty folders are errors with the documented exit status (docs/getting-started.md:
+0 done, 1 done but something is missing, 2 the command could not run); numeric options and
+choices are checked by the CLI framework; messages and help texts carry no Python names.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from dentalkit import io, pipeline
+from dentalkit.cli import app
+
+PYTHON_NAMES = re.compile(r"\bNone\b|\.problems\b|endpoints=|Client\(|Traceback|``")
+
+
+def _run(args: list[str], **kw) -> tuple[int, str]:
+    result = CliRunner().invoke(app, args, **kw)
+    return result.exit_code, result.output
+
+
+def _empty_tables(folder) -> None:
+    """Every contract table written with its schema and no row (a store with no answers)."""
+    from dentalkit import convert
+
+    empty = pd.DataFrame(
+        {c: pd.Series(dtype="object") for c in ("endpoint", "patient_id", "timestamp", "body")}
+    )
+    io.write_tables(convert.tables(empty, errors="collect"), folder)
+
+
+def test_analyze_on_a_folder_without_tables_is_an_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    code, out = _run(["analyze", str(tmp_path / "empty"), "--out", str(tmp_path / "a")])
+    assert code == 2
+    assert "holds no tables written by dentalkit tables" in out
+    assert "dentalkit tables STORE --out" in out  # how to fix it
+    assert not (tmp_path / "a").exists()
+    code, out = _run(["analyze", str(tmp_path / "missing"), "--out", str(tmp_path / "a")])
+    assert code == 2 and "is not a folder" in out
+    assert not PYTHON_NAMES.search(out)
+
+
+def test_analyze_on_tables_without_rows_writes_nothing_and_exits_1(tmp_path):
+    _empty_tables(tmp_path / "tables")
+    code, out = _run(["analyze", str(tmp_path / "tables"), "--out", str(tmp_path / "a")])
+    assert code == 1, out
+    assert "no rows to analyse" in out and "wrote 0" not in out
+    assert not list((tmp_path / "a").glob("*.parquet")) if (tmp_path / "a").exists() else True
+
+
+def test_figures_on_empty_folders_is_an_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    empty = str(tmp_path / "empty")
+    code, out = _run(["figures", empty, empty, "--out", str(tmp_path / "f")])
+    assert code == 2 and "holds no tables written by dentalkit tables" in out
+    _empty_tables(tmp_path / "tables")
+    code, out = _run(["figures", str(tmp_path / "tables"), empty, "--out", str(tmp_path / "f")])
+    assert code == 2 and "holds no analysis tables" in out and "dentalkit analyze" in out
+    assert "wrote 0" not in out
+
+
+def test_figures_that_draw_nothing_exit_1(tmp_path):
+    _empty_tables(tmp_path / "tables")
+    versions = pd.DataFrame(
+        {
+            "endpoint": ["tle"],
+            "model_version": ["(none)"],
+            "n_sessions": [1],
+            "n_patients": [1],
+            "pooled": [False],
+        }
+    )
+    pipeline.write_analyses({"model_versions": versions}, tmp_path / "analyses")
+    args = ["figures", str(tmp_path / "tables"), str(tmp_path / "analyses")]
+    code, out = _run([*args, "--out", str(tmp_path / "f"), "--no-progress"])
+    assert code == 1, out
+    assert "no figure could be drawn" in out and "wrote 0" not in out
+
+
+def test_tables_on_a_store_without_responses_is_an_error(tmp_path, monkeypatch):
+    # every manifest row is bad: the store exists but nothing was ever fetched into it
+    monkeypatch.setenv("DENTALKIT_API_KEY", "not-sent-anywhere")
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("patient_id,timestamp,image_url\nP1,,http://x.example/a.png\n")
+    base = ["--base-url", "http://127.0.0.1:9/api/v2", "--no-progress", "--cache", "memory"]
+    store = tmp_path / "store"
+    args = ["fetch", str(manifest), "--out", str(store), "--endpoint", "tle", *base]
+    assert _run(args)[0] == 1
+    code, out = _run(["tables", str(store), "--out", str(tmp_path / "t")])
+    assert code == 2 and "holds no responses yet" in out and "dentalkit fetch" in out
+    assert not (tmp_path / "t").exists() and "wrote" not in out
+
+
+def test_tables_on_a_folder_that_is_not_a_store_is_an_error(tmp_path):
+    (tmp_path / "notastore").mkdir()
+    (tmp_path / "notastore" / "landmarks.parquet").write_bytes(b"")
+    code, out = _run(["tables", str(tmp_path / "notastore"), "--out", str(tmp_path / "t")])
+    assert code == 2 and "is not a dentalkit responses store" in out
+    assert not PYTHON_NAMES.search(out)
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["fetch", "m.csv", "--out", "o", "--workers", "0"], "--workers"),
+        (["fetch", "m.csv", "--out", "o", "--errors", "ignore"], "--errors"),
+        (["tables", "s", "--out", "o", "--errors", "warn"], "--errors"),
+        (["demo", "--patients", "0"], "--patients"),
+        (["demo", "--port", "70000"], "--port"),
+        (["sandbox", "--port", "0"], "--port"),
+        (["sandbox", "--latency", "-1"], "--latency"),
+        (["figures", "t", "a", "--out", "f", "--dpi", "72"], "--dpi"),
+        (["analyze", "t", "--out", "a", "--patients", "no-such-file.csv"], "--patients"),
+    ],
+)
+def test_bad_option_values_are_refused_by_the_cli_framework(args, option, tmp_path):
+    code, out = _run(args)
+    assert code == 2, out
+    assert f"Invalid value for '{option}'" in out
+
+
+def test_manifest_errors_name_rows_and_fields_without_python_names(tmp_path, monkeypatch):
+    monkeypatch.setenv("DENTALKIT_API_KEY", "not-sent-anywhere")
+    base = ["--base-url", "http://127.0.0.1:9/api/v2", "--no-progress", "--cache", "memory"]
+    manifest = tmp_path / "m.csv"
+    manifest.write_text(
+        "patient_id,timestamp,image_url\nP1,,http://x.example/a.png\nP2,2024-01-01,\n"
+    )
+    # no endpoint column and no --endpoint: the manifest as a whole
+    code, out = _run(["fetch", str(manifest), "--out", str(tmp_path / "s1"), *base])
+    assert code == 2
+    assert "the manifest as a whole: endpoint: no endpoint column" in out
+    assert "--endpoint" in out and not PYTHON_NAMES.search(out)
+    # bad rows with --errors raise: row and field, no "None"
+    args = [*base, "--endpoint", "ceph_lateral_points", "--errors", "raise"]
+    code, out = _run(["fetch", str(manifest), "--out", str(tmp_path / "s2"), *args])
+    assert code == 2
+    assert "row 1: timestamp: missing field" in out and "row 2: image_url: missing field" in out
+    assert not PYTHON_NAMES.search(out)
+    # collected: the summary names the skipped rows, the CSV lists them
+    args = [*base, "--endpoint", "ceph_lateral_points"]
+    code, out = _run(["fetch", str(manifest), "--out", str(tmp_path / "s3"), *args])
+    assert code == 1
+    assert "2 bad manifest row(s) skipped" in out and "manifest-problems.csv" in out
+    assert not PYTHON_NAMES.search(out)
+    assert not (tmp_path / "s3" / "failures.parquet").exists()  # only when something failed
+
+
+def test_no_key_message_names_the_environment_variable_not_python(tmp_path, monkeypatch):
+    monkeypatch.delenv("DENTALKIT_API_KEY", raising=False)
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("patient_id,timestamp,image_url\nP1,2024-01-01,http://x.example/a\n")
+    args = ["fetch", str(manifest), "--out", str(tmp_path / "s"), "--endpoint", "tle"]
+    code, out = _run([*args, "--base-url", "http://127.0.0.1:9/api/v2"])
+    assert code == 2 and "DENTALKIT_API_KEY" in out
+    assert not PYTHON_NAMES.search(out)
+
+
+def test_help_texts_read_as_sentences():
+    names = [info.name or info.callback.__name__ for info in app.registered_commands]
+    assert len(names) >= 10
+    for info in app.registered_commands:
+        # each paragraph one flowing text: the terminal wraps it, not the source's line breaks
+        assert all("\n" not in p for p in info.help.split("\n\n")), info.name
+    for name in names:
+        code, out = _run([name.replace("_", "-"), "--help"], terminal_width=100)
+        assert code == 0, (name, out)
+        assert "``" not in out, name
+        assert "…│" not in out, name  # no option help cut off by the layout
