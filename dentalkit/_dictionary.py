@@ -222,6 +222,28 @@ def _field_metadata(unit: str, desc: str, values: tuple[str, ...] | None) -> dic
     return meta
 
 
+@cache
+def _static(table: str, column: str) -> tuple[pa.DataType, bool, tuple | None, str, str] | None:
+    """Declared (type, nullable, values, raw unit, description); None when undeclared."""
+    try:
+        type_, nullable, values = _declared_type(table, column)
+    except KeyError:
+        return None
+    unit, desc = _lookup(table, column)
+    return type_, nullable, values, unit or "", desc or ""
+
+
+@cache
+def _field(table: str, column: str, unit: str, analysis_unit: bool) -> pa.Field | None:
+    static = _static(table, column)
+    if static is None:
+        return None
+    type_, nullable, values, _, desc = static
+    if analysis_unit:
+        desc = "unit of analysis: patient, session or image"
+    return pa.field(column, type_, nullable=nullable, metadata=_field_metadata(unit, desc, values))
+
+
 def _describe(table: str, column: str, df: pd.DataFrame | None) -> tuple[str, str]:
     """(unit, description) of a column as written: placeholders resolved against ``df``."""
     unit, desc = _lookup(table, column)
@@ -231,6 +253,33 @@ def _describe(table: str, column: str, df: pd.DataFrame | None) -> tuple[str, st
     if df is not None:
         unit = _unit_text(unit, df)
     return unit, desc or ""
+
+
+class _Units:
+    """The units named in a table's ``unit`` column, computed once and only when needed."""
+
+    def __init__(self, df: pd.DataFrame | None) -> None:
+        self.df, self.done, self.units = df, df is None, None
+
+    def get(self) -> list[str] | None:
+        if not self.done:
+            self.units, self.done = _units_in(self.df), True
+        return self.units
+
+
+def _declared(table: str, column: str, units: _Units) -> pa.Field | None:
+    static = _static(table, column)
+    if static is None:
+        return None
+    raw = static[3]
+    unit = _resolve_unit(raw, units.get()) if _PLACEHOLDER in raw and units.df is not None else raw
+    analysis_unit = (
+        column == "unit"
+        and units.df is not None
+        and "unit" in units.df.columns
+        and units.get() is None
+    )
+    return _field(table, column, unit, analysis_unit)
 
 
 def declared_field(table: str, column: str, df: pd.DataFrame | None = None) -> pa.Field | None:
@@ -250,37 +299,45 @@ def declared_field(table: str, column: str, df: pd.DataFrame | None = None) -> p
         Type and nullability as declared; metadata ``description``, ``unit`` and, for a
         fixed vocabulary, ``values`` (JSON list, in order).
     """
-    try:
-        type_, nullable, values = _declared_type(table, column)
-    except KeyError:
-        return None
-    unit, desc = _describe(table, column, df)
-    return pa.field(column, type_, nullable=nullable, metadata=_field_metadata(unit, desc, values))
+    return _declared(table, column, _Units(df))
+
+
+@cache
+def _category_dtype(values: tuple[str, ...], ordered: bool) -> pd.CategoricalDtype:
+    return pd.CategoricalDtype(list(values), ordered=ordered)
 
 
 def _fit_categories(
     table: str, field: pa.Field, values: tuple[str, ...] | None, col: pd.Series
 ) -> pd.Series:
-    """``col`` as a categorical with the declared vocabulary (values are never changed)."""
+    """``col`` as the declared dictionary type expects it (values are never changed).
+
+    Without a declared vocabulary, text stays text (pyarrow dictionary-encodes it while
+    converting, faster than a pandas categorical); with one, the column becomes a
+    categorical with exactly those categories, so every file has the same dictionary.
+    """
     ordered = bool(field.type.ordered)
+    is_cat = isinstance(col.dtype, pd.CategoricalDtype)
     if values is None:
-        if isinstance(col.dtype, pd.CategoricalDtype) and col.dtype.ordered == ordered:
-            return col
-        if isinstance(col.dtype, pd.CategoricalDtype):
+        if is_cat and col.dtype.ordered != ordered:
             return col.cat.set_categories(col.cat.categories, ordered=ordered)
-        return col.astype(pd.CategoricalDtype(ordered=ordered)) if not ordered else col
-    want = pd.CategoricalDtype(list(values), ordered=ordered)
-    if isinstance(col.dtype, pd.CategoricalDtype) and col.dtype == want:
         return col
-    extra = sorted({str(v) for v in pd.unique(col.dropna())} - set(values))
+    if is_cat and col.dtype.ordered == ordered and tuple(col.cat.categories) == values:
+        return col
+    if is_cat:
+        codes = np.unique(col.cat.codes.to_numpy())
+        present = col.cat.categories[codes[codes >= 0]]
+    else:
+        present = pd.unique(col.to_numpy(dtype=object))
+    extra = sorted({str(v) for v in present if not pd.isna(v)} - set(values))
     if extra:
         raise InputError(
             f"table {table!r}: column {field.name!r} has value(s) {extra} outside its "
             f"declared values {list(values)} (dentalkit/data/columns.csv)"
         )
-    if isinstance(col.dtype, pd.CategoricalDtype):
+    if is_cat:
         return col.cat.set_categories(list(values), ordered=ordered)
-    return col.astype(want)
+    return col.astype(_category_dtype(values, ordered))
 
 
 def arrow_table(df: pd.DataFrame, table: str) -> pa.Table:
@@ -310,47 +367,83 @@ def arrow_table(df: pd.DataFrame, table: str) -> pa.Table:
         in a non-nullable column, a fraction in an integer column, a value outside the
         declared vocabulary).
     """
-    fields: list[pa.Field | str] = []
+    columns = tuple(str(c) for c in df.columns)
+    units = _Units(df)
+    key = tuple(
+        (_resolve_unit(st[3], units.get()) if _PLACEHOLDER in st[3] else st[3])
+        if st is not None
+        else None
+        for st in _statics(table, columns)
+    )
+    analysis_unit = "unit" in columns and units.get() is None
+    schema, checks = _plan(table, columns, key, analysis_unit)
     changed = {}
-    undeclared = []
-    for name, col in df.items():
-        name = str(name)
-        field = declared_field(table, name, df)
-        if field is None:
-            undeclared.append(name)
-            fields.append(name)
+    after = []  # text columns with a vocabulary: checked on the Arrow dictionary
+    dtypes = df.dtypes.to_numpy()
+    for i, values, ordered in checks:  # dictionary columns: the declared vocabulary
+        dtype = dtypes[i]
+        if isinstance(dtype, pd.CategoricalDtype) and dtype.ordered == ordered:
+            if values is None or (
+                set(dtype.categories) <= set(values)
+                if not ordered
+                else tuple(dtype.categories) == values
+            ):
+                continue
+        elif not ordered:
+            # text: pyarrow dictionary-encodes it (an unordered dictionary's order means
+            # nothing); the values present are checked against the vocabulary below
+            if values is not None:
+                after.append((i, values))
             continue
-        if pa.types.is_dictionary(field.type):
-            meta = field.metadata or {}
-            raw = meta.get(b"values")
-            values = tuple(json.loads(raw)) if raw is not None else None
-            fitted = _fit_categories(table, field, values, col)
-            if fitted is not col:
-                changed[name] = col = fitted
-        if not field.nullable and col.isna().any():
-            raise InputError(
-                f"table {table!r}: column {name!r} may not be null "
-                f"({int(col.isna().sum())} null value(s)); it is declared non-null in "
-                "dentalkit/data/columns.csv"
-            )
-        fields.append(field)
-    frame = df.copy(deep=False)
-    frame.attrs = {}  # attrs may hold tables (e.g. problems) that Parquet metadata cannot
-    for name, col in changed.items():
-        frame[name] = col
+        changed[i] = _fit_categories(table, schema.field(i), values, df.iloc[:, i])
+    undeclared = [i for i, st in enumerate(key) if st is None]
+    frame = df
+    if changed or df.attrs or undeclared:
+        frame = df.copy(deep=False)
+        frame.attrs = {}  # attrs may hold tables (e.g. problems) that Parquet metadata cannot
+        for i, col in changed.items():
+            frame.isetitem(i, col)
     if undeclared:
-        inferred = pa.Schema.from_pandas(frame[undeclared], preserve_index=False)
-        fields = [
-            inferred.field(f).with_metadata(_field_metadata(*_describe(table, f, df), None))
-            if isinstance(f, str)
-            else f
-            for f in fields
-        ]
-    schema = pa.schema(fields)
+        names = [columns[i] for i in undeclared]
+        inferred = pa.Schema.from_pandas(frame[names], preserve_index=False)
+        for i, name in zip(undeclared, names, strict=True):
+            meta = _field_metadata(*_describe(table, name, df), None)
+            schema = schema.set(i, inferred.field(name).with_metadata(meta))
     try:
-        return pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+        out = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
     except _ARROW_ERRORS as exc:
         raise _misfit(table, frame, schema, exc) from exc
+    for i, values in after:
+        present = {v for chunk in out.column(i).chunks for v in chunk.dictionary.to_pylist()}
+        extra = sorted(present - set(values))
+        if extra:
+            raise InputError(
+                f"table {table!r}: column {columns[i]!r} has value(s) {extra} outside its "
+                f"declared values {list(values)} (dentalkit/data/columns.csv)"
+            )
+    return out
+
+
+@cache
+def _statics(table: str, columns: tuple[str, ...]) -> tuple:
+    return tuple(_static(table, c) for c in columns)
+
+
+@cache
+def _plan(
+    table: str, columns: tuple[str, ...], units: tuple[str | None, ...], analysis_unit: bool
+) -> tuple[pa.Schema, tuple[tuple[int, tuple[str, ...] | None, bool], ...]]:
+    """The schema (undeclared columns: a null placeholder) and the dictionary columns."""
+    fields, checks = [], []
+    for i, (name, unit) in enumerate(zip(columns, units, strict=True)):
+        if unit is None:
+            fields.append(pa.field(name, pa.null()))  # replaced by the inferred field
+            continue
+        field = _field(table, name, unit, analysis_unit and name == "unit")
+        fields.append(field)
+        if pa.types.is_dictionary(field.type):
+            checks.append((i, _static(table, name)[2], bool(field.type.ordered)))
+    return pa.schema(fields), tuple(checks)
 
 
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError)
@@ -358,6 +451,14 @@ _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError
 
 def _misfit(table: str, frame: pd.DataFrame, schema: pa.Schema, exc: Exception) -> InputError:
     """The error naming the first column whose values do not fit its declared type."""
+    for i, field in enumerate(schema):
+        col = frame.iloc[:, i]
+        if not field.nullable and col.isna().any():
+            return InputError(
+                f"table {table!r}: column {field.name!r} may not be null "
+                f"({int(col.isna().sum())} null value(s)); it is declared non-null in "
+                "dentalkit/data/columns.csv"
+            )
     for field in schema:
         try:
             pa.array(frame[field.name], type=field.type, from_pandas=True)
@@ -445,7 +546,13 @@ def _units_in(df: pd.DataFrame) -> list[str] | None:
     """Units of measurement named in the table's ``unit`` column (None: no such column)."""
     if "unit" not in df.columns:
         return None
-    units = sorted({str(u) for u in df["unit"].dropna().unique()})
+    col = df["unit"]
+    if isinstance(col.dtype, pd.CategoricalDtype):  # the used categories, without a scan
+        codes = np.unique(col.cat.codes.to_numpy())
+        present = col.cat.categories[codes[codes >= 0]]
+    else:
+        present = pd.unique(col.to_numpy(dtype=object))
+    units = sorted({str(u) for u in present if not pd.isna(u)})
     if units and set(units) <= _ANALYSIS_UNITS:
         return None
     return units
@@ -454,7 +561,12 @@ def _units_in(df: pd.DataFrame) -> list[str] | None:
 def _unit_text(raw: str, df: pd.DataFrame) -> str:
     if _PLACEHOLDER not in raw:
         return raw
-    units = _units_in(df)
+    return _resolve_unit(raw, _units_in(df))
+
+
+def _resolve_unit(raw: str, units: list[str] | None) -> str:
+    if _PLACEHOLDER not in raw:
+        return raw
     if units is None:
         return ""
     if len(units) == 1:
