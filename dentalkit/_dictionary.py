@@ -367,14 +367,18 @@ def arrow_table(df: pd.DataFrame, table: str) -> pa.Table:
         in a non-nullable column, a fraction in an integer column, a value outside the
         declared vocabulary).
     """
-    columns = tuple(str(c) for c in df.columns)
+    columns = tuple(map(str, df.columns.tolist()))
     units = _Units(df)
-    key = tuple(
-        (_resolve_unit(st[3], units.get()) if _PLACEHOLDER in st[3] else st[3])
-        if st is not None
-        else None
-        for st in _statics(table, columns)
-    )
+    statics = _statics(table, columns)
+    if _needs_units(table, columns):
+        key = tuple(
+            (_resolve_unit(st[3], units.get()) if _PLACEHOLDER in st[3] else st[3])
+            if st is not None
+            else None
+            for st in statics
+        )
+    else:
+        key = _raw_units(table, columns)
     analysis_unit = "unit" in columns and units.get() is None
     schema, checks = _plan(table, columns, key, analysis_unit)
     changed = {}
@@ -383,11 +387,7 @@ def arrow_table(df: pd.DataFrame, table: str) -> pa.Table:
     for i, values, ordered in checks:  # dictionary columns: the declared vocabulary
         dtype = dtypes[i]
         if isinstance(dtype, pd.CategoricalDtype) and dtype.ordered == ordered:
-            if values is None or (
-                set(dtype.categories) <= set(values)
-                if not ordered
-                else tuple(dtype.categories) == values
-            ):
+            if values is None or _fits(dtype, values, ordered):
                 continue
         elif not ordered:
             # text: pyarrow dictionary-encodes it (an unordered dictionary's order means
@@ -422,6 +422,29 @@ def arrow_table(df: pd.DataFrame, table: str) -> pa.Table:
                 f"declared values {list(values)} (dentalkit/data/columns.csv)"
             )
     return out
+
+
+def _fits(dtype: pd.CategoricalDtype, values: tuple[str, ...], ordered: bool) -> bool:
+    """Whether a categorical's categories fit the vocabulary (ordered: exactly, in order)."""
+    cats = dtype.categories
+    if ordered:
+        return len(cats) == len(values) and cats.equals(_vocabulary(values))
+    return bool(cats.isin(_vocabulary(values)).all())
+
+
+@cache
+def _vocabulary(values: tuple[str, ...]) -> pd.Index:
+    return pd.Index(list(values), dtype=object)
+
+
+@cache
+def _needs_units(table: str, columns: tuple[str, ...]) -> bool:
+    return any(st is not None and _PLACEHOLDER in st[3] for st in _statics(table, columns))
+
+
+@cache
+def _raw_units(table: str, columns: tuple[str, ...]) -> tuple[str | None, ...]:
+    return tuple(st[3] if st is not None else None for st in _statics(table, columns))
 
 
 @cache
