@@ -6,15 +6,24 @@ Descriptions are declared once and read from where they live:
   :data:`dentalkit.convert.schemas.SCHEMAS` (so the converters, ``docs/columns.md`` and
   every exported dictionary say the same thing);
 * analysis tables (``ceph_measures``, ``arch_fits`` … see :data:`ANALYSIS_TABLES`) and
-  units of the contract's coordinate columns: ``dentalkit/data/columns.csv``;
+  units of the contract's coordinate columns: ``dentalkit/data/columns.csv`` (per column
+  its unit, description, Arrow type, nullability and allowed values);
 * patient-table columns of the treatment-length codebook (``age_years`` …): the codebook;
 * columns named after a cephalometric measure (a wide table): the measure reference.
 
-``docs/columns.md`` is generated from the same declarations by :func:`columns_markdown`.
+``docs/columns.md`` is generated from the same declarations by :func:`columns_markdown`,
+and every table dentalkit writes to Parquet is written with them (:func:`arrow_table`):
+each field carries its declared Arrow type and nullability, and field metadata
+``description``, ``unit`` and (where declared) ``values`` (a JSON list), so a reader in
+R, DuckDB or Spark sees what each column means without this package.
+
+Declaring a new analysis table is one entry in :data:`ANALYSIS_TABLES` plus one row in
+``columns.csv`` per column that the generic (``*``) rows do not already declare.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from functools import cache
@@ -24,16 +33,22 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from dentalkit._pseudonymize import PSEUDONYM_ATTR
 from dentalkit.convert import schemas
+from dentalkit.errors import InputError
 
 __all__ = [
     "ANALYSIS_TABLES",
+    "ARROW_TYPES",
     "DICTIONARY_COLUMNS",
+    "arrow_table",
     "column_type",
     "columns_markdown",
     "data_dictionary",
+    "declared_field",
+    "is_declared_table",
     "load_catalogue",
 ]
 
@@ -70,6 +85,7 @@ ANALYSIS_TABLES: Mapping[str, tuple[str, str]] = MappingProxyType(
         "tle_calibration": ("tle.calibration", "statistic"),
         "comparisons": ("stats.compare, arch.compare", "comparison"),
         "descriptives": ("stats.describe", "group"),
+        "contract": ("contract.contract_report", "endpoint × aspect × item × verdict"),
     }
 )
 
@@ -109,10 +125,16 @@ TABLE_ALIASES: Mapping[str, str] = MappingProxyType(
 
 @cache
 def load_catalogue() -> pd.DataFrame:
-    """The shipped column catalogue (``dentalkit/data/columns.csv``): table, column, unit, description.
+    """The shipped column catalogue (``dentalkit/data/columns.csv``).
 
-    ``table`` is a contract table, an analysis table of :data:`ANALYSIS_TABLES`, or ``*``
-    (any table). ``unit`` may contain ``{unit}``: the unit in the row's ``unit`` column.
+    Columns ``table``, ``column``, ``unit``, ``description``, ``type``, ``nullable``,
+    ``values``. ``table`` is a contract table, an analysis table of
+    :data:`ANALYSIS_TABLES`, or ``*`` (any table). ``unit`` may contain ``{unit}``: the
+    unit in the row's ``unit`` column. ``type`` is a key of :data:`ARROW_TYPES` (empty:
+    taken from the ``*`` row of the column, or not declared); ``nullable`` is ``yes`` or
+    ``no``; ``values`` lists the allowed values separated by ``;`` (in order).
+    Contract tables take type, nullability and vocabulary from
+    :data:`dentalkit.convert.schemas.SCHEMAS`; their rows here carry units only.
     """
     path = resources.files("dentalkit.data") / "columns.csv"
     with path.open(encoding="utf-8") as fh:
@@ -129,6 +151,350 @@ def _catalogue_index() -> dict[tuple[str, str], tuple[str, str]]:
             cat["table"], cat["column"], cat["unit"], cat["description"], strict=True
         )
     }
+
+
+#: Arrow type of each ``type`` name of ``columns.csv``.
+ARROW_TYPES: Mapping[str, pa.DataType] = MappingProxyType(
+    {
+        "category": pa.dictionary(pa.int32(), pa.string()),
+        "ordered category": pa.dictionary(pa.int32(), pa.string(), ordered=True),
+        "string": pa.string(),
+        "float64": pa.float64(),
+        "int64": pa.int64(),
+        "int32": pa.int32(),
+        "int16": pa.int16(),
+        "bool": pa.bool_(),
+        "timestamp": pa.timestamp("ns", tz="UTC"),
+        "list<int64>": pa.list_(pa.int64()),
+        "list<string>": pa.list_(pa.string()),
+    }
+)
+
+
+@cache
+def _type_index() -> dict[tuple[str, str], tuple[str, bool, tuple[str, ...] | None]]:
+    """(table, column) → (type name, nullable, allowed values) of rows that declare a type."""
+    cat = load_catalogue()
+    out = {}
+    for t, c, ty, nul, vals in zip(
+        cat["table"], cat["column"], cat["type"], cat["nullable"], cat["values"], strict=True
+    ):
+        if not ty:
+            continue
+        if ty not in ARROW_TYPES:  # pragma: no cover - guarded by the catalogue test
+            raise InputError(f"columns.csv: {t}.{c} has unknown type {ty!r}")
+        out[(t, c)] = (ty, nul != "no", tuple(vals.split(";")) if vals else None)
+    return out
+
+
+def is_declared_table(table: str) -> bool:
+    """Whether ``table`` is a contract table or a declared analysis table (or an alias)."""
+    return (
+        table in schemas.SCHEMAS
+        or table in ANALYSIS_TABLES
+        or TABLE_ALIASES.get(table) in ANALYSIS_TABLES
+    )
+
+
+def _declared_type(table: str, column: str) -> tuple[pa.DataType, bool, tuple[str, ...] | None]:
+    """Declared (Arrow type, nullable, allowed values) of a column; KeyError when none."""
+    contract = schemas.SCHEMAS.get(table)
+    if contract is not None and column in contract.names:
+        field = contract.field(column)
+        return field.type, field.nullable, schemas.categories(table, column)
+    index = _type_index()
+    for key in ((table, column), (TABLE_ALIASES.get(table, ""), column), ("*", column)):
+        if key in index:
+            ty, nullable, values = index[key]
+            return ARROW_TYPES[ty], nullable, values
+    if column in _SESSION_KEY:
+        field = schemas.SCHEMAS[_SESSION_TABLE].field(column)
+        # the fixed endpoint vocabulary of a contract table is per response kind; an
+        # analysis table may hold several kinds, so only the type and nullability carry over
+        return field.type, field.nullable, None
+    raise KeyError((table, column))
+
+
+def _field_metadata(unit: str, desc: str, values: tuple[str, ...] | None) -> dict[str, str]:
+    meta = {"description": desc, "unit": unit}
+    if values is not None:
+        meta["values"] = json.dumps(list(values), ensure_ascii=False)
+    return meta
+
+
+@cache
+def _static(table: str, column: str) -> tuple[pa.DataType, bool, tuple | None, str, str] | None:
+    """Declared (type, nullable, values, raw unit, description); None when undeclared."""
+    try:
+        type_, nullable, values = _declared_type(table, column)
+    except KeyError:
+        return None
+    unit, desc = _lookup(table, column)
+    return type_, nullable, values, unit or "", desc or ""
+
+
+@cache
+def _field(table: str, column: str, unit: str, analysis_unit: bool) -> pa.Field | None:
+    static = _static(table, column)
+    if static is None:
+        return None
+    type_, nullable, values, _, desc = static
+    if analysis_unit:
+        desc = "unit of analysis: patient, session or image"
+    return pa.field(column, type_, nullable=nullable, metadata=_field_metadata(unit, desc, values))
+
+
+def _describe(table: str, column: str, df: pd.DataFrame | None) -> tuple[str, str]:
+    """(unit, description) of a column as written: placeholders resolved against ``df``."""
+    unit, desc = _lookup(table, column)
+    if column == "unit" and df is not None and "unit" in df.columns and _units_in(df) is None:
+        desc = "unit of analysis: patient, session or image"
+    unit = unit or ""
+    if df is not None:
+        unit = _unit_text(unit, df)
+    return unit, desc or ""
+
+
+class _Units:
+    """The units named in a table's ``unit`` column, computed once and only when needed."""
+
+    def __init__(self, df: pd.DataFrame | None) -> None:
+        self.df, self.done, self.units = df, df is None, None
+
+    def get(self) -> list[str] | None:
+        if not self.done:
+            self.units, self.done = _units_in(self.df), True
+        return self.units
+
+
+def _declared(table: str, column: str, units: _Units) -> pa.Field | None:
+    static = _static(table, column)
+    if static is None:
+        return None
+    raw = static[3]
+    unit = _resolve_unit(raw, units.get()) if _PLACEHOLDER in raw and units.df is not None else raw
+    analysis_unit = (
+        column == "unit"
+        and units.df is not None
+        and "unit" in units.df.columns
+        and units.get() is None
+    )
+    return _field(table, column, unit, analysis_unit)
+
+
+def declared_field(table: str, column: str, df: pd.DataFrame | None = None) -> pa.Field | None:
+    """The declared Arrow field of ``table.column`` with its metadata; None if undeclared.
+
+    Parameters
+    ----------
+    table, column : str
+        Contract table (``landmarks`` …), analysis table (:data:`ANALYSIS_TABLES`, or an
+        alias such as ``arch_compare``) or another name (generic declarations only).
+    df : pandas.DataFrame, optional
+        The table being written: resolves ``{unit}`` against its ``unit`` column.
+
+    Returns
+    -------
+    pyarrow.Field or None
+        Type and nullability as declared; metadata ``description``, ``unit`` and, for a
+        fixed vocabulary, ``values`` (JSON list, in order).
+    """
+    return _declared(table, column, _Units(df))
+
+
+@cache
+def _category_dtype(values: tuple[str, ...], ordered: bool) -> pd.CategoricalDtype:
+    return pd.CategoricalDtype(list(values), ordered=ordered)
+
+
+def _fit_categories(
+    table: str, field: pa.Field, values: tuple[str, ...] | None, col: pd.Series
+) -> pd.Series:
+    """``col`` as the declared dictionary type expects it (values are never changed).
+
+    Without a declared vocabulary, text stays text (pyarrow dictionary-encodes it while
+    converting, faster than a pandas categorical); with one, the column becomes a
+    categorical with exactly those categories, so every file has the same dictionary.
+    """
+    ordered = bool(field.type.ordered)
+    is_cat = isinstance(col.dtype, pd.CategoricalDtype)
+    if values is None:
+        if is_cat and col.dtype.ordered != ordered:
+            return col.cat.set_categories(col.cat.categories, ordered=ordered)
+        return col
+    if is_cat and col.dtype.ordered == ordered and tuple(col.cat.categories) == values:
+        return col
+    if is_cat:
+        codes = np.unique(col.cat.codes.to_numpy())
+        present = col.cat.categories[codes[codes >= 0]]
+    else:
+        present = pd.unique(col.to_numpy(dtype=object))
+    extra = sorted({str(v) for v in present if not pd.isna(v)} - set(values))
+    if extra:
+        raise InputError(
+            f"table {table!r}: column {field.name!r} has value(s) {extra} outside its "
+            f"declared values {list(values)} (dentalkit/data/columns.csv)"
+        )
+    if is_cat:
+        return col.cat.set_categories(list(values), ordered=ordered)
+    return col.astype(_category_dtype(values, ordered))
+
+
+def arrow_table(df: pd.DataFrame, table: str) -> pa.Table:
+    """``df`` as an Arrow table with its declared schema (types, nullability, metadata).
+
+    Declared columns get their declared Arrow type (counts stored as floats become
+    integers, all-null object columns get their declared type, categoricals become
+    ``dictionary<int32, string>``) and field metadata ``description``/``unit``/``values``.
+    A column without a declaration keeps the type pyarrow infers and the description
+    the catalogue gives (possibly empty). The index is not written.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        The table.
+    table : str
+        Its name (contract table, analysis table or alias, or any other name).
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Raises
+    ------
+    InputError
+        Naming the table and column when a value does not fit the declaration (a null
+        in a non-nullable column, a fraction in an integer column, a value outside the
+        declared vocabulary).
+    """
+    columns = tuple(map(str, df.columns.tolist()))
+    units = _Units(df)
+    statics = _statics(table, columns)
+    if _needs_units(table, columns):
+        key = tuple(
+            (_resolve_unit(st[3], units.get()) if _PLACEHOLDER in st[3] else st[3])
+            if st is not None
+            else None
+            for st in statics
+        )
+    else:
+        key = _raw_units(table, columns)
+    analysis_unit = "unit" in columns and units.get() is None
+    schema, checks = _plan(table, columns, key, analysis_unit)
+    changed = {}
+    after = []  # text columns with a vocabulary: checked on the Arrow dictionary
+    dtypes = df.dtypes.to_numpy()
+    for i, values, ordered in checks:  # dictionary columns: the declared vocabulary
+        dtype = dtypes[i]
+        if isinstance(dtype, pd.CategoricalDtype) and dtype.ordered == ordered:
+            if values is None or _fits(dtype, values, ordered):
+                continue
+        elif not ordered:
+            # text: pyarrow dictionary-encodes it (an unordered dictionary's order means
+            # nothing); the values present are checked against the vocabulary below
+            if values is not None:
+                after.append((i, values))
+            continue
+        changed[i] = _fit_categories(table, schema.field(i), values, df.iloc[:, i])
+    undeclared = [i for i, st in enumerate(key) if st is None]
+    frame = df
+    if changed or df.attrs or undeclared:
+        frame = df.copy(deep=False)
+        frame.attrs = {}  # attrs may hold tables (e.g. problems) that Parquet metadata cannot
+        for i, col in changed.items():
+            frame.isetitem(i, col)
+    if undeclared:
+        names = [columns[i] for i in undeclared]
+        inferred = pa.Schema.from_pandas(frame[names], preserve_index=False)
+        for i, name in zip(undeclared, names, strict=True):
+            meta = _field_metadata(*_describe(table, name, df), None)
+            schema = schema.set(i, inferred.field(name).with_metadata(meta))
+    try:
+        out = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+    except _ARROW_ERRORS as exc:
+        raise _misfit(table, frame, schema, exc) from exc
+    for i, values in after:
+        present = {v for chunk in out.column(i).chunks for v in chunk.dictionary.to_pylist()}
+        extra = sorted(present - set(values))
+        if extra:
+            raise InputError(
+                f"table {table!r}: column {columns[i]!r} has value(s) {extra} outside its "
+                f"declared values {list(values)} (dentalkit/data/columns.csv)"
+            )
+    return out
+
+
+def _fits(dtype: pd.CategoricalDtype, values: tuple[str, ...], ordered: bool) -> bool:
+    """Whether a categorical's categories fit the vocabulary (ordered: exactly, in order)."""
+    cats = dtype.categories
+    if ordered:
+        return len(cats) == len(values) and cats.equals(_vocabulary(values))
+    return bool(cats.isin(_vocabulary(values)).all())
+
+
+@cache
+def _vocabulary(values: tuple[str, ...]) -> pd.Index:
+    return pd.Index(list(values), dtype=object)
+
+
+@cache
+def _needs_units(table: str, columns: tuple[str, ...]) -> bool:
+    return any(st is not None and _PLACEHOLDER in st[3] for st in _statics(table, columns))
+
+
+@cache
+def _raw_units(table: str, columns: tuple[str, ...]) -> tuple[str | None, ...]:
+    return tuple(st[3] if st is not None else None for st in _statics(table, columns))
+
+
+@cache
+def _statics(table: str, columns: tuple[str, ...]) -> tuple:
+    return tuple(_static(table, c) for c in columns)
+
+
+@cache
+def _plan(
+    table: str, columns: tuple[str, ...], units: tuple[str | None, ...], analysis_unit: bool
+) -> tuple[pa.Schema, tuple[tuple[int, tuple[str, ...] | None, bool], ...]]:
+    """The schema (undeclared columns: a null placeholder) and the dictionary columns."""
+    fields, checks = [], []
+    for i, (name, unit) in enumerate(zip(columns, units, strict=True)):
+        if unit is None:
+            fields.append(pa.field(name, pa.null()))  # replaced by the inferred field
+            continue
+        field = _field(table, name, unit, analysis_unit and name == "unit")
+        fields.append(field)
+        if pa.types.is_dictionary(field.type):
+            checks.append((i, _static(table, name)[2], bool(field.type.ordered)))
+    return pa.schema(fields), tuple(checks)
+
+
+_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError)
+
+
+def _misfit(table: str, frame: pd.DataFrame, schema: pa.Schema, exc: Exception) -> InputError:
+    """The error naming the first column whose values do not fit its declared type."""
+    for i, field in enumerate(schema):
+        col = frame.iloc[:, i]
+        if not field.nullable and col.isna().any():
+            return InputError(
+                f"table {table!r}: column {field.name!r} may not be null "
+                f"({int(col.isna().sum())} null value(s)); it is declared non-null in "
+                "dentalkit/data/columns.csv"
+            )
+    for field in schema:
+        try:
+            pa.array(frame[field.name], type=field.type, from_pandas=True)
+        except _ARROW_ERRORS as col_exc:
+            detail = col_exc.args[0] if col_exc.args else col_exc
+            return InputError(
+                f"table {table!r}: column {field.name!r} (declared {field.type}) cannot hold "
+                f"its values: {detail}; fix the values or the declaration in "
+                "dentalkit/data/columns.csv"
+            )
+    return InputError(
+        f"table {table!r} does not fit its declared schema (dentalkit/data/columns.csv): {exc}"
+    )
 
 
 def _schema_doc(table: str, column: str) -> str | None:
@@ -203,7 +569,13 @@ def _units_in(df: pd.DataFrame) -> list[str] | None:
     """Units of measurement named in the table's ``unit`` column (None: no such column)."""
     if "unit" not in df.columns:
         return None
-    units = sorted({str(u) for u in df["unit"].dropna().unique()})
+    col = df["unit"]
+    if isinstance(col.dtype, pd.CategoricalDtype):  # the used categories, without a scan
+        codes = np.unique(col.cat.codes.to_numpy())
+        present = col.cat.categories[codes[codes >= 0]]
+    else:
+        present = pd.unique(col.to_numpy(dtype=object))
+    units = sorted({str(u) for u in present if not pd.isna(u)})
     if units and set(units) <= _ANALYSIS_UNITS:
         return None
     return units
@@ -212,7 +584,12 @@ def _units_in(df: pd.DataFrame) -> list[str] | None:
 def _unit_text(raw: str, df: pd.DataFrame) -> str:
     if _PLACEHOLDER not in raw:
         return raw
-    units = _units_in(df)
+    return _resolve_unit(raw, _units_in(df))
+
+
+def _resolve_unit(raw: str, units: list[str] | None) -> str:
+    if _PLACEHOLDER not in raw:
+        return raw
     if units is None:
         return ""
     if len(units) == 1:
@@ -362,6 +739,27 @@ def _pandas_dtype_text(table: str, name: str) -> str:
     return str(dtype)
 
 
+def _analysis_row(table: str, column: str) -> str:
+    """One Markdown row of an analysis (or ``*``) column: type, unit, description, values."""
+    unit, desc = _lookup(table, column) if table != "*" else _catalogue_index()[("*", column)]
+    try:
+        type_, nullable, values = _declared_type(table, column)
+    except KeyError:
+        type_text = "(inferred)"
+        values = None
+    else:
+        type_text = _arrow_text(type_) + (" (nullable)" if nullable else "")
+    shown = ", ".join(values) if values else ""
+    return f"| `{column}` | {type_text} | {_md(unit or '')} | {_md(desc or '')} | {_md(shown)} |"
+
+
+def _arrow_text(type_: pa.DataType) -> str:
+    for name, t in ARROW_TYPES.items():
+        if t == type_:
+            return name
+    return str(type_)  # pragma: no cover - every declared type is in ARROW_TYPES
+
+
 def columns_markdown() -> str:
     """Markdown of ``docs/columns.md``: every contract and analysis column (deterministic)."""
     lines = [
@@ -397,34 +795,27 @@ def columns_markdown() -> str:
         "## Analysis tables",
         "",
         "Export an analysis result under these names (`dentalkit.io.export({'ceph_measures':",
-        "m, ...}, out_dir)`) and the dictionary describes its columns. Session-key columns",
+        "m, ...}, out_dir)`) and the dictionary describes its columns;",
+        "`dentalkit.pipeline.write_analyses` writes each table with these Arrow types,",
+        "nullability and field metadata (`description`, `unit`, `values`). A column whose",
+        "type reads *(inferred)* is described but not typed: pyarrow infers its type.",
+        "Session-key columns",
         "(`patient_id`, `timestamp`, `session_time`, `endpoint`, `model_version`) mean what",
         "they mean in the contract tables; columns listed under *any table* below apply",
         "wherever they appear.",
         "",
     ]
     cat = load_catalogue()
+    head = ["| column | Arrow type | unit | description | values |", "|---|---|---|---|---|"]
     for table, (producer, per) in ANALYSIS_TABLES.items():
         rows = cat[cat["table"] == table]
-        lines += [
-            f"### `{table}`",
-            "",
-            f"From `dentalkit.{producer}`; one row per {per}.",
-            "",
-            "| column | unit | description |",
-            "|---|---|---|",
-        ]
-        lines += [
-            f"| `{c}` | {_md(u)} | {_md(d)} |"
-            for c, u, d in zip(rows["column"], rows["unit"], rows["description"], strict=True)
-        ]
+        lines += [f"### `{table}`", "", f"From `dentalkit.{producer}`; one row per {per}.", ""]
+        lines += head
+        lines += [_analysis_row(table, c) for c in rows["column"]]
         lines.append("")
     rows = cat[cat["table"] == "*"]
-    lines += ["### Any table", "", "| column | unit | description |", "|---|---|---|"]
-    lines += [
-        f"| `{c}` | {_md(u)} | {_md(d)} |"
-        for c, u, d in zip(rows["column"], rows["unit"], rows["description"], strict=True)
-    ]
+    lines += ["### Any table", "", *head]
+    lines += [_analysis_row("*", c) for c in rows["column"]]
     lines += [
         "",
         "Also described wherever they appear: the treatment-length codebook's patient",

@@ -422,7 +422,8 @@ def _restore(col: pd.Series, rec: Mapping[str, Any]) -> pd.Series:
     if kind == "string":
         # CSV cannot tell an empty string from a missing value; a column that had no
         # missing values held empty strings
-        return (col.fillna("") if rec["n_missing"] == 0 else col).astype(dtype)
+        # (an all-empty column reads back as float NaN)
+        return (col.astype(object).fillna("") if rec["n_missing"] == 0 else col).astype(dtype)
     if kind == "integer":
         return pd.to_numeric(col).astype(dtype)
     if kind == "number":

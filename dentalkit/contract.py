@@ -672,5 +672,7 @@ def write_contract(report: pd.DataFrame, folder: str | os.PathLike[str]) -> dict
     folder.mkdir(parents=True, exist_ok=True)
     md, pq = folder / "contract.md", folder / "contract.parquet"
     md.write_text(contract_markdown(report), encoding="utf-8")
-    report.to_parquet(pq, index=False)
+    from dentalkit.io import write_parquet
+
+    write_parquet(report, pq, name="contract")  # declared columns (docs/columns.md)
     return {"markdown": md, "parquet": pq}

@@ -56,7 +56,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import shapely
 
-from dentalkit._dictionary import data_dictionary
+from dentalkit._dictionary import arrow_table, data_dictionary, declared_field
 from dentalkit._export import export, read_export
 from dentalkit._pseudonymize import pseudonymize
 from dentalkit.convert import schemas
@@ -94,12 +94,31 @@ _TYPE_NAMES = {
 }
 
 
-def write_parquet(table: pd.DataFrame, path: str | os.PathLike) -> Path:
+def write_parquet(table: pd.DataFrame, path: str | os.PathLike, name: str | None = None) -> Path:
     """Write any DataFrame to Parquet atomically (temp file, fsync, rename); no index.
 
     For analysis tables and other outputs that are not part of the data contract (use
     :func:`write_tables` for those: it also checks their schemas).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        The table.
+    path : path-like
+        Destination file.
+    name : str, optional
+        The table's name in the column catalogue (``ceph_measures``, ``arch_compare`` …):
+        its columns are written with their declared Arrow types, nullability and field
+        metadata (``description``, ``unit``, ``values``; see ``docs/columns.md``).
+        Without a name, pyarrow infers the types and no column is described.
+
+    Raises
+    ------
+    InputError
+        When a value does not fit its column's declaration (named).
     """
+    if name is not None:
+        return _atomic_write(arrow_table(table, name), Path(path))
     plain = table.copy(deep=False)
     plain.attrs = {}  # attrs may hold tables (e.g. problems) that Parquet metadata cannot
     return _atomic_write(pa.Table.from_pandas(plain, preserve_index=False), Path(path))
@@ -122,7 +141,7 @@ def _atomic_write(table: pa.Table, path: Path) -> Path:
     return path
 
 
-def _geo_table(df: pd.DataFrame, geometry: str) -> pa.Table:
+def _geo_table(df: pd.DataFrame, geometry: str, name: str | None = None) -> pa.Table:
     if geometry not in df.columns:
         raise InputError(f"no geometry column {geometry!r}; columns are {list(df.columns)}")
     if "bbox" in df.columns:
@@ -142,10 +161,19 @@ def _geo_table(df: pd.DataFrame, geometry: str) -> pa.Table:
     ids = shapely.get_type_id(geoms[~is_null])
     types = sorted({_TYPE_NAMES[int(t)] for t in np.unique(ids)})
 
-    rest = pa.Table.from_pandas(df.drop(columns=[geometry]), preserve_index=False)
+    others = df.drop(columns=[geometry])
+    if name is not None:
+        rest = arrow_table(others, name)
+        declared = declared_field(name, geometry)
+        meta = declared.metadata if declared is not None else None
+    else:
+        rest = pa.Table.from_pandas(others, preserve_index=False)
+        meta = None
     pos = list(df.columns).index(geometry)
     table = rest.add_column(
-        pos, pa.field(geometry, pa.binary(), nullable=True), pa.array(wkb, type=pa.binary())
+        pos,
+        pa.field(geometry, pa.binary(), nullable=True, metadata=meta),
+        pa.array(wkb, type=pa.binary()),
     )
     bbox = pa.StructArray.from_arrays(
         [pa.array(bounds[:, k], type=pa.float64()) for k in range(4)],
@@ -187,9 +215,11 @@ def write_geoparquet(df: pd.DataFrame, path: str | os.PathLike, geometry: str = 
     pathlib.Path
         The written file.
     """
+    name = None
     if list(df.columns) == schemas.SCHEMAS["teeth"].names:
         schemas.check(df, "teeth")
-    return _atomic_write(_geo_table(df, geometry), Path(path))
+        name = "teeth"  # written with its declared schema and column descriptions
+    return _atomic_write(_geo_table(df, geometry, name), Path(path))
 
 
 def read_geoparquet(path: str | os.PathLike) -> pd.DataFrame:
@@ -217,7 +247,10 @@ def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | os.PathLike)
     """Write dentalkit tables to ``out_dir/<name>.parquet`` (teeth as GeoParquet 1.1).
 
     Each table is checked against its schema first (nothing is written if one fails);
-    each file is written atomically. The index is not written: keys are columns.
+    each file is written atomically with its declared Arrow schema: types, non-null
+    columns and field metadata ``description``, ``unit`` and ``values`` (the fixed
+    vocabulary), as listed in ``docs/columns.md``. The index is not written: keys are
+    columns.
 
     Returns
     -------
@@ -238,7 +271,7 @@ def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | os.PathLike)
         if name == "teeth":
             written[name] = write_geoparquet(df, path)
         else:
-            written[name] = _atomic_write(pa.Table.from_pandas(df, preserve_index=False), path)
+            written[name] = _atomic_write(arrow_table(df, name), path)
     return written
 
 

@@ -386,12 +386,16 @@ def _merge_groups(table: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_analyses(analyses: Mapping[str, pd.DataFrame], out: str | Path) -> Path:
-    """Write each analysis table as ``out/<name>.parquet`` (atomic); return the folder."""
+    """Write each analysis table as ``out/<name>.parquet`` (atomic); return the folder.
+
+    Tables are written with their declared schemas (``docs/columns.md``): declared Arrow
+    types and nullability, field metadata ``description``/``unit``/``values``.
+    """
     from dentalkit.io import write_parquet
 
     out = Path(out)
     for name, table in analyses.items():
-        write_parquet(table, out / f"{name}.parquet")
+        write_parquet(table, out / f"{name}.parquet", name=name)
     return out
 
 

@@ -46,3 +46,26 @@ def exact_sandbox():
 
     with running(noise=False) as sb:
         yield sb
+
+
+@pytest.fixture(scope="session")
+def demo_study(tmp_path_factory):
+    """``dentalkit demo`` run once (3 patients): (output folder, its CLI args, the result).
+
+    Shared by tests/test_demo.py and tests/test_output_schemas.py so that the study runs
+    once per test session.
+    """
+    import socket
+
+    from typer.testing import CliRunner
+
+    from dentalkit.cli import app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    out = tmp_path_factory.mktemp("demo-study") / "demo"
+    args = ["demo", "--patients", "3", "--out", str(out), "--port", port, "--no-progress"]
+    args += ["--dpi", "300"]  # the figures' content is the same; 600 dpi only costs time
+    first = CliRunner().invoke(app, args)
+    return out, args, first

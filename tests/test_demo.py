@@ -15,18 +15,8 @@ from dentalkit.endpoints import image_endpoints
 from dentalkit.store import read_responses
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp_path):
-    out = tmp_path / "demo"
-    port = str(_free_port())
-    args = ["demo", "--patients", "3", "--out", str(out), "--port", port, "--no-progress"]
-    args += ["--dpi", "300"]  # the figures' content is the same; 600 dpi only costs time
-    first = CliRunner().invoke(app, args)
+def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp_path, demo_study):
+    out, args, first = demo_study  # one run per session (tests/conftest.py)
     assert first.exit_code == 0, first.output
     assert "runs no AI model" in first.output
     # each stage says when it starts and, as soon as it ends, what it made and how long it

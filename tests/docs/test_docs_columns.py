@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from dentalkit._dictionary import ANALYSIS_TABLES, columns_markdown, load_catalogue
+from dentalkit._dictionary import (
+    ANALYSIS_TABLES,
+    ARROW_TYPES,
+    columns_markdown,
+    declared_field,
+    load_catalogue,
+)
 from dentalkit.convert import schemas
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,17 +31,35 @@ def test_columns_md_is_generated_from_the_declarations():
 
 def test_catalogue_rows_are_well_formed():
     cat = load_catalogue()
-    assert list(cat.columns) == ["table", "column", "unit", "description"]
+    assert list(cat.columns) == [
+        "table",
+        "column",
+        "unit",
+        "description",
+        "type",
+        "nullable",
+        "values",
+    ]
+    assert set(cat["type"]) <= {*ARROW_TYPES, ""}
+    assert set(cat["nullable"]) <= {"yes", "no", ""}
+    # nullability and values only beside a type; values only for categories
+    assert (cat.loc[cat["type"] == "", ["nullable", "values"]] == "").all().all()
+    assert cat.loc[cat["values"] != "", "type"].str.contains("category").all()
     assert not cat.duplicated(["table", "column"]).any()
     known = set(schemas.SCHEMAS) | set(ANALYSIS_TABLES) | {"*"}
     assert set(cat["table"]) <= known, set(cat["table"]) - known
     contract = cat[cat["table"].isin(list(schemas.SCHEMAS))]
-    # contract tables: descriptions come from the schemas only (no second declaration)
-    assert (contract["description"] == "").all()
+    # contract tables: descriptions, types and vocabularies come from the schemas only
+    assert (contract[["description", "type", "nullable", "values"]] == "").all().all()
     for t, c in zip(contract["table"], contract["column"], strict=True):
         assert c in schemas.SCHEMAS[t].names, (t, c)
-    analysis = cat[cat["table"].isin([*ANALYSIS_TABLES, "*"])]
-    assert (analysis["description"] != "").all()
+    generic = cat[cat["table"] == "*"]
+    assert (generic["description"] != "").all() and (generic["type"] != "").all()
+    analysis = cat[cat["table"].isin(list(ANALYSIS_TABLES))]
+    # a row may leave the description to a generic declaration (codebook, tle schema …)
+    for t, c in zip(analysis["table"], analysis["column"], strict=True):
+        field = declared_field(t, c)
+        assert field is None or field.metadata[b"description"], (t, c)
     assert set(ANALYSIS_TABLES) <= set(cat["table"])
 
 

@@ -24,6 +24,7 @@ def study(sandbox, tmp_path_factory):
     from dentalkit import arch, ceph, convert, findings, pipeline, stats, teeth, tle
     from dentalkit.client import Client
     from dentalkit.cohort import Fetcher, fetch_cohort
+    from dentalkit.contract import contract_report
 
     rows = [
         {
@@ -91,6 +92,7 @@ def study(sandbox, tmp_path_factory):
         "tle_calibration": tle.calibration(est, est["estimate_length_months"] + np.arange(6.0)),
         "comparisons": arch.compare(first, by="group"),
         "descriptives": stats.describe(tm, "md_width", ["fdi"]),
+        "contract": contract_report(responses),
     }
     client.close()
     return contract, analysis
