@@ -363,7 +363,10 @@ def growth_by_group(
     normal = [lv for lv in levels if str(lv) in ("I", "Class I")]
     if normal:  # Class I (the normal relation) is the reference of the comparisons
         order = normal + [lv for lv in levels if lv not in normal]
-        groups = groups.assign(**{group_col: pd.Categorical(groups[group_col], categories=order)})
+        # from plain values: recoding a categorical whose unused categories leave the new
+        # order is deprecated in pandas (it would raise in a later release)
+        values = groups[group_col].astype("object")
+        groups = groups.assign(**{group_col: pd.Categorical(values, categories=order)})
     try:
         result = growth(data, group=group_col, patients=groups)
     except InputError as exc:
