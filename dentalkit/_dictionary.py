@@ -86,6 +86,11 @@ ANALYSIS_TABLES: Mapping[str, tuple[str, str]] = MappingProxyType(
         "comparisons": ("stats.compare, arch.compare", "comparison"),
         "descriptives": ("stats.describe", "group"),
         "contract": ("contract.contract_report", "endpoint × aspect × item × verdict"),
+        "growth_fixed": ("stats.growth(...).fixed", "measure × fixed-effect term"),
+        "growth_variance": ("stats.growth(...).variance", "measure × variance component"),
+        "growth_models": ("stats.growth(...).models", "measure (one mixed-effects model)"),
+        "growth_bands": ("stats.growth(...).bands()", "measure × group × time"),
+        "growth_data": ("pipeline.growth_by_group", "session × measure (the modelled rows)"),
     }
 )
 

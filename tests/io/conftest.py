@@ -6,6 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dentalkit._dictionary import ANALYSIS_TABLES
+
 ENDPOINT_NAMES = (
     "ceph_lateral_points",
     "occlusogram_upper_points",
@@ -94,5 +96,9 @@ def study(sandbox, tmp_path_factory):
         "descriptives": stats.describe(tm, "md_width", ["fdi"]),
         "contract": contract_report(responses),
     }
+    # the growth analysis: two sessions per patient, groups fixed per patient
+    growth = pipeline.growth_by_group(m, dims, groups)
+    assert sorted(growth) == sorted(k for k in ANALYSIS_TABLES if k.startswith("growth_"))
+    analysis.update(growth)
     client.close()
     return contract, analysis
