@@ -93,7 +93,10 @@ class _Problem:
             return core(P, rows)
 
         def core(P: np.ndarray, rows: np.ndarray):
-            U, V, w = self.U[rows], self.V[rows], self.weight[rows]
+            if rows.size == len(self.U):  # every arch (rows is sorted, unique): no copies
+                U, V, w = self.U, self.V, self.weight
+            else:
+                U, V, w = self.U[rows], self.V[rows], self.weight[rows]
             shape = P[:, :k]
             y0 = P[:, k, None]
             if npose == 3:
