@@ -53,6 +53,12 @@ class _Problem:
         self.U, self.V, self.mask, self.s = U, V, mask, s
         self.weight = mask.astype(float)
 
+    def take(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``U``, ``V``, ``mask`` of the arches ``rows`` (sorted, unique): views when all."""
+        if rows.size == len(self.U):
+            return self.U, self.V, self.mask
+        return self.U[rows], self.V[rows], self.mask[rows]
+
     def residuals(self, model: ArchModel, pose: str, residual: str = "orthogonal"):
         """Residual/Jacobian function of ``model`` for :func:`levenberg_marquardt`.
 
@@ -214,15 +220,21 @@ def _beta_q(t: np.ndarray) -> np.ndarray:
 
 def _linear_init(prob: _Problem, powers: tuple[int, ...], rows: np.ndarray):
     """Stacked least squares of v = y0 + Σ c_p u^p (one call): returns (c, y0, rss, rank_ok)."""
-    U, V, msk = prob.U[rows], prob.V[rows], prob.mask[rows]
-    A = np.stack([*(U**q for q in powers), np.ones_like(U)], axis=-1)
-    beta, rss, rank_ok = batched_lstsq(np.nan_to_num(A), np.nan_to_num(V), msk)
+    U, V, msk = prob.take(rows)
+    # the design (m, N, k) filled column by column, padding already zero: the same
+    # values and memory layout (so the same rounding in the solver's sums) as stacking
+    # the columns and masking them on the short trailing axis, which numpy does slowly
+    A = np.empty((*U.shape, len(powers) + 1))
+    for j, q in enumerate(powers):
+        np.copyto(A[..., j], np.where(msk, np.nan_to_num(U**q), 0.0))
+    A[..., -1] = msk
+    beta, rss, rank_ok = batched_lstsq(A, np.nan_to_num(V), msk, masked=True)
     return beta[:, :-1], beta[:, -1], rss, rank_ok
 
 
 def _grid_init(prob: _Problem, model: ArchModel, rows: np.ndarray) -> np.ndarray:
     """Starting shape and y0 of the nonlinear models by a 1-D grid, y0 (and D) in closed form."""
-    U, V, msk = prob.U[rows], prob.V[rows], prob.mask[rows]
+    U, V, msk = prob.take(rows)
     U0, V0 = np.where(msk, U, 0.0), np.where(msk, V, 0.0)
     n = msk.sum(1)
     best = np.full(len(rows), np.inf)
@@ -416,9 +428,13 @@ def _problem(
     st: Stacked, ex: np.ndarray, ey: np.ndarray, origin: np.ndarray, framed: np.ndarray
 ) -> _Problem:
     """Points in the frame (ex, ey, origin), divided by their RMS radius ``s``."""
-    d = np.where(st.mask[..., None], st.xy - origin[:, None, :], 0.0)
-    U = np.einsum("mnj,mj->mn", d, np.nan_to_num(ex))
-    V = np.einsum("mnj,mj->mn", d, np.nan_to_num(ey))
+    # per coordinate (arrays of shape (m, N)): numpy is slow on a trailing axis of length 2
+    msk = st.mask
+    dx = np.where(msk, st.xy[..., 0] - origin[:, 0, None], 0.0)
+    dy = np.where(msk, st.xy[..., 1] - origin[:, 1, None], 0.0)
+    ex, ey = np.nan_to_num(ex), np.nan_to_num(ey)
+    U = dx * ex[:, 0, None] + dy * ex[:, 1, None]
+    V = dx * ey[:, 0, None] + dy * ey[:, 1, None]
     cnt = np.maximum(st.n, 1)
     cu, cv = U.sum(1) / cnt, V.sum(1) / cnt
     s = np.sqrt(

@@ -18,7 +18,7 @@ SINGULAR = 1e-12
 
 
 def batched_lstsq(
-    A: np.ndarray, b: np.ndarray, mask: np.ndarray
+    A: np.ndarray, b: np.ndarray, mask: np.ndarray, *, masked: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Least squares ``min ‖A β − b‖`` for a stack of problems in one call.
 
@@ -28,6 +28,8 @@ def batched_lstsq(
         Design matrices; rows where ``mask`` is False are ignored.
     b : ndarray (m, N)
     mask : ndarray of bool (m, N)
+    masked : bool
+        ``A`` is already zero where ``mask`` is False (skips masking it again).
 
     Returns
     -------
@@ -48,7 +50,7 @@ def batched_lstsq(
     the columns before it: below ``RCOND``² the problem is rank-deficient.
     """
     w = mask.astype(float)
-    cols = np.moveaxis(np.where(mask[..., None], A, 0.0), 2, 0)  # (k, m, N)
+    cols = np.moveaxis(A if masked else np.where(mask[..., None], A, 0.0), 2, 0)  # (k, m, N)
     bm = np.where(mask, b, 0.0)
     G = _gram(cols)
     k = G.shape[0]
