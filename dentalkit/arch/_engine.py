@@ -132,18 +132,28 @@ class _Problem:
                     sw = sf * w
                 else:
                     sw = w
+                # written into J in place, each product and sum as in the formulas
+                # (fewer temporaries of size m × N; the same rounding)
+                neg_sw = -sw
                 for j in range(k):
-                    J[j] = -sw * d.dp[j]
+                    np.multiply(neg_sw, d.dp[j], out=J[j])
                     if orth:
                         J[j] -= t * d.d1p[j]
                 if npose == 3:
-                    J[k] = sw * (d.d1 * s - c)
-                    J[k + 1] = sw * (d.d1 * c + s)
-                    J[k + 2] = -sw * (xp + d.d1 * yp)
+                    np.multiply(d.d1, s, out=J[k])
+                    J[k] -= c
+                    J[k] *= sw
+                    np.multiply(d.d1, c, out=J[k + 1])
+                    J[k + 1] += s
+                    J[k + 1] *= sw
+                    np.multiply(d.d1, yp, out=J[k + 2])
+                    np.add(xp, J[k + 2], out=J[k + 2])
+                    J[k + 2] *= neg_sw
                     if orth:
-                        J[k] += t * d.d2 * s
-                        J[k + 1] += t * d.d2 * c
-                        J[k + 2] -= t * d.d2 * yp
+                        td2 = t * d.d2
+                        J[k] += td2 * s
+                        J[k + 1] += td2 * c
+                        J[k + 2] -= td2 * yp
                 else:
                     J[k] = -sw
             return r * w, J
