@@ -256,8 +256,9 @@ def _grid_init(prob: _Problem, model: ArchModel, rows: np.ndarray) -> np.ndarray
             a = a0 * f
             with np.errstate(over="ignore", invalid="ignore"):
                 h = np.where(msk, model.f(U0, a[:, None]), 0.0)
-            y0 = (V0 - h).sum(1) / n
-            rss = np.where(msk, (V0 - h - y0[:, None]) ** 2, 0.0).sum(1)
+            vh = V0 - h
+            y0 = vh.sum(1) / n
+            rss = np.where(msk, (vh - y0[:, None]) ** 2, 0.0).sum(1)
             take = np.isfinite(rss) & (rss < best)
             best = np.where(take, rss, best)
             out[take] = np.stack([a, y0], axis=1)[take]
