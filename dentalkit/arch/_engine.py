@@ -53,6 +53,12 @@ class _Problem:
         self.U, self.V, self.mask, self.s = U, V, mask, s
         self.weight = mask.astype(float)
 
+    def take(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``U``, ``V``, ``mask`` of the arches ``rows`` (sorted, unique): views when all."""
+        if rows.size == len(self.U):
+            return self.U, self.V, self.mask
+        return self.U[rows], self.V[rows], self.mask[rows]
+
     def residuals(self, model: ArchModel, pose: str, residual: str = "orthogonal"):
         """Residual/Jacobian function of ``model`` for :func:`levenberg_marquardt`.
 
@@ -93,7 +99,10 @@ class _Problem:
             return core(P, rows)
 
         def core(P: np.ndarray, rows: np.ndarray):
-            U, V, w = self.U[rows], self.V[rows], self.weight[rows]
+            if rows.size == len(self.U):  # every arch (rows is sorted, unique): no copies
+                U, V, w = self.U, self.V, self.weight
+            else:
+                U, V, w = self.U[rows], self.V[rows], self.weight[rows]
             shape = P[:, :k]
             y0 = P[:, k, None]
             if npose == 3:
@@ -123,18 +132,28 @@ class _Problem:
                     sw = sf * w
                 else:
                     sw = w
+                # written into J in place, each product and sum as in the formulas
+                # (fewer temporaries of size m × N; the same rounding)
+                neg_sw = -sw
                 for j in range(k):
-                    J[j] = -sw * d.dp[j]
+                    np.multiply(neg_sw, d.dp[j], out=J[j])
                     if orth:
                         J[j] -= t * d.d1p[j]
                 if npose == 3:
-                    J[k] = sw * (d.d1 * s - c)
-                    J[k + 1] = sw * (d.d1 * c + s)
-                    J[k + 2] = -sw * (xp + d.d1 * yp)
+                    np.multiply(d.d1, s, out=J[k])
+                    J[k] -= c
+                    J[k] *= sw
+                    np.multiply(d.d1, c, out=J[k + 1])
+                    J[k + 1] += s
+                    J[k + 1] *= sw
+                    np.multiply(d.d1, yp, out=J[k + 2])
+                    np.add(xp, J[k + 2], out=J[k + 2])
+                    J[k + 2] *= neg_sw
                     if orth:
-                        J[k] += t * d.d2 * s
-                        J[k + 1] += t * d.d2 * c
-                        J[k + 2] -= t * d.d2 * yp
+                        td2 = t * d.d2
+                        J[k] += td2 * s
+                        J[k + 1] += td2 * c
+                        J[k + 2] -= td2 * yp
                 else:
                     J[k] = -sw
             return r * w, J
@@ -211,15 +230,21 @@ def _beta_q(t: np.ndarray) -> np.ndarray:
 
 def _linear_init(prob: _Problem, powers: tuple[int, ...], rows: np.ndarray):
     """Stacked least squares of v = y0 + Σ c_p u^p (one call): returns (c, y0, rss, rank_ok)."""
-    U, V, msk = prob.U[rows], prob.V[rows], prob.mask[rows]
-    A = np.stack([*(U**q for q in powers), np.ones_like(U)], axis=-1)
-    beta, rss, rank_ok = batched_lstsq(np.nan_to_num(A), np.nan_to_num(V), msk)
+    U, V, msk = prob.take(rows)
+    # the design (m, N, k) filled column by column, padding already zero: the same
+    # values and memory layout (so the same rounding in the solver's sums) as stacking
+    # the columns and masking them on the short trailing axis, which numpy does slowly
+    A = np.empty((*U.shape, len(powers) + 1))
+    for j, q in enumerate(powers):
+        np.copyto(A[..., j], np.where(msk, np.nan_to_num(U**q), 0.0))
+    A[..., -1] = msk
+    beta, rss, rank_ok = batched_lstsq(A, np.nan_to_num(V), msk, masked=True)
     return beta[:, :-1], beta[:, -1], rss, rank_ok
 
 
 def _grid_init(prob: _Problem, model: ArchModel, rows: np.ndarray) -> np.ndarray:
     """Starting shape and y0 of the nonlinear models by a 1-D grid, y0 (and D) in closed form."""
-    U, V, msk = prob.U[rows], prob.V[rows], prob.mask[rows]
+    U, V, msk = prob.take(rows)
     U0, V0 = np.where(msk, U, 0.0), np.where(msk, V, 0.0)
     n = msk.sum(1)
     best = np.full(len(rows), np.inf)
@@ -231,8 +256,9 @@ def _grid_init(prob: _Problem, model: ArchModel, rows: np.ndarray) -> np.ndarray
             a = a0 * f
             with np.errstate(over="ignore", invalid="ignore"):
                 h = np.where(msk, model.f(U0, a[:, None]), 0.0)
-            y0 = (V0 - h).sum(1) / n
-            rss = np.where(msk, (V0 - h - y0[:, None]) ** 2, 0.0).sum(1)
+            vh = V0 - h
+            y0 = vh.sum(1) / n
+            rss = np.where(msk, (vh - y0[:, None]) ** 2, 0.0).sum(1)
             take = np.isfinite(rss) & (rss < best)
             best = np.where(take, rss, best)
             out[take] = np.stack([a, y0], axis=1)[take]
@@ -413,9 +439,13 @@ def _problem(
     st: Stacked, ex: np.ndarray, ey: np.ndarray, origin: np.ndarray, framed: np.ndarray
 ) -> _Problem:
     """Points in the frame (ex, ey, origin), divided by their RMS radius ``s``."""
-    d = np.where(st.mask[..., None], st.xy - origin[:, None, :], 0.0)
-    U = np.einsum("mnj,mj->mn", d, np.nan_to_num(ex))
-    V = np.einsum("mnj,mj->mn", d, np.nan_to_num(ey))
+    # per coordinate (arrays of shape (m, N)): numpy is slow on a trailing axis of length 2
+    msk = st.mask
+    dx = np.where(msk, st.xy[..., 0] - origin[:, 0, None], 0.0)
+    dy = np.where(msk, st.xy[..., 1] - origin[:, 1, None], 0.0)
+    ex, ey = np.nan_to_num(ex), np.nan_to_num(ey)
+    U = dx * ex[:, 0, None] + dy * ex[:, 1, None]
+    V = dx * ey[:, 0, None] + dy * ey[:, 1, None]
     cnt = np.maximum(st.n, 1)
     cu, cv = U.sum(1) / cnt, V.sum(1) / cnt
     s = np.sqrt(

@@ -297,8 +297,8 @@ def _fit_stacked(
         lost = (status == None) & ~finite  # noqa: E711
         status[lost] = "not_converged"
         reason[lost] = "fit ended on non-finite values"
-        status[status == None] = "ok"  # noqa: E711
-        ok = status == "ok"
+        ok = status == None  # noqa: E711
+        status[ok] = "ok"
         scored = ok | (status == "boundary")  # the boundary's rss and AIC are the limit's
         rss = res["rss"] * s**2
         power = np.array(mod.length_power, dtype=float)
@@ -318,42 +318,42 @@ def _fit_stacked(
                 n - k_all - 1 > 0, aic + 2 * k_all * (k_all + 1) / (n - k_all - 1), np.nan
             )
             rmse = np.sqrt(rss / n)
-        out = st.keys.copy()
-        out["model"] = mod.name
-        out["status"] = status
-        out["reason"] = reason
-        out["pose"] = pose
-        out["residual"] = residual
-        out["n_points"] = st.n.astype(np.int64)
-        out["n_params"] = np.int64(k_all)
-        out["unit"] = st.unit
-        for col in PARAM_COLUMNS:
-            out[col] = np.nan
+        # the model's columns as arrays; one DataFrame is built at the end (inserting
+        # ~50 columns one by one into a frame, per model, cost more than the fit of
+        # a simple model)
+        nan = np.full(m, np.nan)
+        cols: dict[str, np.ndarray] = {
+            "status": status,
+            "reason": reason,
+            "n_points": st.n.astype(np.int64),
+            "n_params": np.full(m, k_all, np.int64),
+        }
+        cols.update(dict.fromkeys(PARAM_COLUMNS, nan))
+        boundary = status == "boundary"
         for j, col in enumerate(mod.params):
-            out[col] = np.where(
-                ok, shape[:, j], np.where(status == "boundary", shape[:, j], np.nan)
-            )
+            cols[col] = np.where(ok, shape[:, j], np.where(boundary, shape[:, j], np.nan))
         for col in PARAM_COLUMNS:
-            out[f"{col}_se"] = np.nan
-            out[f"{col}_ci_lower"] = np.nan
-            out[f"{col}_ci_upper"] = np.nan
+            cols[f"{col}_se"] = cols[f"{col}_ci_lower"] = cols[f"{col}_ci_upper"] = nan
         code = np.zeros(m, np.int64)  # bit j: parameter j not identified
         for j, col in enumerate(mod.params):
             est, sj = shape[:, j], se[:, j]
-            out[f"{col}_se"] = np.where(ok, sj, np.nan)
-            out[f"{col}_ci_lower"] = np.where(ok, est - tq * sj, np.nan)
-            out[f"{col}_ci_upper"] = np.where(ok, est + tq * sj, np.nan)
+            cols[f"{col}_se"] = np.where(ok, sj, np.nan)
+            cols[f"{col}_ci_lower"] = np.where(ok, est - tq * sj, np.nan)
+            cols[f"{col}_ci_upper"] = np.where(ok, est + tq * sj, np.nan)
             with np.errstate(invalid="ignore"):
                 vague = ~np.isfinite(sj)
                 if col in _POSITIVE:
                     vague |= ~(tq * sj < np.abs(est))
             code |= (ok & vague).astype(np.int64) << j
-        names = {
-            c: ",".join(p for j, p in enumerate(mod.params) if c >> j & 1) or None
-            for c in np.unique(code)
-        }
-        out["ci_level"] = level
-        out["not_identified"] = pd.Series(code).map(names).to_numpy(dtype=object)
+        names = np.array(
+            [
+                ",".join(p for j, p in enumerate(mod.params) if c >> j & 1) or None
+                for c in range(1 << mod.k)
+            ],
+            dtype=object,
+        )
+        cols["ci_level"] = np.full(m, float(level))
+        cols["not_identified"] = names[code]
         for col, val in (
             ("rss", rss),
             ("rmse", rmse),
@@ -363,23 +363,70 @@ def _fit_stacked(
             ("x_min", xmin),
             ("x_max", xmax),
         ):
-            out[col] = np.where(ok | (scored & (col in _SCORES)), val, np.nan)
+            cols[col] = np.where(ok | (scored & (col in _SCORES)), val, np.nan)
         for col in ("rotation_deg", "tx", "ty"):
-            out[col] = np.where(ok, tp[col], np.nan)
-        out["reflected"] = pd.array(np.where(ok, tp["reflected"], False), dtype="boolean")
-        out.loc[~ok, "reflected"] = pd.NA
-        out["scale"] = st.scale
-        out["side_source"] = np.where(ok, source, None)
-        out["iterations"] = res["iterations"]
-        frames.append(out)
-    _akaike_weights(frames)
-    table = pd.concat(frames, ignore_index=True)
-    order = {name: i for i, name in enumerate(MODELS)}
-    table["_o"] = table["model"].map(order)
-    table["_a"] = np.tile(np.arange(m), len(models))
-    table = table.sort_values(["_a", "_o"], kind="stable").drop(columns=["_a", "_o"])
-    table = table.reset_index(drop=True)
-    return _dtypes(table)
+            cols[col] = np.where(ok, tp[col], np.nan)
+        cols["reflected"] = np.where(ok, tp["reflected"], False)
+        cols["_ok"] = ok
+        cols["scale"] = st.scale
+        cols["side_source"] = np.where(ok, source, None)
+        cols["iterations"] = res["iterations"]
+        frames.append(cols)
+    return _table(st, models, frames, pose, residual)
+
+
+def _table(
+    st: Stacked, models: list[ArchModel], frames: list[dict[str, np.ndarray]], pose, residual
+) -> pd.DataFrame:
+    """The output table from each model's column arrays: one row per arch × model, the
+    models of an arch in registry order, with the Akaike weights across them."""
+    m, nm = len(st.n), len(models)
+    delta, weight = _akaike_weights([f["aicc"] for f in frames])
+    reg = np.array([list(MODELS).index(mod.name) for mod in models], dtype=np.int64)
+    morder = np.argsort(reg, kind="stable")
+    # row of (arch a, k-th model in registry order) in the model-major concatenation
+    src = (morder[None, :] * m + np.arange(m)[:, None]).reshape(-1)
+
+    def col(name: str, values: list[np.ndarray] | None = None) -> np.ndarray:
+        parts = [f[name] for f in frames] if values is None else values
+        return np.concatenate(parts)[src] if nm > 1 else parts[0]
+
+    keys = st.keys.copy()
+    keys["arch"] = pd.Categorical(keys["arch"].astype(str), categories=["up", "lo"])
+    if nm > 1:
+        keys = keys.take(np.repeat(np.arange(m), nm)).reset_index(drop=True)
+    ok = col("_ok")
+    data: dict[str, object] = {
+        "model": pd.Categorical.from_codes(np.tile(reg[morder], m), categories=list(MODELS)),
+        "status": pd.Categorical(col("status"), categories=STATUSES),
+        "reason": pd.array(col("reason").tolist(), dtype="string"),
+        "pose": pd.Categorical.from_codes(
+            np.full(m * nm, list(POSE_PARAMS).index(pose)), categories=list(POSE_PARAMS)
+        ),
+        "residual": pd.Categorical.from_codes(
+            np.full(m * nm, list(RESIDUALS).index(residual)), categories=list(RESIDUALS)
+        ),
+        "n_points": col("n_points"),
+        "n_params": col("n_params"),
+        "unit": pd.Categorical.from_codes(
+            np.full(m * nm, ["px", "mm"].index(st.unit)), categories=["px", "mm"]
+        ),
+    }
+    for name in frames[0] if frames else ():
+        if name in data or name in ("_ok", "reflected", "scale", "side_source", "iterations"):
+            continue
+        if name == "not_identified":
+            data[name] = pd.array(col(name).tolist(), dtype="string")
+        else:
+            data[name] = col(name)
+        if name == "aicc":
+            data["delta_aicc"] = col("", delta)
+            data["aicc_weight"] = col("", weight)
+    data["reflected"] = pd.arrays.BooleanArray(col("reflected").astype(bool), ~ok)
+    data["scale"] = col("scale")
+    data["side_source"] = pd.Categorical(col("side_source"), categories=SIDE_SOURCES)
+    data["iterations"] = col("iterations")
+    return pd.concat([keys, pd.DataFrame(data)], axis=1)
 
 
 def _distinct_points(st: Stacked) -> np.ndarray:
@@ -398,14 +445,15 @@ def _distinct_points(st: Stacked) -> np.ndarray:
     return count
 
 
-def _akaike_weights(frames: list[pd.DataFrame]) -> None:
-    """Add ``delta_aicc`` and ``aicc_weight`` per arch across the models fitted (in place).
+def _akaike_weights(aicc: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``delta_aicc`` and ``aicc_weight`` per arch across the models fitted (one row per
+    model, in the order of ``aicc``).
 
     Akaike weight of model i: exp(−Δ_i/2) / Σ_j exp(−Δ_j/2) with Δ_i = AICc_i − min AICc
     over the models with a finite AICc (Burnham KP, Anderson DR. Model Selection and
     Multimodel Inference, 2nd ed. Springer 2002, §2.9).
     """
-    aicc = np.stack([f["aicc"].to_numpy(float) for f in frames])
+    aicc = np.stack(aicc)
     finite = np.isfinite(aicc)
     with np.errstate(invalid="ignore"):
         best = np.where(finite, aicc, np.inf).min(axis=0)
@@ -413,20 +461,4 @@ def _akaike_weights(frames: list[pd.DataFrame]) -> None:
         w = np.where(finite, np.exp(-0.5 * np.nan_to_num(delta, nan=np.inf)), 0.0)
         tot = w.sum(axis=0)
         w = np.where(finite & (tot > 0), w / np.where(tot > 0, tot, 1.0), np.nan)
-    for f, d, wi in zip(frames, delta, w, strict=True):
-        pos = f.columns.get_loc("aicc") + 1
-        f.insert(pos, "aicc_weight", wi)
-        f.insert(pos, "delta_aicc", d)
-
-
-def _dtypes(table: pd.DataFrame) -> pd.DataFrame:
-    table["arch"] = pd.Categorical(table["arch"].astype(str), categories=["up", "lo"])
-    table["model"] = pd.Categorical(table["model"], categories=list(MODELS))
-    table["status"] = pd.Categorical(table["status"], categories=STATUSES)
-    table["reason"] = pd.array(table["reason"].tolist(), dtype="string")
-    table["not_identified"] = pd.array(table["not_identified"].tolist(), dtype="string")
-    table["pose"] = pd.Categorical(table["pose"], categories=list(POSE_PARAMS))
-    table["residual"] = pd.Categorical(table["residual"], categories=list(RESIDUALS))
-    table["unit"] = pd.Categorical(table["unit"], categories=["px", "mm"])
-    table["side_source"] = pd.Categorical(table["side_source"], categories=SIDE_SOURCES)
-    return table
+    return delta, w

@@ -108,9 +108,11 @@ def frame_from_points(
     with np.errstate(invalid="ignore", divide="ignore"):
         ex = w / wn[:, None]
     perp = np.stack([-ex[:, 1], ex[:, 0]], axis=1)
-    d = pts - centroid[:, None, :]
-    X = (d * ex[:, None, :]).sum(-1)
-    Y = (d * perp[:, None, :]).sum(-1)
+    # per coordinate, (m, N) arrays: numpy is slow on a trailing axis of length 2
+    dx = pts[..., 0] - centroid[:, 0, None]
+    dy = pts[..., 1] - centroid[:, 1, None]
+    X = dx * ex[:, 0, None] + dy * ex[:, 1, None]
+    Y = dx * perp[:, 0, None] + dy * perp[:, 1, None]
     absx = np.abs(X)
     mx = np.where(mask, absx, 0).sum(1) / cnt[:, 0]
     my = np.where(mask, Y, 0).sum(1) / cnt[:, 0]

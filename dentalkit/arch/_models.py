@@ -145,7 +145,8 @@ def _cat_derivs(x, P):
     a = _p(P, 0)
     z = _cat_z(x, P)
     ch, sh = np.cosh(z), np.sinh(z)
-    return Derivs(a * (ch - 1.0), sh, ch / a, (ch - 1.0 - z * sh,), (-z * ch / a,))
+    chm1 = ch - 1.0
+    return Derivs(a * chm1, sh, ch / a, (chm1 - z * sh,), (-z * ch / a,))
 
 
 # --- Braun's beta function in the canonical frame ------------------------------------

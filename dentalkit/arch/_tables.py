@@ -28,15 +28,14 @@ ARCHES: tuple[str, ...] = ("up", "lo")
 POINT_KEYS = ("auto", "fdi", "sequence")
 
 
-def _fdi_rank(idx: np.ndarray, arch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _fdi_rank(idx: np.ndarray, up: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Position along the arch of FDI tooth numbers, from the patient's right end.
 
-    Right quadrants (1 upper, 4 lower) give −tooth (−8 … −1), left quadrants
-    (2 upper, 3 lower) +tooth (1 … 8); also whether each number is an FDI
-    permanent tooth of its arch.
+    ``up``: whether each number belongs to an upper arch. Right quadrants (1 upper,
+    4 lower) give −tooth (−8 … −1), left quadrants (2 upper, 3 lower) +tooth (1 … 8);
+    also whether each number is an FDI permanent tooth of its arch.
     """
     q, t = idx // 10, idx % 10
-    up = np.asarray(arch) == "up"
     quad_ok = np.where(up, (q == 1) | (q == 2), (q == 3) | (q == 4))
     ok = quad_ok & (t >= 1) & (t <= 8)
     right = (q == 1) | (q == 4)
@@ -75,7 +74,8 @@ def require_columns(table: pd.DataFrame, columns: tuple[str, ...] | list[str], n
         )
 
 
-def _check_keys_and_arch(table: pd.DataFrame, name: str) -> None:
+def _check_keys_and_arch(table: pd.DataFrame, name: str) -> np.ndarray:
+    """Check the key columns and the arch labels; returns whether each row is an upper arch."""
     for col in ARCH_KEY:
         bad = table[col].isna().to_numpy()
         if bad.any():
@@ -84,14 +84,17 @@ def _check_keys_and_arch(table: pd.DataFrame, name: str) -> None:
                 f"{name} has {int(bad.sum())} row(s) with an empty {col!r} (rows {rows}); "
                 "every row needs patient_id, timestamp and arch"
             )
-    arch = table["arch"].astype(str)
-    bad = ~arch.isin(ARCHES).to_numpy()
+    # the labels as text, converted once per distinct value (not once per row)
+    codes, uniques = pd.factorize(table["arch"])
+    labels = pd.Series(uniques).astype(str).to_numpy(dtype=object)
+    bad = ~np.isin(labels, ARCHES)[codes]
     if bad.any():
         rows = table.index[bad][:10].tolist()
-        values = sorted(set(arch[bad]))[:5]
+        values = sorted(set(labels[codes[bad]]))[:5]
         raise InputError(
             f"{name} has arch value(s) {values} at rows {rows}; arch must be 'up' or 'lo'"
         )
+    return (labels == "up")[codes]
 
 
 def _as_float(table: pd.DataFrame, col: str, name: str) -> np.ndarray:
@@ -199,58 +202,62 @@ def stack_points(
     if point_keys not in POINT_KEYS:
         raise InputError(f"point_keys must be one of {POINT_KEYS}, got {point_keys!r}")
     require_columns(points, [*ARCH_KEY, "x", "y"], name)
-    _check_keys_and_arch(points, name)
+    up = _check_keys_and_arch(points, name)
     idx = point_index(points, name)
     x = _as_float(points, "x", name)
     y = _as_float(points, "y", name)
     carried = [c for c in (*CARRIED, *extra) if c in points.columns and c not in ARCH_KEY]
     if extra:
         require_columns(points, list(extra), name)
-    df = points[[*ARCH_KEY, *carried]].copy()
-    df["arch"] = df["arch"].astype(str)
-    df["_row"] = points.index.to_numpy()
-    df["_at"] = np.arange(len(points))
-    df["_index"] = idx
-    df["_x"] = x
-    df["_y"] = y
-    df = df.sort_values([*ARCH_KEY, "_index"], kind="stable")
-    gid = df.groupby(list(ARCH_KEY), observed=True, sort=False).ngroup().to_numpy(dtype=np.int64)
+    # arch of each row: the rank of its key in sorted order (patient_id and timestamp as
+    # pandas sorts them, categories in their order; the arch label as text, "lo" < "up"),
+    # from one integer code per row instead of sorting and grouping the table
+    cp, _ = pd.factorize(points["patient_id"], sort=True)
+    ct, ut = pd.factorize(points["timestamp"], sort=True)
+    key = (cp.astype(np.int64) * len(ut) + ct) * 2 + up
+    _, gid = np.unique(key, return_inverse=True)
+    gid = gid.reshape(-1).astype(np.int64)
     m = int(gid.max()) + 1 if len(gid) else 0
     # order along the arch: by FDI position (right 8 → 1, then left 1 → 8) when the
     # point numbers are FDI tooth numbers of that arch, else by the number itself
-    fdi_rank, fdi_ok = _fdi_rank(df["_index"].to_numpy(), df["arch"].to_numpy())
+    fdi_rank, fdi_ok = _fdi_rank(idx, up)
     if point_keys == "sequence":
         fdi = np.zeros(m, bool)
     else:
         fdi = np.bincount(gid, weights=~fdi_ok, minlength=m) == 0
-        if point_keys == "fdi" and not fdi.all():
-            first = int(np.flatnonzero(~fdi)[0])
-            row = df.iloc[int(np.flatnonzero(gid == first)[0])]
-            raise InputError(
-                f"{name}: point_keys='fdi' but the point numbers of patient_id="
-                f"{row['patient_id']!r}, timestamp={row['timestamp']!r}, arch={row['arch']!r} "
-                "are not FDI teeth of that arch (11-18, 21-28 upper; 31-38, 41-48 lower)"
-            )
-    rank = np.where(fdi[gid], fdi_rank, df["_index"].to_numpy())
+    rank = np.where(fdi[gid], fdi_rank, idx)
+    # rows by arch, then along it; equal numbers (an error below) in their table order
     order = np.lexsort((rank, gid))
-    df, gid, rank = df.iloc[order], gid[order], rank[order]
-    pos = df.groupby(list(ARCH_KEY), observed=True, sort=False).cumcount().to_numpy(dtype=np.int64)
+    gid, rank = gid[order], rank[order]
+    first = np.r_[True, gid[1:] != gid[:-1]] if len(gid) else np.zeros(0, bool)
+    starts = np.flatnonzero(first)
+    pos = np.arange(len(gid), dtype=np.int64) - starts[gid]
+    keys = points[[*ARCH_KEY, *carried]].iloc[order[starts]].reset_index(drop=True)
+    keys["arch"] = keys["arch"].astype(str)
+    assert len(keys) == m
+    if point_keys == "fdi" and not fdi.all():
+        row = keys.iloc[int(np.flatnonzero(~fdi)[0])]
+        raise InputError(
+            f"{name}: point_keys='fdi' but the point numbers of patient_id="
+            f"{row['patient_id']!r}, timestamp={row['timestamp']!r}, arch={row['arch']!r} "
+            "are not FDI teeth of that arch (11-18, 21-28 upper; 31-38, 41-48 lower)"
+        )
+    xs, ys = x[order], y[order]
     nmax = int(pos.max()) + 1 if len(pos) else 1
     xy = np.full((m, nmax, 2), np.nan)
-    xy[gid, pos, 0] = df["_x"].to_numpy()
-    xy[gid, pos, 1] = df["_y"].to_numpy()
+    xy[gid, pos, 0] = xs
+    xy[gid, pos, 1] = ys
     mask = np.zeros((m, nmax), bool)
     mask[gid, pos] = True
     n = mask.sum(axis=1)
-    keys = first_per_group(df[[*ARCH_KEY, *carried]], gid, m)
 
     bad = np.full(m, None, dtype=object)
-    nonfinite = ~(np.isfinite(df["_x"].to_numpy()) & np.isfinite(df["_y"].to_numpy()))
+    nonfinite = ~(np.isfinite(xs) & np.isfinite(ys))
     dup = np.r_[False, (gid[1:] == gid[:-1]) & (rank[1:] == rank[:-1])]
     for flag, what in ((nonfinite, "non-finite x/y"), (dup, "repeated point number")):
         if not flag.any():
             continue
-        rows = df["_row"].to_numpy()[flag]
+        rows = points.index.to_numpy()[order][flag]
         if errors == "raise":
             who = keys.iloc[gid[flag][0]]
             raise InputError(
@@ -269,10 +276,9 @@ def stack_points(
         warn_bad(name, len(flagged), flagged[0])
     scale, unit = calibration(keys, mm_per_px)
     xy = xy * scale[:, None, None]
-    at = df["_at"].to_numpy()
-    row_arch = np.empty(len(df), np.int64)
-    row_pos = np.empty(len(df), np.int64)
-    row_arch[at], row_pos[at] = gid, pos
+    row_arch = np.empty(len(gid), np.int64)
+    row_pos = np.empty(len(gid), np.int64)
+    row_arch[order], row_pos[order] = gid, pos
     return Stacked(
         keys=keys,
         xy=xy,

@@ -268,3 +268,44 @@ def test_index_is_read_from_the_point_key_when_absent():
     b = arch.align(pts.drop(columns="index")).points.sort_values("point")
     np.testing.assert_allclose(a["x_canonical"], b["x_canonical"])
     np.testing.assert_allclose(a["x_canonical"], x, atol=1e-9)
+
+
+def test_stacking_orders_arches_as_pandas_sorts_the_keys_and_points_along_the_arch():
+    # shuffled rows; patient_id categorical with its categories in reverse order (pandas
+    # sorts categories by their order, not alphabetically), arch categorical up/lo (sorted
+    # as text: "lo" before "up"), FDI point numbers in one arch, a sequence in the others
+    from dentalkit.arch._tables import stack_points
+
+    rng = np.random.default_rng(4)
+    rows = []
+    for p in ("p1", "p2", "p3"):
+        for t in ("2024-03-01", "2023-01-01"):
+            for a in ("up", "lo"):
+                if p == "p2" and a == "up":
+                    keys = [17, 16, 14, 11, 21, 23, 26, 27]  # FDI: right molar → left molar
+                    order = [-7, -6, -4, -1, 1, 3, 6, 7]
+                else:
+                    keys = [3, 9, 1, 5, 12, 7]
+                    order = keys
+                for k, o in zip(keys, order, strict=True):
+                    rows.append((p, t, a, k, o, rng.normal(), rng.normal()))
+    tab = pd.DataFrame(rows, columns=["patient_id", "timestamp", "arch", "index", "_o", "x", "y"])
+    tab = tab.sample(frac=1.0, random_state=7).reset_index(drop=True)
+    tab["patient_id"] = pd.Categorical(tab["patient_id"], categories=["p3", "p2", "p1"])
+    tab["arch"] = pd.Categorical(tab["arch"], categories=["up", "lo"])
+    st = stack_points(tab.drop(columns="_o"))
+
+    want = tab.assign(arch=tab["arch"].astype(str)).sort_values(
+        ["patient_id", "timestamp", "arch", "_o"], kind="stable"
+    )
+    arches = want.drop_duplicates(["patient_id", "timestamp", "arch"])
+    assert st.keys["patient_id"].astype(str).tolist() == arches["patient_id"].astype(str).tolist()
+    assert st.keys["patient_id"].tolist()[:4] == ["p3"] * 4
+    assert st.keys["timestamp"].tolist() == arches["timestamp"].tolist()
+    assert st.keys["arch"].tolist() == arches["arch"].tolist()
+    assert st.keys["arch"].tolist()[:2] == ["lo", "up"]
+    got = st.xy[st.mask]  # arch by arch, along each arch
+    np.testing.assert_array_equal(got, want[["x", "y"]].to_numpy())
+    assert st.fdi.sum() == 2 and st.n.tolist().count(8) == 2  # p2's two upper arches
+    # each input row knows its arch and slot
+    np.testing.assert_array_equal(st.xy[st.row_arch, st.row_pos], tab[["x", "y"]].to_numpy())
