@@ -461,9 +461,9 @@ def _from_columns(
     The written schema, with the ``pandas`` metadata ``from_pandas`` adds, is taken from
     ``from_pandas`` on the zero-row frame once per table layout (:func:`_written_schema`).
 
-    Returns None when a column needs more than this (a value that does not fit its type, a
-    null in a non-null column, an undeclared extension-typed column): the caller then
-    converts with :func:`_from_pandas`, which raises the error naming the column.
+    Returns None when a value does not fit its column (a value the declared type cannot
+    hold, a null in a non-null column): the caller then converts with
+    :func:`_from_pandas`, which raises the error naming the column.
     """
     table = plan[0]
     types = _plan_types(*plan)
@@ -478,10 +478,9 @@ def _from_columns(
         # __arrow_array__); tz-aware datetimes and other extension types go as the Series
         values = col.to_numpy() if numpy else col
         try:
-            if i in todo:
-                if not (numpy or is_cat):
-                    return None  # from_pandas infers these from an empty slice: let it
-                arr = pa.array(values, from_pandas=True)
+            if i in todo:  # the type from_pandas infers (extension types: from no rows)
+                guess = None if numpy or is_cat else pa.array(col.head(0), from_pandas=True).type
+                arr = pa.array(values, type=guess, from_pandas=True)
                 name = str(df.columns[i])
                 meta = _field_metadata(*_describe(table, name, df), None)
                 extra.append((i, name, arr.type, tuple(meta.items())))
