@@ -372,7 +372,8 @@ def arrow_table(df: pd.DataFrame, table: str) -> pa.Table:
         in a non-nullable column, a fraction in an integer column, a value outside the
         declared vocabulary).
     """
-    columns = tuple(map(str, df.columns.tolist()))
+    names = df.columns.tolist()
+    columns = tuple(map(str, names))
     units = _Units(df)
     statics = _statics(table, columns)
     if _needs_units(table, columns):
@@ -385,12 +386,13 @@ def arrow_table(df: pd.DataFrame, table: str) -> pa.Table:
     else:
         key = _raw_units(table, columns)
     analysis_unit = "unit" in columns and units.get() is None
-    schema, checks = _plan(table, columns, key, analysis_unit)
+    plan = (table, columns, key, analysis_unit)
+    schema, checks = _plan(*plan)
+    cols = [col for _, col in df.items()]  # one Series per column, made once
     changed = {}
     after = []  # text columns with a vocabulary: checked on the Arrow dictionary
-    dtypes = df.dtypes.to_numpy()
     for i, values, ordered in checks:  # dictionary columns: the declared vocabulary
-        dtype = dtypes[i]
+        dtype = cols[i].dtype
         if isinstance(dtype, pd.CategoricalDtype) and dtype.ordered == ordered:
             if values is None or _fits(dtype, values, ordered):
                 continue
@@ -400,24 +402,13 @@ def arrow_table(df: pd.DataFrame, table: str) -> pa.Table:
             if values is not None:
                 after.append((i, values))
             continue
-        changed[i] = _fit_categories(table, schema.field(i), values, df.iloc[:, i])
+        changed[i] = _fit_categories(table, schema.field(i), values, cols[i])
     undeclared = [i for i, st in enumerate(key) if st is None]
-    frame = df
-    if changed or df.attrs or undeclared:
-        frame = df.copy(deep=False)
-        frame.attrs = {}  # attrs may hold tables (e.g. problems) that Parquet metadata cannot
-        for i, col in changed.items():
-            frame.isetitem(i, col)
-    if undeclared:
-        names = [columns[i] for i in undeclared]
-        inferred = pa.Schema.from_pandas(frame[names], preserve_index=False)
-        for i, name in zip(undeclared, names, strict=True):
-            meta = _field_metadata(*_describe(table, name, df), None)
-            schema = schema.set(i, inferred.field(name).with_metadata(meta))
-    try:
-        out = pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
-    except _ARROW_ERRORS as exc:
-        raise _misfit(table, frame, schema, exc) from exc
+    out = None
+    if columns and tuple(names) == columns and len(set(columns)) == len(columns):
+        out = _from_columns(df, cols, plan, changed, undeclared)
+    if out is None:  # pyarrow converts, and a misfit is named for the user
+        out = _from_pandas(df, table, schema, changed, undeclared)
     for i, values in after:
         present = {v for chunk in out.column(i).chunks for v in chunk.dictionary.to_pylist()}
         extra = sorted(present - set(values))
@@ -427,6 +418,137 @@ def arrow_table(df: pd.DataFrame, table: str) -> pa.Table:
                 f"declared values {list(values)} (dentalkit/data/columns.csv)"
             )
     return out
+
+
+def _from_pandas(
+    df: pd.DataFrame,
+    table: str,
+    schema: pa.Schema,
+    changed: dict[int, pd.Series],
+    undeclared: list[int],
+) -> pa.Table:
+    """``pa.Table.from_pandas`` with the declared schema; a misfit named as an InputError."""
+    frame = df.copy(deep=False)
+    frame.attrs = {}  # attrs may hold tables (e.g. problems) that Parquet metadata cannot
+    for i, col in changed.items():
+        frame.isetitem(i, col)
+    if undeclared:
+        names = [str(frame.columns[i]) for i in undeclared]
+        inferred = pa.Schema.from_pandas(frame[names], preserve_index=False)
+        for i, name in zip(undeclared, names, strict=True):
+            meta = _field_metadata(*_describe(table, name, df), None)
+            schema = schema.set(i, inferred.field(name).with_metadata(meta))
+    try:
+        return pa.Table.from_pandas(frame, schema=schema, preserve_index=False)
+    except _ARROW_ERRORS as exc:
+        raise _misfit(table, frame, schema, exc) from exc
+
+
+def _from_columns(
+    df: pd.DataFrame,
+    cols: list[pd.Series],
+    plan: tuple,
+    changed: dict[int, pd.Series],
+    undeclared: list[int],
+) -> pa.Table | None:
+    """The table :func:`_from_pandas` builds, column by column and without copying ``df``.
+
+    Each column is converted as ``pa.Table.from_pandas`` converts it
+    (``pa.array(values, type=declared, from_pandas=True)``, single-threaded), except a
+    categorical of a declared dictionary type: its Arrow dictionary is built from the
+    pandas codes (widened to the declared ``int32`` indices; -1 is null) and categories,
+    where ``from_pandas`` builds ``dictionary<int8, …>`` (the codes' width) and casts it.
+    The written schema, with the ``pandas`` metadata ``from_pandas`` adds, is taken from
+    ``from_pandas`` on the zero-row frame once per table layout (:func:`_written_schema`).
+
+    Returns None when a value does not fit its column (a value the declared type cannot
+    hold, a null in a non-null column): the caller then converts with
+    :func:`_from_pandas`, which raises the error naming the column.
+    """
+    table = plan[0]
+    types = _plan_types(*plan)
+    todo = set(undeclared)
+    arrays, layout, extra = [], [], []
+    for i, (type_, nullable) in enumerate(types):
+        col = changed.get(i, cols[i])
+        dtype = col.dtype
+        is_cat = isinstance(dtype, pd.CategoricalDtype)
+        numpy = isinstance(dtype, np.dtype)
+        # the values pyarrow takes from a Series (a Series itself costs a slow lookup of
+        # __arrow_array__); tz-aware datetimes and other extension types go as the Series
+        values = col.to_numpy() if numpy else col
+        try:
+            if i in todo:  # the type from_pandas infers (extension types: from no rows)
+                guess = None if numpy or is_cat else pa.array(col.head(0), from_pandas=True).type
+                arr = pa.array(values, type=guess, from_pandas=True)
+                name = str(df.columns[i])
+                meta = _field_metadata(*_describe(table, name, df), None)
+                extra.append((i, name, arr.type, tuple(meta.items())))
+            elif is_cat and pa.types.is_dictionary(type_):
+                arr = _dictionary_array(col.array, type_)
+            else:
+                arr = pa.array(values, type=type_, from_pandas=True)
+        except _ARROW_ERRORS:
+            return None
+        if not nullable and arr.null_count:
+            return None
+        arrays.append(arr)
+        layout.append(("category", len(dtype.categories), dtype.ordered) if is_cat else dtype)
+    written = _written_schema(df, plan, changed, tuple(extra), tuple(layout))
+    return pa.Table.from_arrays(arrays, schema=written)
+
+
+@cache
+def _plan_types(
+    table: str, columns: tuple[str, ...], units: tuple[str | None, ...], analysis_unit: bool
+) -> tuple[tuple[pa.DataType, bool], ...]:
+    """(Arrow type, nullable) of each column of :func:`_plan`'s schema."""
+    schema, _ = _plan(table, columns, units, analysis_unit)
+    return tuple((field.type, field.nullable) for field in schema)
+
+
+def _dictionary_array(values: pd.Categorical, type_: pa.DictionaryType) -> pa.DictionaryArray:
+    """A pandas categorical as ``type_`` (int32 indices): codes widened, -1 as null."""
+    indices = values.codes.astype(np.int32)
+    dictionary = pa.array(values.categories.to_numpy(), type=type_.value_type)
+    return pa.DictionaryArray.from_arrays(
+        indices, dictionary, ordered=type_.ordered, from_pandas=True
+    )
+
+
+_WRITTEN: dict[tuple, pa.Schema] = {}
+_WRITTEN_MAX = 512  # distinct table layouts remembered (cleared when full)
+
+
+def _written_schema(
+    df: pd.DataFrame,
+    plan: tuple,
+    changed: dict[int, pd.Series],
+    extra: tuple[tuple[int, str, pa.DataType, tuple[tuple[str, str], ...]], ...],
+    layout: tuple,
+) -> pa.Schema:
+    """The schema ``from_pandas`` writes: declared fields, inferred ones, pandas metadata.
+
+    ``from_pandas``'s ``pandas`` metadata depends only on the column names, pandas dtypes
+    (a categorical: number of categories, order, width of the codes) and Arrow types, so
+    it is taken from ``from_pandas`` on the zero-row frame, once per layout.
+    """
+    key = (plan, extra, layout)
+    hit = _WRITTEN.get(key)
+    if hit is not None:
+        return hit
+    schema, _ = _plan(*plan)
+    for i, name, type_, meta in extra:
+        schema = schema.set(i, pa.field(name, type_, metadata=dict(meta)))
+    empty = df.iloc[:0].copy(deep=False)
+    empty.attrs = {}
+    for i, col in changed.items():
+        empty.isetitem(i, col.iloc[:0])
+    written = pa.Table.from_pandas(empty, schema=schema, preserve_index=False).schema
+    if len(_WRITTEN) >= _WRITTEN_MAX:
+        _WRITTEN.clear()
+    _WRITTEN[key] = written
+    return written
 
 
 def _fits(dtype: pd.CategoricalDtype, values: tuple[str, ...], ordered: bool) -> bool:
