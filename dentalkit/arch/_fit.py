@@ -109,7 +109,8 @@ def fit(
         (beta D, W), ``c2``, ``c4``, ``c6`` (polynomials; NaN for parameters the
         model lacks), each with ``<p>_se``, ``<p>_ci_lower``, ``<p>_ci_upper``
         (s²·(JᵀJ)⁻¹ at the optimum, t-interval), ``ci_level``, ``not_identified``
-        (parameters the points do not determine); ``rss``, ``rmse`` (√(rss/n)),
+        (list of the parameters the points do not determine; empty when all are determined,
+        None when the status is not ``ok`` and there are no SEs); ``rss``, ``rmse`` (√(rss/n)),
         ``aic``, ``aicc``, ``delta_aicc``, ``aicc_weight`` (Akaike weight among the
         arch's models), ``bic``;
         ``x_min``, ``x_max`` (extent of the points along the model's x-axis);
@@ -348,12 +349,13 @@ def _fit_stacked(
                 if col in _POSITIVE:
                     vague |= ~(tq * sj < np.abs(est))
             code |= (ok & vague).astype(np.int64) << j
-        names = {
-            c: ",".join(p for j, p in enumerate(mod.params) if c >> j & 1) or None
-            for c in np.unique(code)
-        }
+        names = {c: [p for j, p in enumerate(mod.params) if c >> j & 1] for c in np.unique(code)}
         out["ci_level"] = level
-        out["not_identified"] = pd.Series(code).map(names).to_numpy(dtype=object)
+        # a list per fit (empty: every parameter identified); None where the status is not
+        # "ok" (no SEs: identification was not assessed)
+        out["not_identified"] = [
+            list(names[c]) if o else None for c, o in zip(code, ok, strict=True)
+        ]
         for col, val in (
             ("rss", rss),
             ("rmse", rmse),
@@ -424,7 +426,6 @@ def _dtypes(table: pd.DataFrame) -> pd.DataFrame:
     table["model"] = pd.Categorical(table["model"], categories=list(MODELS))
     table["status"] = pd.Categorical(table["status"], categories=STATUSES)
     table["reason"] = pd.array(table["reason"].tolist(), dtype="string")
-    table["not_identified"] = pd.array(table["not_identified"].tolist(), dtype="string")
     table["pose"] = pd.Categorical(table["pose"], categories=list(POSE_PARAMS))
     table["residual"] = pd.Categorical(table["residual"], categories=list(RESIDUALS))
     table["unit"] = pd.Categorical(table["unit"], categories=["px", "mm"])
