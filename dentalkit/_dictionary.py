@@ -171,6 +171,7 @@ ARROW_TYPES: Mapping[str, pa.DataType] = MappingProxyType(
         "bool": pa.bool_(),
         "timestamp": pa.timestamp("ns", tz="UTC"),
         "list<int64>": pa.list_(pa.int64()),
+        "list<int16>": pa.list_(pa.int16()),
         "list<string>": pa.list_(pa.string()),
     }
 )
@@ -683,6 +684,14 @@ def column_type(dtype: Any) -> str:
     return "text"
 
 
+def _is_list(col: pd.Series) -> bool:
+    """Whether ``col`` is a list column (object cells that are lists, tuples or arrays)."""
+    if col.dtype != object:
+        return False
+    values = col.dropna()
+    return bool(len(values)) and all(isinstance(v, (list, tuple, np.ndarray)) for v in values)
+
+
 def _is_geometry(col: pd.Series) -> bool:
     if col.dtype != object:
         return False
@@ -804,7 +813,8 @@ def data_dictionary(
     -------
     pandas.DataFrame
         Columns :data:`DICTIONARY_COLUMNS`. ``type`` is the exported type
-        (:func:`column_type`; ``geometry`` for shapely columns), ``pandas_dtype`` the
+        (:func:`column_type`; ``geometry`` for shapely columns, ``list`` for columns of
+        lists such as ``groups`` or ``missing_fdi``), ``pandas_dtype`` the
         exact dtype (what :func:`dentalkit.io.read_export` restores), ``allowed_values``
         a list (categories in order; ``true``/``false`` for booleans), ``n_missing`` the
         null count. A column nobody describes has an empty description.
@@ -826,11 +836,12 @@ def data_dictionary(
                     "(not stored; irreversible without it). " + desc
                 ).strip()
             geometry = _is_geometry(col)
+            kind = "geometry" if geometry else "list" if _is_list(col) else column_type(col.dtype)
             rows.append(
                 {
                     "table": table,
                     "column": column,
-                    "type": "geometry" if geometry else column_type(col.dtype),
+                    "type": kind,
                     "pandas_dtype": str(col.dtype),
                     "unit": _unit_text(unit, df),
                     "description": desc,
@@ -875,7 +886,8 @@ def _analysis_row(table: str, column: str) -> str:
         type_text = "(inferred)"
         values = None
     else:
-        type_text = _arrow_text(type_) + (" (nullable)" if nullable else "")
+        # "<" escaped: Markdown renderers take a raw "list<string>" for an HTML tag and hide it
+        type_text = _arrow_text(type_).replace("<", "&lt;") + (" (nullable)" if nullable else "")
     shown = ", ".join(values) if values else ""
     return f"| `{column}` | {type_text} | {_md(unit or '')} | {_md(desc or '')} | {_md(shown)} |"
 

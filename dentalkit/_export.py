@@ -14,6 +14,9 @@ CSV conventions (also written into ``data_dictionary.json``):
 * categorical columns as their labels; the dictionary lists the allowed values in
   their order (the levels of an R factor, SPSS value labels);
 * geometry columns as WKT (``POLYGON ((…))``) at full precision;
+* list columns (``groups``, ``n_units_per_group``, ``missing_fdi`` …) as JSON arrays
+  (``[12, 18]``, ``["Class I", "Class II"]``; ``[]`` is an empty list, an empty field a
+  missing one);
 * text cells that a spreadsheet would run as a formula are neutralized (OWASP, "CSV
   Injection"): a text, string or category cell — or a column name — that begins with ``=``,
   ``+``, ``-``, ``@``, a tab or a carriage return gets a leading apostrophe ``'`` unless it is
@@ -68,6 +71,7 @@ _CONVENTIONS = {
     "datetime": "ISO 8601; UTC with Z (2024-03-05T10:00:00Z); naive values without a zone",
     "categorical": "labels as text; allowed_values lists the levels in order",
     "geometry": "WKT (OGC Well-Known Text), pixel or mm coordinates as the unit says",
+    "list": 'JSON array ([12, 18] or ["Class I", "Class II"]); [] is an empty list',
     "numbers": "shortest text that reads back to the same IEEE 754 double",
     "formula_cells": (
         "OWASP CSV-injection rule: a text, string or category cell (or column name) that "
@@ -199,6 +203,10 @@ def _csv_frame(df: pd.DataFrame, types: Mapping[str, str]) -> pd.DataFrame:
             out[name] = _iso(col)
         elif kind == "boolean":
             out[name] = col.map({True: "true", False: "false"}, na_action="ignore")
+        elif kind == "list":
+            out[name] = col.map(
+                lambda v: json.dumps(_plain(v), ensure_ascii=False), na_action="ignore"
+            )
         elif kind == "text":
             out[name] = col.map(
                 lambda v: v if isinstance(v, str) else json.dumps(v, default=str),
@@ -207,6 +215,24 @@ def _csv_frame(df: pd.DataFrame, types: Mapping[str, str]) -> pd.DataFrame:
         else:
             out[name] = col
     return pd.DataFrame(out, index=df.index)
+
+
+def _plain(value: Any) -> list:
+    """A list cell (list, tuple or numpy array) as a list of plain Python values."""
+    return [v.item() if isinstance(v, np.generic) else v for v in value]
+
+
+def _list_field(table: str, column: str, col: pd.Series, df: pd.DataFrame) -> pa.Field:
+    """The Parquet field of a list column: its declaration, else list<inferred items>."""
+    from dentalkit._dictionary import declared_field
+
+    declared = declared_field(table, column, df)
+    if declared is not None and pa.types.is_list(declared.type):
+        return declared.with_nullable(True)  # like every other column of an export
+    inferred = pa.array(col.map(_plain, na_action="ignore"), from_pandas=True).type
+    if not pa.types.is_list(inferred) or pa.types.is_null(inferred.value_type):
+        inferred = pa.list_(pa.string())  # all lists empty: no item type to infer
+    return pa.field(column, inferred)
 
 
 def _check_tables(tables: Mapping[str, pd.DataFrame]) -> None:
@@ -348,11 +374,19 @@ def export(
 
             typed = df.copy()
             typed.attrs = {k: v for k, v in df.attrs.items() if k == PSEUDONYM_ATTR}
+            lists = {}
             for column, kind in types.items():
                 if kind in ("geometry", "text"):
                     typed[column] = frame[column].astype("str")
+                elif kind == "list":  # stays a list: Arrow list<…>, read as a list by R/DuckDB
+                    typed[column] = df[column].map(_plain, na_action="ignore")
+                    lists[column] = _list_field(name, column, df[column], df)
+            arrow = pa.Table.from_pandas(typed, preserve_index=False)
+            for column, field in lists.items():
+                i = arrow.schema.get_field_index(column)
+                arrow = arrow.set_column(i, field, arrow.column(i).cast(field.type))
             path = out / f"{name}.parquet"
-            _atomic_write(pa.Table.from_pandas(typed, preserve_index=False), path)
+            _atomic_write(arrow, path)
             written[path.name] = path
 
     csv_dict = dictionary.assign(allowed_values=dictionary["allowed_values"].map("|".join))
@@ -424,6 +458,8 @@ def _restore(col: pd.Series, rec: Mapping[str, Any]) -> pd.Series:
         # missing values held empty strings
         # (an all-empty column reads back as float NaN)
         return (col.astype(object).fillna("") if rec["n_missing"] == 0 else col).astype(dtype)
+    if kind == "list":
+        return col.map(json.loads, na_action="ignore").astype(object).where(col.notna(), None)
     if kind == "integer":
         return pd.to_numeric(col).astype(dtype)
     if kind == "number":
@@ -438,9 +474,9 @@ def read_export(
 
     The dictionary's ``pandas_dtype`` and ``allowed_values`` restore categoricals (all
     levels, in order), booleans, nullable integers, UTC date-times and geometries (from
-    WKT). Round trip: floats, integers, booleans, strings, categories and WKT geometries
-    come back equal; date-times to the microsecond; ``text`` columns (lists, dicts …) stay
-    text.
+    WKT) and list columns (from their JSON arrays, as Python lists). Round trip: floats,
+    integers, booleans, strings, categories, lists and WKT geometries come back equal;
+    date-times to the microsecond; other ``text`` columns (dicts …) stay text.
 
     Parameters
     ----------

@@ -118,7 +118,11 @@ def _scan(
         if isinstance(col.dtype, pd.CategoricalDtype):
             values = pd.Series(col.cat.categories.astype(object))
         elif pd.api.types.is_string_dtype(col.dtype) or col.dtype == object:
-            values = pd.Series(col.dropna().unique())
+            try:
+                present = col.dropna().unique()
+            except TypeError:  # list cells (groups, not_identified …): scan their items
+                present = col.dropna().explode().dropna().unique()
+            values = pd.Series(present)
             values = values[values.map(lambda v: isinstance(v, str))]
         else:
             continue

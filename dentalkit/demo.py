@@ -306,6 +306,11 @@ def _n(values: object) -> str:
     return "" if values is None else str(values)
 
 
+def _levels_text(cmp: pd.DataFrame) -> str:
+    """The levels of the first comparison (its ``groups`` list) as 'Class I, Class II, …'."""
+    return ", ".join(map(str, cmp["groups"].iloc[0]))
+
+
 def _tests_markdown(cmp: pd.DataFrame, keys: list[str]) -> str:
     """A comparison table with, for every test, its unit, n, test and why (report rows)."""
     rows = cmp.assign(
@@ -448,7 +453,7 @@ def _sections(
         body = (
             "One test per measure between skeletal classes, on the first session of each "
             "patient (unit: patient; n = patients per class, in the order "
-            f"{ccmp['groups'].iloc[0]}). {_why_text(ccmp)} p-values adjusted across the "
+            f"{_levels_text(ccmp)}). {_why_text(ccmp)} p-values adjusted across the "
             f"{len(ccmp)} tests ({ccmp['correction'].iloc[0]}). Effect size: "
             "η² = SS_between/SS_total with its noncentral-F 95 % CI. ANB, SNA, SNB and Wits "
             "define the class and are not tested against it.\n\n"
@@ -471,7 +476,7 @@ def _sections(
         body = (
             "One test per arch and dimension between skeletal classes, on the first session "
             "of each patient (unit: patient; n = patients per class, in the order "
-            f"{cmp['groups'].iloc[0]}). {_why_text(cmp)} p-values adjusted across the "
+            f"{_levels_text(cmp)}). {_why_text(cmp)} p-values adjusted across the "
             f"{len(cmp)} tests ({cmp['correction'].iloc[0]}). Effect size: "
             "η² = SS_between/SS_total with its noncentral-F 95 % CI.\n\n"
             + _tests_markdown(cmp, ["arch", "measure"])

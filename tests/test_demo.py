@@ -201,3 +201,25 @@ def test_report_tables_come_from_to_markdown_and_keep_labels_as_text():
         "| 07      |   3 |   1.23 |",
         "| 2.3     |  12 |        |",
     ]
+
+
+def test_report_names_the_compared_levels_from_the_groups_list():
+    # groups is a list column (issue 23): the report names the levels, in test order,
+    # as words, and n per group in the same order
+    from dentalkit.demo import _sections
+    from dentalkit.stats import compare
+
+    first = pd.DataFrame(
+        {
+            "patient_id": [f"p{i}" for i in range(9)],
+            "arch": ["up"] * 9,
+            "measure": ["intercanine_width"] * 9,
+            "skeletal_class": ["Class I"] * 4 + ["Class II"] * 3 + ["Class III"] * 2,
+            "value": [30.1, 31.0, 29.5, 30.7, 28.9, 29.2, 30.0, 32.5, 31.9],
+        }
+    )
+    cmp = compare(first, "value", "skeletal_class", per=["arch", "measure"])
+    assert cmp["groups"].iloc[0] == ["Class I", "Class II", "Class III"]
+    [body] = [b for title, b in _sections({}, {"arch_compare": cmp}) if "by skeletal" in title]
+    assert "in the order Class I, Class II, Class III)" in body
+    assert re.search(r"\| +4, 3, 2 +\|", body)

@@ -52,12 +52,13 @@ _DUCK = {
     pa.int16(): "SMALLINT",
     pa.bool_(): "BOOLEAN",
     pa.timestamp("ns", tz="UTC"): ("TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ_NS"),
-    pa.list_(pa.int64()): "BIGINT[]",
     pa.binary(): "BLOB",
 }
 
 
 def _duck_types(t: pa.DataType) -> tuple[str, ...]:
+    if pa.types.is_list(t):  # DuckDB: the item type with [] (BIGINT[], VARCHAR[])
+        return tuple(f"{item}[]" for item in _duck_types(t.value_type))
     want = "VARCHAR" if pa.types.is_dictionary(t) else _DUCK[t]
     return want if isinstance(want, tuple) else (want,)
 
@@ -142,7 +143,7 @@ def test_loose_columns_are_written_with_their_declared_types(tmp_path):
             "by": ["skeletal_class"] * 2,
             "paired": [None, None],
             "unit": ["patient_id"] * 2,
-            "groups": ["Class I | Class II"] * 2,
+            "groups": [["Class I", "Class II"]] * 2,
             "n_units": [12, 12],
             "n_units_per_group": [[8, 4], [8, 4]],
             "note": [None, None],
@@ -154,6 +155,8 @@ def test_loose_columns_are_written_with_their_declared_types(tmp_path):
     assert schema.field("paired").type == pa.string()
     assert schema.field("note").type == pa.string()
     assert schema.field("n_units_per_group").type == pa.list_(pa.int64())
+    assert schema.field("groups").type == pa.list_(pa.string())
+    assert schema.field("groups").nullable is False
     assert schema.field("unit").type == pa.dictionary(pa.int32(), pa.string())
     assert schema.field("n_units").nullable is False
     meta = schema.field("paired").metadata

@@ -109,7 +109,8 @@ def fit(
         (beta D, W), ``c2``, ``c4``, ``c6`` (polynomials; NaN for parameters the
         model lacks), each with ``<p>_se``, ``<p>_ci_lower``, ``<p>_ci_upper``
         (s²·(JᵀJ)⁻¹ at the optimum, t-interval), ``ci_level``, ``not_identified``
-        (parameters the points do not determine); ``rss``, ``rmse`` (√(rss/n)),
+        (list of the parameters the points do not determine; empty when all are determined,
+        None when the status is not ``ok`` and there are no SEs); ``rss``, ``rmse`` (√(rss/n)),
         ``aic``, ``aicc``, ``delta_aicc``, ``aicc_weight`` (Akaike weight among the
         arch's models), ``bic``;
         ``x_min``, ``x_max`` (extent of the points along the model's x-axis);
@@ -345,15 +346,14 @@ def _fit_stacked(
                 if col in _POSITIVE:
                     vague |= ~(tq * sj < np.abs(est))
             code |= (ok & vague).astype(np.int64) << j
-        names = np.array(
-            [
-                ",".join(p for j, p in enumerate(mod.params) if c >> j & 1) or None
-                for c in range(1 << mod.k)
-            ],
-            dtype=object,
-        )
+        names = {c: [p for j, p in enumerate(mod.params) if c >> j & 1] for c in np.unique(code)}
         cols["ci_level"] = np.full(m, float(level))
-        cols["not_identified"] = names[code]
+        # a list per fit (empty: every parameter identified); None where the status is not
+        # "ok" (no SEs: identification was not assessed)
+        listed = np.empty(m, dtype=object)
+        for i, (c, o) in enumerate(zip(code, ok, strict=True)):
+            listed[i] = list(names[c]) if o else None
+        cols["not_identified"] = listed
         for col, val in (
             ("rss", rss),
             ("rmse", rmse),
@@ -415,10 +415,7 @@ def _table(
     for name in frames[0] if frames else ():
         if name in data or name in ("_ok", "reflected", "scale", "side_source", "iterations"):
             continue
-        if name == "not_identified":
-            data[name] = pd.array(col(name).tolist(), dtype="string")
-        else:
-            data[name] = col(name)
+        data[name] = col(name)
         if name == "aicc":
             data["delta_aicc"] = col("", delta)
             data["aicc_weight"] = col("", weight)

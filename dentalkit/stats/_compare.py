@@ -194,8 +194,8 @@ def compare(
     -------
     DataFrame
         One row per comparison: the ``per`` columns, then :data:`COLUMNS`:
-        ``unit`` (the unit column, ``"row"`` when rows are the units),
-        ``n_units`` and ``n_rows`` (units and rows tested), ``n_units_per_group``
+        ``unit`` (the unit column, ``"row"`` when rows are the units), ``groups``
+        (the levels compared, a list of str in test order), ``n_units`` and ``n_rows`` (units and rows tested), ``n_units_per_group``
         and ``n_rows_per_group`` (lists of int, in the order of ``groups``),
         ``aggregation`` (the rule applied, or None), ``test`` (name), ``method``
         (the test in words), ``why`` (why this test), statistic, df, p, adjusted
@@ -407,7 +407,7 @@ def _one(sub: pd.DataFrame, spec: _Spec, where: dict[str, Any]) -> dict[str, Any
         "by": spec.by,
         "paired": spec.paired,
         "unit": unit if unit is not None else "row",
-        "groups": " | ".join(map(str, levels)),
+        "groups": [str(v) for v in levels],
         "n_rows": n_rows,
         "aggregation": aggregation,
         "correction": None,

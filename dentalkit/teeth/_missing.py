@@ -94,7 +94,7 @@ class MissingTeeth(NamedTuple):
         Per :data:`PATTERNS` entry.
     per_patient : DataFrame
         Per unit: ``n_assessed``, ``n_missing_excl_m3``, ``n_missing_m3``,
-        ``missing_fdi`` (comma-separated), ``complete_excl_m3`` and
+        ``missing_fdi`` (list of FDI numbers, ascending; empty when none), ``complete_excl_m3`` and
         ``category`` (``none`` / ``hypodontia`` 1–5 / ``oligodontia`` ≥6,
         third molars excluded; ``incomplete`` when fewer than six are missing
         among incompletely assessed teeth).
@@ -469,10 +469,11 @@ def _per_patient(status: pd.DataFrame, wide: pd.DataFrame, keys: list[str]) -> p
         status[status["missing"]]
         .sort_values("fdi")
         .groupby(keys, sort=False, dropna=False, observed=True)["fdi"]
-        .agg(lambda s: ",".join(map(str, s)))
+        .agg(lambda s: [int(v) for v in s])
         .rename("missing_fdi")
         .reset_index()
     )
     out = out.merge(lists, on=keys, how="left")
-    out["missing_fdi"] = out["missing_fdi"].astype("object").fillna("").astype("str")
+    # a list per unit (empty: none missing), written as Arrow list<int16>
+    out["missing_fdi"] = [v if isinstance(v, list) else [] for v in out["missing_fdi"]]
     return out

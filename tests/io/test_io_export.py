@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import shapely
@@ -39,17 +40,15 @@ def assert_round_trip(back: pd.DataFrame, original: pd.DataFrame) -> None:
         assert (back[c].isna() == original[c].isna()).all()
         for g1, g2 in zip(back[c].dropna(), original[c].dropna(), strict=True):
             assert shapely.equals_exact(g1, g2, tolerance=0)
-    # list cells (e.g. n_units_per_group of stats.compare) come back as their JSON text,
-    # as documented for text columns
+    # list cells (groups, n_units_per_group, missing_fdi, not_identified) come back as
+    # lists equal to the originals (written as JSON arrays); missing ones as None
     lists = [
         c
         for c in original.columns
         if original[c].dtype == object and original[c].map(lambda v: isinstance(v, list)).any()
     ]
     for c in lists:
-        assert [json.loads(v) if isinstance(v, str) else v for v in back[c]] == [
-            v if isinstance(v, list) else None for v in original[c]
-        ], c
+        assert back[c].tolist() == [v if isinstance(v, list) else None for v in original[c]], c
     drop = [*geometry, *lists]
     pd.testing.assert_frame_equal(back.drop(columns=drop), original.drop(columns=drop))
 
@@ -161,6 +160,29 @@ def test_parquet_keeps_dtypes_and_writes_wkt(study, exported):
     assert t.loc[present.to_numpy(), "geometry"].str.startswith("POLYGON").all()
 
 
+def test_list_columns_are_json_arrays_in_csv_and_lists_in_parquet(study, exported):
+    _, analysis = study
+    out, _ = exported
+    rows = {(r["table"], r["column"]): r for r in read_csv_plain(out / "data_dictionary.csv")}
+    for table, column in [
+        ("comparisons", "groups"),
+        ("comparisons", "n_units_per_group"),
+        ("missing_per_patient", "missing_fdi"),
+        ("arch_fits", "not_identified"),
+    ]:
+        assert rows[table, column]["type"] == "list", (table, column)
+    # the CSV cell is the JSON array; the study compares groups "A" and "B"
+    cells = [r["groups"] for r in read_csv_plain(out / "comparisons.csv")]
+    assert cells and set(cells) == {'["A", "B"]'}
+    pp = analysis["missing_per_patient"]
+    csv_cells = [r["missing_fdi"] for r in read_csv_plain(out / "missing_per_patient.csv")]
+    assert [json.loads(c) for c in csv_cells] == pp["missing_fdi"].tolist()
+    # the Parquet copy keeps Arrow lists (its declared item type)
+    schema = pq.read_schema(out / "missing_per_patient.parquet")
+    assert schema.field("missing_fdi").type == pa.list_(pa.int16())
+    assert pq.read_schema(out / "comparisons.parquet").field("groups").type == pa.list_(pa.string())
+
+
 def test_json_dictionary(study, exported):
     from dentalkit.ceph import reference_table
 
@@ -234,6 +256,7 @@ def test_datetimes_text_and_nullable_values(tmp_path):
             "count": pd.array([3, None], dtype="Int16"),
             "note": pd.Series(["", "x"], dtype="str"),
             "extra": [None, {"a": 1}],
+            "levels": [["=x", "b,c"], []],
         }
     )
     with pytest.warns(DentalkitWarning):
@@ -243,8 +266,13 @@ def test_datetimes_text_and_nullable_values(tmp_path):
     assert rows[0]["naive"] == "2024-03-05T00:00:00"
     assert [r["flag"] for r in rows] == ["true", ""]
     assert rows[1]["extra"] == '{"a": 1}'
+    # a list cell is a JSON array: a formula-like item stays inside it, [] is an empty list
+    assert [r["levels"] for r in rows] == ['["=x", "b,c"]', "[]"]
     back = io.read_export(tmp_path)["misc"]
-    pd.testing.assert_frame_equal(back.drop(columns="extra"), df.drop(columns="extra"))
+    pd.testing.assert_frame_equal(
+        back.drop(columns=["extra", "levels"]), df.drop(columns=["extra", "levels"])
+    )
+    assert back["levels"].tolist() == [["=x", "b,c"], []]
     assert back["extra"].tolist() == [None, '{"a": 1}']  # text stays text
 
 

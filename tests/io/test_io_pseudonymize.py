@@ -259,6 +259,24 @@ def test_leak_search_in_categoricals_and_compound_ids():
         io.pseudonymize(df, SECRET)
 
 
+def test_leak_search_in_list_cells():
+    # list columns (issue 23) as read back from Parquet: numpy arrays in object cells
+    df = pd.DataFrame(
+        {
+            "patient_id": ["P001", "P002"],
+            "missing_fdi": [np.array([12, 18], dtype=np.int16), np.array([], dtype=np.int16)],
+            "groups": [np.array(["P002", "P009"], dtype=object), None],
+        }
+    )
+    with pytest.raises(InputError, match=r"table\.groups"):
+        io.pseudonymize(df, SECRET)
+    clean = df.assign(groups=[["Class I", "Class II"], None])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = io.pseudonymize(clean, SECRET)
+    assert out["missing_fdi"].iloc[0].tolist() == [12, 18]
+
+
 def test_no_false_leak_for_longer_tokens_or_short_ids():
     df = pd.DataFrame(
         {

@@ -106,7 +106,8 @@ def test_by_type_and_by_arch(cohort):
 
 def test_per_patient_categories(cohort):
     pp = missing(cohort).per_patient.set_index("patient_id")
-    assert pp.loc["A", "missing_fdi"] == "12,18,22"
+    # a list of FDI numbers, ascending (before issue 23 the text "12,18,22")
+    assert pp.loc["A", "missing_fdi"] == [12, 18, 22]
     assert pp.loc["A", "n_missing_excl_m3"] == 2
     assert pp.loc["A", "n_missing_m3"] == 1
     assert pp.loc["A", "category"] == "hypodontia"
@@ -114,7 +115,7 @@ def test_per_patient_categories(cohort):
     assert pp.loc["C", "category"] == "incomplete"
     assert not pp.loc["C", "complete_excl_m3"]
     assert pp.loc["D", "category"] == "none"
-    assert pp.loc["D", "missing_fdi"] == ""
+    assert pp.loc["D", "missing_fdi"] == []
     assert pp.loc["A", "n_assessed"] == 32
 
 
