@@ -175,3 +175,21 @@ def test_no_caller_uses_a_deprecated_name():
         for pattern in patterns:
             hits += [f"{path.relative_to(ROOT)}: {m.group(0)}" for m in pattern.finditer(text)]
     assert not hits, "\n".join(hits)
+
+
+def test_measure_tables_are_long_and_teeth_measure_is_the_wide_case():
+    """The shapes the page documents: long = one row per unit × measure; teeth wide."""
+    from dentalkit import ceph, teeth
+    from tests.plot import plot_tables
+
+    long = ceph.measure(plot_tables.landmarks(), mm_per_px=0.1)
+    assert {"measure", "value", "unit"} <= set(long.columns)
+    assert not long.duplicated(["patient_id", "timestamp", "view", "measure"]).any()
+    assert long["unit"].nunique() > 1  # degrees and mm side by side: why it is long
+
+    outlines = plot_tables.teeth()
+    wide = teeth.measure(outlines)
+    assert len(wide) == len(outlines)  # one row per tooth, in input order
+    assert (wide["tooth"].to_numpy() == outlines["tooth"].to_numpy()).all()
+    assert "measure" not in wide.columns
+    assert {"area", "perimeter", "md_width", "bl_width"} <= set(wide.columns)
