@@ -6,7 +6,7 @@ translated) and a simulated examiner's tracing of it, then times
 1. ``agreement.landmarks`` in the image and the anatomical frame;
 2. a straightforward per-landmark loop (groupby, one landmark at a time) for the MRE,
    SD and SDR, asserting the same numbers;
-3. ``agreement.measures`` on a long table of 13 measures per session.
+3. ``agreement.measure`` on a long table of 13 measures per session.
 
 Run::
 
@@ -101,9 +101,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         }
     )
     noisy = long.assign(value=long["value"] + rng.normal(0.2, 1.0, len(long)))
-    agreement.measures(long.head(26 * 5), noisy.head(26 * 5))  # import pingouin first
+    agreement.measure(long.head(26 * 5), noisy.head(26 * 5))  # import pingouin first
     t = time.perf_counter()
-    m = agreement.measures(long, noisy)
+    m = agreement.measure(long, noisy)
     out["measures"] = time.perf_counter() - t
     assert len(m.summary) == len(measures)
 

@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
 
     values = np.random.default_rng(0).normal(23, 5, n_summary)
     table = patients.head(n_summary).assign(estimate_length_months=values)
-    _, secs = _timed(tle.summary, table, by="malocclusion_class")
+    _, secs = _timed(tle.summarize, table, by="malocclusion_class")
     results["summary_s"] = secs
     print(f"summary by class (BCa, 9999 resamples): {n_summary} rows in {secs:.2f} s")
     _, secs = _timed(

@@ -225,7 +225,7 @@ def run_demo(
     analyses["tle_estimates"] = estimates
     n_estimated = int(estimates["estimate_length_months"].notna().sum())
     if n_estimated >= 3:  # calibration needs three pairs; a summary needs values
-        analyses["tle_summary"] = tle.summary(estimates, by="malocclusion_class")
+        analyses["tle_summary"] = tle.summarize(estimates, by="malocclusion_class")
         analyses["tle_calibration"] = tle.calibration(estimates, "observed_months")
     else:
         echo(

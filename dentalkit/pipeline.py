@@ -169,7 +169,7 @@ def analyze(
             fits = arch.fit(points, "all", tooth_keypoints=keypoints, mm_per_px=scale)
             out["arch_fits"] = fits
             if keypoints is not None and len(keypoints):
-                out["arch_measures"] = arch.measures(keypoints, points, mm_per_px=scale)
+                out["arch_measures"] = arch.measure(keypoints, points, mm_per_px=scale)
             if groups is not None:
                 # Group comparisons take one session per patient (the first): the patient
                 # is the unit; repeated sessions belong in a growth model.
@@ -310,7 +310,7 @@ def growth_by_group(
     Parameters
     ----------
     ceph_measures, arch_measures : DataFrame, optional
-        Outputs of :func:`dentalkit.ceph.measure` and :func:`dentalkit.arch.measures`.
+        Outputs of :func:`dentalkit.ceph.measure` and :func:`dentalkit.arch.measure`.
     groups : DataFrame
         ``patient_id`` and one group column (one row per patient).
     ceph, arch : sequence of str

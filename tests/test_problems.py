@@ -144,7 +144,7 @@ def _agreement_measures():
             "unit": "deg",
         }
     )
-    return agreement.measures(ref, ref.iloc[:2], errors="collect").problems
+    return agreement.measure(ref, ref.iloc[:2], errors="collect").problems
 
 
 def _tle_encode():
@@ -169,7 +169,7 @@ PRODUCERS = {
     "findings.prevalence": _findings,
     "ceph.measure": _ceph,
     "agreement.landmarks": _agreement_landmarks,
-    "agreement.measures": _agreement_measures,
+    "agreement.measure": _agreement_measures,
     "tle.encode": _tle_encode,
     "tle.estimate": _tle_estimate,
 }
@@ -281,7 +281,7 @@ CALLS = {
     "findings.prevalence": lambda e: findings.prevalence(pd.DataFrame(), errors=e),
     "ceph.measure": lambda e: ceph.measure(_landmarks([]), errors=e),
     "agreement.landmarks": lambda e: agreement.landmarks(_landmarks([]), _landmarks([]), errors=e),
-    "agreement.measures": lambda e: agreement.measures(pd.DataFrame(), pd.DataFrame(), errors=e),
+    "agreement.measure": lambda e: agreement.measure(pd.DataFrame(), pd.DataFrame(), errors=e),
     "tle.encode": lambda e: tle.encode(pd.DataFrame([TLE_BASE]), errors=e),
     "tle.estimate": lambda e: tle.estimate(pd.DataFrame([TLE_BASE]), pd.DataFrame(), errors=e),
     "tle.sensitivity": lambda e: tle.sensitivity(

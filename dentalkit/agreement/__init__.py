@@ -6,7 +6,7 @@ Public API
 landmarks(reference, test, mm_per_px=None, by="name", ...)
     Mean radial error ± SD, success detection rate at 2/2.5/3/4 mm (ISBI 2015) and
     x/y bias per landmark and overall → :class:`LandmarkAgreement`.
-measures(reference, test, ...)
+measure(reference, test, ...)
     Per measure: Bland–Altman bias and limits of agreement with CIs, ICC(2,1) with
     CI, Dahlberg's method error; per classification scheme: % agreement and Cohen's
     kappa → :class:`MeasureAgreement`.
@@ -24,14 +24,15 @@ Examples
 >>> from dentalkit import agreement
 >>> ref = pd.DataFrame({"patient_id": ["a", "b", "c"], "measure": "ANB", "value": [1.0, 3.0, 5.0]})
 >>> tst = ref.assign(value=[1.5, 3.0, 5.5])
->>> float(agreement.measures(ref, tst).summary["dahlberg"].iloc[0].round(4))
+>>> float(agreement.measure(ref, tst).summary["dahlberg"].iloc[0].round(4))
 0.2887
 """
 
+from dentalkit._deprecate import deprecated_alias
 from dentalkit.agreement._examiner import simulate_examiner
 from dentalkit.agreement._frame import procrustes
 from dentalkit.agreement._landmarks import LandmarkAgreement, landmarks
-from dentalkit.agreement._measures import MeasureAgreement, measures
+from dentalkit.agreement._measures import MeasureAgreement, measure
 from dentalkit.agreement._radial import OVERALL, SDR_RADII_MM
 from dentalkit.agreement._reliability import ICC_FORMS, cohens_kappa, icc
 from dentalkit.agreement._stats import (
@@ -40,6 +41,10 @@ from dentalkit.agreement._stats import (
     bland_altman_moments,
     dahlberg,
 )
+
+#: Deprecated alias (one release): measuring is ``measure`` in every package
+#: (docs/conventions.md, "Naming").
+measures = deprecated_alias(measure, "measures", "dentalkit.agreement")
 
 __all__ = [
     "ICC_FORMS",
@@ -54,7 +59,8 @@ __all__ = [
     "dahlberg",
     "icc",
     "landmarks",
-    "measures",
+    "measure",
+    "measures",  # deprecated alias of measure (one release)
     "procrustes",
     "simulate_examiner",
 ]

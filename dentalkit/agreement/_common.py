@@ -1,4 +1,4 @@
-"""Plumbing shared by ``agreement.landmarks`` and ``agreement.measures``: session keys,
+"""Plumbing shared by ``agreement.landmarks`` and ``agreement.measure``: session keys,
 calibration, the problems table and the ``errors=`` policy."""
 
 from __future__ import annotations

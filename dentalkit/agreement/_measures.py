@@ -1,4 +1,4 @@
-"""``agreement.measures``: Bland–Altman, ICC, Dahlberg and classification agreement."""
+"""``agreement.measure``: Bland–Altman, ICC, Dahlberg and classification agreement."""
 
 from __future__ import annotations
 
@@ -22,12 +22,12 @@ from dentalkit.agreement._reliability import ICC_FORMS, icc
 from dentalkit.agreement._stats import LoaCI, bland_altman_moments
 from dentalkit.errors import InputError
 
-__all__ = ["MeasureAgreement", "measures"]
+__all__ = ["MeasureAgreement", "measure"]
 
 
 @dataclass(frozen=True)
 class MeasureAgreement:
-    """Result of :func:`measures`.
+    """Result of :func:`measure`.
 
     Attributes
     ----------
@@ -72,7 +72,7 @@ class MeasureAgreement:
         )
 
 
-def measures(
+def measure(
     reference: pd.DataFrame,
     test: pd.DataFrame,
     *,
@@ -156,11 +156,11 @@ def measures(
     ...     }
     ... )
     >>> tst = ref.assign(value=[81.0, 82, 85, 86])
-    >>> res = measures(ref, tst)
+    >>> res = measure(ref, tst)
     >>> res.summary[["measure", "n", "bias", "dahlberg"]].round(3).to_dict("list")
     {'measure': ['SNA'], 'n': [4], 'bias': [0.5], 'dahlberg': [0.5]}
     """
-    errors, legacy = check_errors(errors, "dentalkit.agreement.measures")
+    errors, legacy = check_errors(errors, "dentalkit.agreement.measure")
     if icc_form not in ICC_FORMS:
         raise InputError(f"unknown icc_form {icc_form!r}; choose one of {list(ICC_FORMS)}")
     cols = session_columns(reference, test, session_cols)
@@ -230,7 +230,7 @@ def measures(
     prob = problems_frame(problems, "agreement_measures", "measure", cols)
     if not has_view:
         prob["view"] = None
-    finish(prob, errors, "measures", legacy=legacy, where="dentalkit.agreement.measures")
+    finish(prob, errors, "measures", legacy=legacy, where="dentalkit.agreement.measure")
     settings = {
         "agreement": agreement,
         "confidence": confidence,

@@ -1,7 +1,7 @@
 """Pair two long tables on (session key, view, item) and report everything left unpaired.
 
 Used by :func:`dentalkit.agreement.landmarks` (items = landmark names or service keys)
-and :func:`dentalkit.agreement.measures` (items = measure ids). Nothing is dropped
+and :func:`dentalkit.agreement.measure` (items = measure ids). Nothing is dropped
 silently: every row that cannot be paired becomes a problem row saying why.
 """
 

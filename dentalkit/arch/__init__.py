@@ -17,7 +17,7 @@ fit
     Catenary, Braun beta, even 4th/6th-order polynomials, parabola; batched.
 curve
     Evaluate fitted models on a grid (model frame or image pixels).
-measures
+measure
     Intercanine and intermolar width, arch depth, arch perimeter, upper/lower
     compatibility; px or mm.
 mean_form
@@ -30,13 +30,18 @@ MODELS, MEASURES
 
 from __future__ import annotations
 
+from dentalkit._deprecate import deprecated_alias
 from dentalkit.arch._compare import compare
 from dentalkit.arch._curve import curve
 from dentalkit.arch._fit import fit
 from dentalkit.arch._frame import Alignment, align, to_canonical, to_image
 from dentalkit.arch._mean_form import mean_form
-from dentalkit.arch._measures import MEASURES, ArchMeasure, measures
+from dentalkit.arch._measures import MEASURES, ArchMeasure, measure
 from dentalkit.arch._models import MODELS, ArchModel
+
+#: Deprecated alias (one release): measuring is ``measure`` in every package
+#: (docs/conventions.md, "Naming").
+measures = deprecated_alias(measure, "measures", "dentalkit.arch")
 
 __all__ = [
     "MEASURES",
@@ -49,7 +54,8 @@ __all__ = [
     "curve",
     "fit",
     "mean_form",
-    "measures",
+    "measure",
+    "measures",  # deprecated alias of measure (one release)
     "to_canonical",
     "to_image",
 ]

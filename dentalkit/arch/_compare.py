@@ -28,7 +28,7 @@ def compare(
     ----------
     table : DataFrame
         Either the output of :func:`dentalkit.arch.fit` (one row per arch × model) or of
-        :func:`dentalkit.arch.measures` (one row per arch × measure), with the group column
+        :func:`dentalkit.arch.measure` (one row per arch × measure), with the group column
         ``by`` merged in by the caller. Only rows with ``status == "ok"`` are compared.
     by : str
         Column whose levels are the groups (e.g. ``"skeletal_class"``), or with ``paired``
@@ -93,7 +93,7 @@ def compare(
         per = ["arch", "measure"]
     else:
         raise InputError(
-            "arch.compare takes the table of arch.fit (a 'model' column) or of arch.measures "
+            "arch.compare takes the table of arch.fit (a 'model' column) or of arch.measure "
             "(a 'measure' column)"
         )
     return _stats_compare(long, "value", by, paired, per=per, correction=correction, **kwargs)

@@ -68,7 +68,7 @@ class ArchMeasure:
         Where the definition comes from.
     compute : callable or None
         ``compute(kernels) -> Evaluated`` over every arch at once (values in px;
-        :func:`measures` applies the calibration); None for the upper − lower
+        :func:`measure` applies the calibration); None for the upper − lower
         ``difference`` measures, which are formed from their ``base`` measure.
     dimension : int
         Power of length of the value (1: px or mm).
@@ -406,7 +406,7 @@ class _Kernels:
         return Evaluated(perim, status, reason, self._const(self.method_fit))
 
 
-def measures(
+def measure(
     tooth_keypoints: pd.DataFrame,
     arch_points: pd.DataFrame | None = None,
     mm_per_px: float | pd.DataFrame | None = None,
@@ -494,11 +494,11 @@ def measures(
     ...         "y": [50.0, 130.0],
     ...     }
     ... )
-    >>> m = measures(tk, mm_per_px=0.1)
+    >>> m = measure(tk, mm_per_px=0.1)
     >>> m.loc[m.measure == "intercanine_width", ["value", "unit", "status"]].values.tolist()
     [[10.0, 'mm', 'ok']]
     """
-    errors = check_errors_arg(errors, "dentalkit.arch.measures")
+    errors = check_errors_arg(errors, "dentalkit.arch.measure")
     if incisal not in ("incisors", "vertex"):
         raise InputError(f"incisal must be 'incisors' or 'vertex', got {incisal!r}")
     if residual not in RESIDUALS:

@@ -1,7 +1,7 @@
 """Treatment-length figures: distributions by group, sensitivity curves, agreement.
 
 - :func:`distribution` — predicted months per group: box, points and the mean with its
-  bootstrap CI from :func:`dentalkit.tle.summary`.
+  bootstrap CI from :func:`dentalkit.tle.summarize`.
 - :func:`sensitivity` — partial-dependence curves from :func:`dentalkit.tle.sensitivity`.
 - :func:`bland_altman` — predicted − observed against their mean, bias and limits of
   agreement with CIs exactly as :func:`dentalkit.tle.calibration` computes them.
@@ -51,12 +51,12 @@ def distribution(
     value : str
         Column of months (default ``estimate_length_months``).
     summary : DataFrame, optional
-        :func:`dentalkit.tle.summary` of the same table and ``by`` (computed when
+        :func:`dentalkit.tle.summarize` of the same table and ``by`` (computed when
         omitted, with ``n_resamples`` and ``seed``).
     points : bool
         Draw every estimate (deterministic horizontal jitter).
     n_resamples, seed
-        Passed to :func:`dentalkit.tle.summary` when it is computed here.
+        Passed to :func:`dentalkit.tle.summarize` when it is computed here.
     ax : matplotlib Axes, optional
 
     Returns
@@ -69,12 +69,12 @@ def distribution(
     require_columns(estimates, [value] + ([by] if by else []), "estimates")
     table = estimates[estimates[value].notna()]
     if summary is None:
-        summary = _tle.summary(table, by, value=value, n_resamples=n_resamples, seed=seed)
+        summary = _tle.summarize(table, by, value=value, n_resamples=n_resamples, seed=seed)
     require_columns(
         summary,
         ([by] if by else []) + ["mean", "ci_low", "ci_high"],
         "summary",
-        "Pass the output of dentalkit.tle.summary() for the same table and by.",
+        "Pass the output of dentalkit.tle.summarize() for the same table and by.",
     )
     if by is None:
         groups = [("all", table)]

@@ -9,7 +9,7 @@ From a typed patient table to validated ``/tle`` calls, cohort summaries, sensit
   every row first.
 * :func:`estimate` — predicted months from the stored GET /tle answers (a fetcher sends
   one request per distinct parameter set the store lacks, through fetch_cohort).
-* :func:`summary`, :func:`sensitivity`, :func:`calibration` — analyses (pure).
+* :func:`summarize`, :func:`sensitivity`, :func:`calibration` — analyses (pure).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dentalkit.tle.codebook import Codebook, Parameter, load_codebook
 from dentalkit.tle.encoding import decode, encode
 from dentalkit.tle.estimation import estimate, problems, sensitivity
 from dentalkit.tle.example import example_patients
-from dentalkit.tle.stats import calibration, summary
+from dentalkit.tle.stats import calibration, summarize, summary
 
 __all__ = [
     "Codebook",
@@ -31,5 +31,6 @@ __all__ = [
     "load_codebook",
     "problems",
     "sensitivity",
-    "summary",
+    "summarize",
+    "summary",  # deprecated alias of summarize (one release)
 ]

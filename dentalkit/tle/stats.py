@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from dentalkit._deprecate import deprecated_alias
 from dentalkit.errors import DentalkitWarning, InputError
 
-__all__ = ["LOA_CI_METHODS", "calibration", "paired_months", "summary"]
+__all__ = ["LOA_CI_METHODS", "calibration", "paired_months", "summarize", "summary"]
 
 #: Column holding predicted months in the tables of :func:`dentalkit.tle.estimate`.
 PREDICTED = "estimate_length_months"
@@ -37,7 +38,7 @@ _AGREEMENT_LOA_CI = {"bland-altman-1999": "1999", "bland-altman-1986": "1986", "
 _BOOTSTRAP_BATCH_ELEMENTS = 2_000_000  # resamples × n per batch (bounds memory)
 
 
-def summary(
+def summarize(
     estimates: pd.DataFrame,
     by: str | Sequence[str] | None = None,
     *,
@@ -92,7 +93,7 @@ def summary(
     --------
     >>> import pandas as pd
     >>> t = pd.DataFrame({"estimate_length_months": [20.0, 22.0, 24.0, 30.0]})
-    >>> s = summary(t)
+    >>> s = summarize(t)
     >>> s[["n", "mean", "median", "iqr"]].iloc[0].tolist()
     [4.0, 24.0, 23.0, 4.0]
     """
@@ -120,7 +121,7 @@ def summary(
             example = used.loc[repeated.to_numpy(), unit].iloc[0]
             n_rep = used.loc[repeated.to_numpy(), unit].nunique()
             raise InputError(
-                f"tle.summary: {n_rep} {unit}(s) have more than one estimate (e.g. "
+                f"tle.summarize: {n_rep} {unit}(s) have more than one estimate (e.g. "
                 f"{example!r}); the bootstrap interval treats rows as independent patients. "
                 f"Keep one estimate per patient (e.g. dentalkit.stats.one_row_per_unit("
                 f"estimates, 'first')), or pass unit=None if the rows are separate patients"
@@ -463,3 +464,7 @@ def _lin_ccc(x: np.ndarray, y: np.ndarray, r: float, level: float) -> tuple[floa
     zq = sps.norm.ppf(1 - (1 - level) / 2)
     zc = np.arctanh(rc)
     return rc, (float(np.tanh(zc - zq * se_z)), float(np.tanh(zc + zq * se_z)))
+
+
+#: Deprecated alias (one release): the analysis verb is ``summarize`` (docs/conventions.md).
+summary = deprecated_alias(summarize, "summary", "dentalkit.tle")

@@ -233,7 +233,7 @@ GALLERY = [
         "single",
         "``GET /tle`` answers of the sandbox for 120 synthetic patients, by malocclusion "
         "class: boxes, points, and the mean with its BCa bootstrap 95 % CI "
-        "(``dentalkit.tle.summary``).",
+        "(``dentalkit.tle.summarize``).",
         """
         import tempfile
 

@@ -1,4 +1,4 @@
-"""agreement.measures: Bland–Altman, ICC, Dahlberg and classification agreement."""
+"""agreement.measure: Bland–Altman, ICC, Dahlberg and classification agreement."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def test_measures_reproduces_the_bland_altman_1986_example():
     # Bland & Altman, Lancet 1986;327:307-310 (PEFR, test = large Wright, reference = mini):
     # d̄ = −2.1, s = 38.8, limits −79.7 to 75.5 l/min (d̄ ± 2s). Rounding tolerances as in
     # test_agreement_stats.py (the paper rounds d̄ and s to 0.1 before forming the limits).
-    res = agreement.measures(_long(PEFR_MINI), _long(PEFR_WRIGHT), agreement=2, loa_ci="1986")
+    res = agreement.measure(_long(PEFR_MINI), _long(PEFR_WRIGHT), agreement=2, loa_ci="1986")
     row = res.summary.iloc[0]
     assert row["n"] == 17 and row["unit"] == "l/min"
     assert row["bias"] == pytest.approx(-2.1, abs=0.05)
@@ -53,7 +53,7 @@ def test_measures_reproduces_the_bland_altman_1986_example():
 def test_icc_and_dahlberg_columns_match_pingouin_and_hand_computation():
     import pingouin as pg
 
-    res = agreement.measures(_long(PEFR_MINI), _long(PEFR_WRIGHT))
+    res = agreement.measure(_long(PEFR_MINI), _long(PEFR_WRIGHT))
     row = res.summary.iloc[0]
     long = pd.DataFrame(
         {
@@ -77,7 +77,7 @@ def test_icc_and_dahlberg_columns_match_pingouin_and_hand_computation():
 def test_pairs_table_and_several_measures_are_vectorised_per_measure():
     ref = pd.concat([_long([1, 2, 3, 4], "A", "mm"), _long([10, 20, 30, 40], "B", "deg")])
     tst = pd.concat([_long([1.5, 2, 3.5, 4], "A", "mm"), _long([10, 21, 30, 41], "B", "deg")])
-    res = agreement.measures(ref, tst)
+    res = agreement.measure(ref, tst)
     s = res.summary.set_index("measure")
     assert s.loc["A", "bias"] == pytest.approx(0.25) and s.loc["A", "unit"] == "mm"
     assert s.loc["B", "bias"] == pytest.approx(0.5) and s.loc["B", "unit"] == "deg"
@@ -85,14 +85,14 @@ def test_pairs_table_and_several_measures_are_vectorised_per_measure():
     p = res.pairs
     assert list(p.columns[-5:]) == ["reference", "test", "mean", "difference", "unit"]
     assert p["difference"].to_numpy() == pytest.approx((p["test"] - p["reference"]).to_numpy())
-    sub = agreement.measures(ref, tst, measures=["B"])
+    sub = agreement.measure(ref, tst, measures=["B"])
     assert list(sub.summary["measure"].astype(str)) == ["B"]
 
 
 def test_tables_without_a_view_column_give_results_without_one():
     ref = _long([1, 2, 3, 4], "intercanine_width", "mm").drop(columns="view")
     tst = ref.assign(value=[1.5, 2, 3.5, 4])
-    res = agreement.measures(ref, tst)
+    res = agreement.measure(ref, tst)
     assert "view" not in res.summary.columns and "view" not in res.pairs.columns
     assert res.summary["bias"].item() == pytest.approx(0.25)
     from dentalkit.plot import agreement as plot
@@ -103,14 +103,14 @@ def test_tables_without_a_view_column_give_results_without_one():
 
 def test_unit_mismatch_is_an_error():
     with pytest.raises(InputError, match="different units"):
-        agreement.measures(_long([1, 2, 3], "S_N", "px"), _long([1, 2, 3], "S_N", "mm"))
+        agreement.measure(_long([1, 2, 3], "S_N", "px"), _long([1, 2, 3], "S_N", "mm"))
 
 
 def test_nan_unpaired_and_small_groups_are_problems():
     ref = pd.concat([_long([1.0, 2.0, np.nan, 4.0], "A"), _long([5.0], "C")])
     tst = pd.concat([_long([1.0, 2.5, 3.0], "A"), _long([5.5], "C")])
     with pytest.warns(DentalkitWarning):
-        res = agreement.measures(ref, tst)
+        res = agreement.measure(ref, tst)
     text = " | ".join(res.problems["reason"])
     assert "value is NaN" in text
     assert "session only in the reference table" in text  # the test has no s03
@@ -137,7 +137,7 @@ def test_classification_agreement_and_kappa_hand_computed():
     # ANB bands (Steiner; shipped thresholds): < 0 III, [0, 4) I, ≥ 4 II
     ref_anb = [-2.0, -1.0, 1.0, 2.0, 3.0, 5.0, 6.0, 7.0]  # III III I I I II II II
     tst_anb = [-1.0, 0.5, 1.5, 2.5, 4.5, 5.5, 3.5, 8.0]  # III I  I I II II I  II
-    res = agreement.measures(_ceph({"ANB": ref_anb}), _ceph({"ANB": tst_anb}))
+    res = agreement.measure(_ceph({"ANB": ref_anb}), _ceph({"ANB": tst_anb}))
     row = res.classification.set_index("scheme").loc["skeletal_class"]
     assert row["n"] == 8 and row["n_agree"] == 5
     assert row["agreement_pct"] == pytest.approx(62.5)
@@ -156,7 +156,7 @@ def test_classification_agreement_and_kappa_hand_computed():
     assert row["weighted_kappa"] == pytest.approx((pw_o - pw_e) / (1 - pw_e))
     assert row["weighted_kappa"] > row["kappa"]  # the misses are all by one class
     assert row["n_units"] == 8
-    quad = agreement.measures(
+    quad = agreement.measure(
         _ceph({"ANB": ref_anb}), _ceph({"ANB": tst_anb}), kappa_weights="quadratic"
     ).classification.iloc[0]
     assert quad["weights"] == "quadratic" and quad["weighted_kappa"] > row["weighted_kappa"]
@@ -170,19 +170,31 @@ def test_classification_needs_calibrated_lengths():
     ref = _ceph({"ANB": [1.0, 2.0, 5.0]}).assign(unit="deg")
     wits = _long([1.0, -3.0, 3.0], "Wits", "px")
     with pytest.warns(DentalkitWarning):
-        res = agreement.measures(pd.concat([ref, wits]), pd.concat([ref, wits]))
+        res = agreement.measure(pd.concat([ref, wits]), pd.concat([ref, wits]))
     assert list(res.classification["scheme"]) == ["skeletal_class"]
     assert "Wits is in px" in " ".join(res.problems["reason"])
     with pytest.raises(InputError, match="unknown scheme"):
-        agreement.measures(ref, ref, schemes=["skeletal_klass"])
+        agreement.measure(ref, ref, schemes=["skeletal_klass"])
     with pytest.raises(InputError, match="not paired"):
-        agreement.measures(ref, ref, schemes=["vertical_fma"])
+        agreement.measure(ref, ref, schemes=["vertical_fma"])
 
 
 def test_measures_argument_checks():
     with pytest.raises(InputError, match="lacks column 'value'"):
-        agreement.measures(_long([1, 2]).drop(columns="value"), _long([1, 2]))
+        agreement.measure(_long([1, 2]).drop(columns="value"), _long([1, 2]))
     with pytest.raises(InputError, match="icc_form"):
-        agreement.measures(_long([1, 2]), _long([1, 2]), icc_form="ICC(9,9)")
+        agreement.measure(_long([1, 2]), _long([1, 2]), icc_form="ICC(9,9)")
     with pytest.raises(InputError, match="no measure pairs"):
-        agreement.measures(_long([1, 2], ids=["a", "b"]), _long([1, 2], ids=["c", "d"]))
+        agreement.measure(_long([1, 2], ids=["a", "b"]), _long([1, 2], ids=["c", "d"]))
+
+
+def test_deprecated_alias_measures_warns_and_returns_the_same():
+    """agreement.measures (old name, one release) names agreement.measure, same result."""
+    ref, tst = _long(PEFR_MINI), _long(PEFR_WRIGHT)
+    with pytest.warns(
+        DeprecationWarning, match=r"agreement\.measures is deprecated.*agreement\.measure\b"
+    ):
+        old = agreement.measures(ref, tst)
+    new = agreement.measure(ref, tst)
+    pd.testing.assert_frame_equal(old.summary, new.summary)
+    pd.testing.assert_frame_equal(old.pairs, new.pairs)

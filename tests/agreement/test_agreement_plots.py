@@ -55,7 +55,7 @@ def measure_result():
         }
     )
     ref = pd.concat([ref, ref.assign(measure="SNA", value=rng.normal(82, 3, 25))])
-    return agreement.measures(ref, ref.assign(value=ref["value"] + rng.normal(0.3, 0.8, 50)))
+    return agreement.measure(ref, ref.assign(value=ref["value"] + rng.normal(0.3, 0.8, 50)))
 
 
 def test_landmark_error_scatter_draws_every_offset_one_ellipse_per_landmark(landmark_result):

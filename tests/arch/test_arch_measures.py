@@ -69,7 +69,7 @@ def value(m, measure, arch_="up", patient="p1"):
 def test_widths_and_depth_of_teeth_on_a_circle(mirror):
     R = 250.0
     tk = teeth_table(on_circle(R, ANGLES), theta=0.9, t=(400, 300), mirror=mirror)
-    m = arch.measures(tk, mm_per_px=0.1)
+    m = arch.measure(tk, mm_per_px=0.1)
     assert value(m, "intercanine_width")["value"] == pytest.approx(
         0.1 * 2 * R * np.sin(0.6), rel=1e-12
     )
@@ -87,7 +87,7 @@ def test_widths_and_depth_of_teeth_on_a_circle(mirror):
 
 def test_pixels_without_calibration():
     tk = teeth_table(on_circle(100.0, ANGLES))
-    m = arch.measures(tk)
+    m = arch.measure(tk)
     assert set(m["unit"]) == {"px"}
     assert value(m, "intercanine_width")["value"] == pytest.approx(200 * np.sin(0.6))
 
@@ -103,7 +103,7 @@ def test_perimeter_along_a_parabola_has_the_closed_form_length():
         "c_lft": (90, c * 8100),
     }
     tk = teeth_table(canon, theta=-0.4, t=(500, 500))
-    m = arch.measures(tk, pts, model="parabola", incisal="vertex")
+    m = arch.measure(tk, pts, model="parabola", incisal="vertex")
     u = 2 * c * xm
     closed = 2 * (u * np.sqrt(1 + u * u) + np.arcsinh(u)) / (4 * c)  # 2·∫0^xm √(1+(2cx)²) dx
     per = value(m, "arch_perimeter")
@@ -120,7 +120,7 @@ def test_perimeter_along_a_catenary_is_2a_sinh():
     pts = arch_table(x, catenary(x, a), theta=2.5, t=(900, 200), mirror=True, arch="lo")
     canon = {"m1_rgt": (-xm, catenary(xm, a)), "m1_lft": (xm, catenary(xm, a))}
     tk = teeth_table(canon, theta=2.5, t=(900, 200), mirror=True, arch_="lo")
-    m = arch.measures(tk, pts, mm_per_px=0.05, model="catenary")
+    m = arch.measure(tk, pts, mm_per_px=0.05, model="catenary")
     per = value(m, "arch_perimeter", arch_="lo")
     assert per["value"] == pytest.approx(0.05 * 2 * a * np.sinh(xm / a), rel=1e-10)
 
@@ -131,7 +131,7 @@ def test_perimeter_along_a_beta_curve_matches_scipy_quad():
     pts = arch_table(x, beta_canonical(x, D, W), theta=0.2, t=(0, 0))
     canon = {"m1_rgt": (-xm, beta_canonical(xm, D, W)), "m1_lft": (xm, beta_canonical(xm, D, W))}
     tk = teeth_table(canon, theta=0.2)
-    m = arch.measures(tk, pts, model="beta")
+    m = arch.measure(tk, pts, model="beta")
 
     def slope(u):
         return 3.031433133 * D * 0.8 * (0.25 - u**2 / W**2) ** -0.2 * 2 * u / W**2
@@ -144,7 +144,7 @@ def test_missing_and_absent_teeth_give_nan_and_a_reason():
     canon = on_circle(200.0, ANGLES)
     tk = teeth_table(canon, missing=("c_lft",))
     tk = tk[tk["tooth"] != "m1_rgt_up"]
-    m = arch.measures(tk)
+    m = arch.measure(tk)
     ic = value(m, "intercanine_width")
     assert np.isnan(ic["value"])
     assert ic["status"] == "missing_tooth"
@@ -168,7 +168,7 @@ def test_upper_minus_lower_compatibility_needs_mm():
             "mm_per_px": [0.1, 0.12, 0.1],
         }
     )
-    m = arch.measures(tk, mm_per_px=cal)
+    m = arch.measure(tk, mm_per_px=cal)
     d = value(m, "intermolar_width_difference", arch_="up-lo")
     assert d["value"] == pytest.approx(
         0.1 * 2 * 260 * np.sin(1.3) - 0.12 * 2 * 230 * np.sin(1.3), rel=1e-12
@@ -178,7 +178,7 @@ def test_upper_minus_lower_compatibility_needs_mm():
         0.1 * 2 * 260 * np.sin(0.6) - 0.12 * 2 * 230 * np.sin(0.6), rel=1e-12
     )
     assert not ((m["patient_id"] == "only_upper") & (m["arch"] == "up-lo")).any()
-    px = arch.measures(tk)
+    px = arch.measure(tk)
     d = value(px, "intermolar_width_difference", arch_="up-lo")
     assert d["status"] == "needs_mm"
     assert np.isnan(d["value"])
@@ -189,7 +189,7 @@ def test_other_tooth_points_and_their_rows():
     cen = teeth_table(canon)
     t01 = teeth_table({k: (x * 0.9, y) for k, (x, y) in canon.items()}, point="t01")
     tk = pd.concat([cen, t01], ignore_index=True)
-    m = arch.measures(tk, point="t01")
+    m = arch.measure(tk, point="t01")
     assert value(m, "intercanine_width")["value"] == pytest.approx(0.9 * 400 * np.sin(0.6))
     assert value(m, "intercanine_width")["method"] == "t01"
 
@@ -198,12 +198,12 @@ def test_perimeter_problems_are_rows():
     x = np.linspace(-100, 100, 11)
     pts = arch_table(x, 0.01 * x**2)
     far = {"m1_rgt": (-300.0, 900.0), "m1_lft": (300.0, 900.0)}
-    m = arch.measures(teeth_table(far), pts, model="parabola")
+    m = arch.measure(teeth_table(far), pts, model="parabola")
     per = value(m, "arch_perimeter")
     assert per["status"] == "out_of_domain"
     assert "extrapolated" in per["reason"]
     few = arch_table(x[:3], 0.01 * x[:3] ** 2)
-    m = arch.measures(teeth_table(far), few)
+    m = arch.measure(teeth_table(far), few)
     per = value(m, "arch_perimeter")
     assert per["status"] == "no_fit"
     assert "poly4 fit failed" in per["reason"]
@@ -212,20 +212,20 @@ def test_perimeter_problems_are_rows():
 def test_bad_input():
     tk = teeth_table(on_circle(200.0, ANGLES))
     with pytest.raises(InputError, match="lacks column"):
-        arch.measures(tk.drop(columns="tooth"))
+        arch.measure(tk.drop(columns="tooth"))
     with pytest.raises(InputError, match="incisal must be"):
-        arch.measures(tk, incisal="midpoint")
+        arch.measure(tk, incisal="midpoint")
     with pytest.raises(InputError, match="unknown arch model"):
-        arch.measures(tk, model="ellipse")
+        arch.measure(tk, model="ellipse")
     nan = tk.copy()
     nan.loc[2, "x"] = np.nan
     with pytest.raises(InputError, match=r"non-finite x/y for present teeth \(rows \[2\]\)"):
-        arch.measures(nan)
-    got = value(arch.measures(nan, errors="collect"), "intercanine_width")
+        arch.measure(nan)
+    got = value(arch.measure(nan, errors="collect"), "intercanine_width")
     assert got["status"] == "bad_input"
     dup = pd.concat([tk, tk.iloc[[0]]], ignore_index=True)
     with pytest.raises(InputError, match="repeats a tooth point"):
-        arch.measures(dup)
+        arch.measure(dup)
 
 
 def test_registry_and_table_shape():
@@ -240,7 +240,7 @@ def test_registry_and_table_shape():
     for ms in arch.MEASURES.values():
         assert ms.definition
         assert ms.reference
-    m = arch.measures(teeth_table(on_circle(200.0, ANGLES)))
+    m = arch.measure(teeth_table(on_circle(200.0, ANGLES)))
     assert list(m["measure"]) == list(arch.MEASURES)[:4]
     for col in ("arch", "measure", "unit", "status"):
         assert isinstance(m[col].dtype, pd.CategoricalDtype)
@@ -260,12 +260,23 @@ def test_measures_are_declared_once_and_evaluated_from_the_registry():
     both = pd.concat([tk, lo], ignore_index=True)
     # a selection evaluates just those declared measures (a difference pulls in its base
     # without reporting it)
-    m = arch.measures(both, mm_per_px=0.1, which=["intermolar_width_difference"])
+    m = arch.measure(both, mm_per_px=0.1, which=["intermolar_width_difference"])
     assert list(m["measure"].astype(str)) == ["intermolar_width_difference"]
-    full = arch.measures(both, mm_per_px=0.1)
+    full = arch.measure(both, mm_per_px=0.1)
     want = full.loc[full["measure"] == "intermolar_width_difference", "value"].iloc[0]
     assert m["value"].iloc[0] == pytest.approx(want)
     # hand value: 0.1 mm/px × (2·200·sin 1.3 − 2·180·sin 1.3)
     assert want == pytest.approx(0.1 * 40.0 * np.sin(1.3), rel=1e-12)
     with pytest.raises(InputError, match="unknown arch measure"):
-        arch.measures(tk, which=["palatal_depth"])
+        arch.measure(tk, which=["palatal_depth"])
+
+
+def test_deprecated_alias_measures_warns_and_returns_the_same():
+    """arch.measures (old name, one release) names arch.measure and gives its table."""
+    tk = teeth_table(on_circle(250.0, ANGLES))
+    with pytest.warns(
+        DeprecationWarning,
+        match=r"dentalkit\.arch\.measures is deprecated.*dentalkit\.arch\.measure\b",
+    ):
+        old = arch.measures(tk, mm_per_px=0.1)
+    pd.testing.assert_frame_equal(old, arch.measure(tk, mm_per_px=0.1))

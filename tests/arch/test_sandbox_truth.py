@@ -113,7 +113,7 @@ def test_noise_free_catenary_and_pose_are_recovered_exactly(exact, truth):
 
 def test_noise_free_widths_and_depth_equal_the_truth(exact, truth):
     pts, teeth = exact
-    m = arch.measures(teeth, pts, mm_per_px=MM_PER_PX, model="catenary", incisal="vertex")
+    m = arch.measure(teeth, pts, mm_per_px=MM_PER_PX, model="catenary", incisal="vertex")
     # the simulator drops a few teeth (a missing tooth keeps its place in the truth):
     # exactly the measures that need a missing tooth are problem rows
     missing = teeth[teeth["missing"] & (teeth["point"] == "centroid")]
@@ -174,7 +174,7 @@ def test_with_the_sandbox_noise_errors_are_within_what_the_noise_allows(noisy, t
     # residual scale: orthogonal distances ≈ the per-coordinate noise sd
     assert 0.06 < f["rmse"].median() < 0.16
 
-    m = arch.measures(teeth, pts, mm_per_px=MM_PER_PX, model="catenary", incisal="vertex")
+    m = arch.measure(teeth, pts, mm_per_px=MM_PER_PX, model="catenary", incisal="vertex")
     w = _measures_vs_truth(m, truth)
     # centroids carry 0.15 mm noise per coordinate: a width differs by N(0, 0.15·√2 mm)
     sd = 0.15 * np.sqrt(2)

@@ -50,7 +50,7 @@ def study(sandbox, tmp_path_factory):
 
     m = ceph.measure(contract["landmarks"], mm_per_px=0.1)
     fits = arch.fit(contract["arch_points"], "all", mm_per_px=0.08)
-    dims = arch.measures(contract["tooth_keypoints"], contract["arch_points"], mm_per_px=0.08)
+    dims = arch.measure(contract["tooth_keypoints"], contract["arch_points"], mm_per_px=0.08)
     groups = pd.DataFrame({"patient_id": [f"IO{i:02d}" for i in range(6)], "group": list("ABABAB")})
     tm = teeth.measure(contract["teeth"], mm_per_px=0.1)
     sym = teeth.symmetry(tm, "md_width")
@@ -89,7 +89,7 @@ def study(sandbox, tmp_path_factory):
         "finding_boxes": fp.boxes,
         "finding_box_sizes": fp.box_sizes,
         "tle_estimates": est,
-        "tle_summary": tle.summary(est, by="sex"),
+        "tle_summary": tle.summarize(est, by="sex"),
         "tle_sensitivity": tle.sensitivity(patients.head(3), "overjet_mm", [2.0, 6.0], fetcher),
         "tle_calibration": tle.calibration(est, est["estimate_length_months"] + np.arange(6.0)),
         "comparisons": arch.compare(first, by="group"),

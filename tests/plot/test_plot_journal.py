@@ -89,7 +89,7 @@ def _agreement_bland_altman():
             "unit": "deg",
         }
     )
-    res = agreement.measures(
+    res = agreement.measure(
         ref, ref.assign(value=ref["value"] + [0.5, -0.2, 0.1, 0.4, 0.0, 0.3, -0.1, 0.2])
     )
     return plot.agreement_bland_altman(res, "ANB")

@@ -1,4 +1,4 @@
-"""summary() and calibration() checked against published numbers and direct computations."""
+"""summarize() and calibration() checked against published numbers and direct computations."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from scipy import stats as sps
 
 from dentalkit.errors import DentalkitWarning, InputError
-from dentalkit.tle import calibration, summary
+from dentalkit.tle import calibration, summarize
 
 # Bland & Altman (1986, Lancet 1:307-310), Table 1: first PEFR readings (l/min) of 17
 # subjects with the Wright and the mini Wright peak flow meter.
@@ -204,7 +204,7 @@ def test_summary_against_numpy_and_scipy_bootstrap():
     values = rng.normal(23, 4, 40)
     values[[3, 9]] = np.nan
     table = pd.DataFrame({"estimate_length_months": values})
-    row = summary(table, n_resamples=2000, seed=5).iloc[0]
+    row = summarize(table, n_resamples=2000, seed=5).iloc[0]
     ok = values[~np.isnan(values)]
     assert (row["n"], row["n_missing"]) == (38, 2)
     assert row["mean"] == pytest.approx(ok.mean())
@@ -218,12 +218,12 @@ def test_summary_against_numpy_and_scipy_bootstrap():
     # and the BCa interval is close to the t interval for normal data
     t_ci = sps.ttest_1samp(ok, 0).confidence_interval()
     assert row["ci_low"] == pytest.approx(t_ci.low, abs=0.4)
-    assert "BCa" in summary(table, n_resamples=100).attrs["ci"]
+    assert "BCa" in summarize(table, n_resamples=100).attrs["ci"]
 
 
 def test_summary_hand_computed_and_percentile_method():
     table = pd.DataFrame({"estimate_length_months": [20.0, 22.0, 24.0, 30.0]})
-    row = summary(table, method="percentile", n_resamples=500).iloc[0]
+    row = summarize(table, method="percentile", n_resamples=500).iloc[0]
     # type-7 quartiles by hand: q1 = 20 + 0.75·2 = 21.5, q3 = 24 + 0.25·6 = 25.5
     assert (row["mean"], row["median"], row["q1"], row["q3"]) == (24.0, 23.0, 21.5, 25.5)
     assert row["sd"] == pytest.approx(np.sqrt((16 + 4 + 0 + 36) / 3))
@@ -241,12 +241,12 @@ def test_summary_by_groups_equals_summary_of_each_subset():
             "extraction": rng.choice([True, False], 30),
         }
     )
-    out = summary(table, by=["sex", "extraction"], n_resamples=300)
+    out = summarize(table, by=["sex", "extraction"], n_resamples=300)
     assert out["sex"].dtype == "category" and "x" not in set(out["sex"])
     assert len(out) == 4
     for _, row in out.iterrows():
         subset = table[(table["sex"] == row["sex"]) & (table["extraction"] == row["extraction"])]
-        alone = summary(subset, n_resamples=300).iloc[0]
+        alone = summarize(subset, n_resamples=300).iloc[0]
         for col in ("n", "mean", "sd", "median", "ci_low", "ci_high"):
             assert row[col] == pytest.approx(alone[col]), col
 
@@ -255,7 +255,7 @@ def test_summary_small_and_constant_groups():
     table = pd.DataFrame(
         {"g": ["a", "b", "b", "b", "c"], "estimate_length_months": [20.0, 18, 18, 18, np.nan]}
     )
-    out = summary(table, by="g").set_index("g")
+    out = summarize(table, by="g").set_index("g")
     assert np.isnan(out.loc["a", "sd"]) and np.isnan(out.loc["a", "ci_low"])
     assert out.loc["a", "mean"] == 20
     assert (out.loc["b", "ci_low"], out.loc["b", "ci_high"], out.loc["b", "sd"]) == (18, 18, 0)
@@ -266,10 +266,10 @@ def test_summary_small_and_constant_groups():
 def test_summary_bad_inputs():
     table = pd.DataFrame({"estimate_length_months": [1.0, 2.0], "months_text": ["a", "2"]})
     with pytest.raises(InputError, match=r"lacks column\(s\) \['grp'\]"):
-        summary(table, by="grp")
+        summarize(table, by="grp")
     with pytest.raises(InputError, match="non-numeric values"):
-        summary(table, value="months_text")
+        summarize(table, value="months_text")
     with pytest.raises(InputError, match="confidence_level"):
-        summary(table, confidence_level=95)
+        summarize(table, confidence_level=95)
     with pytest.raises(InputError, match="must be a DataFrame"):
-        summary([1.0, 2.0])
+        summarize([1.0, 2.0])

@@ -1,0 +1,195 @@
+"""The naming rule of docs/conventions.md, checked against the public API.
+
+The rule's verb list, its table of noun-named functions and its table of deprecated
+aliases are read from the page itself, so code and documentation cannot drift apart:
+a new public function of an analysis package is either led by a listed verb or listed
+as a noun with what it returns; no function takes a verb's noun form (``measures``,
+``summary`` …) except a documented deprecated alias.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "conventions.md"
+PACKAGES = ("ceph", "arch", "teeth", "agreement", "findings", "tle", "stats")
+#: Noun forms of the rule's verbs: never a public function name (the drift the rule ends).
+VERB_NOUNS = {
+    "measures",
+    "measurement",
+    "measurements",
+    "summary",
+    "summaries",
+    "fits",
+    "comparison",
+    "comparisons",
+    "classification",
+    "classifications",
+    "estimates",
+    "description",
+}
+
+
+def _section() -> str:
+    text = PAGE.read_text(encoding="utf-8")
+    start = text.index("## Naming and table shapes of the public API")
+    end = text.index("\n## ", start + 1)
+    return text[start:end]
+
+
+def _table_after(section: str, marker: str) -> list[list[str]]:
+    """Rows (cells) of the first Markdown table after ``marker``."""
+    rows = []
+    for line in section[section.index(marker) :].splitlines()[1:]:
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not set("".join(cells)) <= set("-: "):
+                rows.append(cells)
+        elif rows:
+            break
+    return rows  # the header line is the marker itself
+
+
+def _ticked(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def documented_verbs() -> tuple[set[str], set[str]]:
+    """(verbs, prefixes) of the verb table: ``load_…`` is a prefix, ``measure`` a verb."""
+    verbs, prefixes = set(), set()
+    for row in _table_after(_section(), "| verb | act | functions |"):
+        for name in _ticked(row[0]):
+            (prefixes.add(name[:-1]) if name.endswith("…") else verbs.add(name))
+    return verbs, prefixes
+
+
+def documented_nouns() -> set[str]:
+    rows = _table_after(_section(), "| function | returns |")
+    return {_ticked(row[0])[0] for row in rows}
+
+
+def documented_aliases() -> dict[str, str]:
+    rows = _table_after(_section(), "| old name (deprecated) | new name |")
+    return {_ticked(row[0])[0]: _ticked(row[1])[0] for row in rows}
+
+
+def public_functions() -> dict[str, object]:
+    """``"pkg.name"`` → function, for every function in an analysis package's ``__all__``."""
+    out = {}
+    for pkg in PACKAGES:
+        module = importlib.import_module(f"dentalkit.{pkg}")
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.isfunction(obj):
+                out[f"{pkg}.{name}"] = obj
+    return out
+
+
+def breaks_rule(qualified: str, verbs: set[str], prefixes: set[str], nouns: set[str]) -> str:
+    """Why ``pkg.name`` breaks the rule ('' when it follows it)."""
+    name = qualified.split(".", 1)[1]
+    if name.split("_")[0] in verbs or any(name.startswith(p) for p in prefixes):
+        return ""  # led by a verb: load_measures loads the measures catalogue
+    if set(name.split("_")) & VERB_NOUNS:
+        return f"{qualified}: a verb's noun form; name it by the verb (docs/conventions.md)"
+    if qualified in nouns:
+        return ""
+    return (
+        f"{qualified}: neither led by a verb of the rule nor listed as a noun-named function "
+        "in docs/conventions.md ('Naming and table shapes of the public API')"
+    )
+
+
+def test_the_rule_check_can_fail():
+    verbs, prefixes = documented_verbs()
+    nouns = documented_nouns()
+    assert {"measure", "fit", "compare", "summarize"} <= verbs
+    assert "load_" in prefixes
+    assert breaks_rule("arch.measures", verbs, prefixes, nouns)
+    assert breaks_rule("tle.summary", verbs, prefixes, nouns)
+    assert breaks_rule("teeth.tooth_measurements", verbs, prefixes, nouns)
+    assert breaks_rule("ceph.angles", verbs, prefixes, nouns)  # an unlisted noun
+    assert not breaks_rule("ceph.load_norms", verbs, prefixes, nouns)
+    assert not breaks_rule("teeth.symmetry", verbs, prefixes, nouns)
+
+
+def test_every_public_function_follows_the_naming_rule():
+    verbs, prefixes = documented_verbs()
+    nouns = documented_nouns()
+    aliases = documented_aliases()
+    broken = []
+    for qualified, fn in public_functions().items():
+        target = getattr(fn, "__deprecated_alias_of__", None)
+        if target is not None:
+            if qualified not in aliases:
+                broken.append(f"{qualified}: a deprecated alias missing from the alias table")
+            continue
+        reason = breaks_rule(qualified, verbs, prefixes, nouns)
+        if reason:
+            broken.append(reason)
+    assert not broken, "\n".join(broken)
+
+
+def test_documented_names_exist_and_are_not_verb_led():
+    verbs, _ = documented_verbs()
+    functions = public_functions()
+    for qualified in documented_nouns():
+        assert qualified in functions, f"{qualified} is listed as a noun but is not public"
+        name = qualified.split(".", 1)[1]
+        assert name.split("_")[0] not in verbs, f"{qualified} is verb-led: drop it from the list"
+    for row in _table_after(_section(), "| verb | act | functions |"):
+        for qualified in _ticked(row[2]):
+            if "…" not in qualified:
+                assert qualified in functions, f"verb table names {qualified}, not public"
+
+
+@pytest.mark.parametrize("old", sorted(documented_aliases()))
+def test_documented_aliases_are_deprecated_wrappers_of_the_new_name(old):
+    new = documented_aliases()[old]
+    functions = public_functions()
+    alias, target = functions[old], functions[new]
+    assert alias.__deprecated_alias_of__ == f"dentalkit.{new}"
+    assert inspect.signature(alias) == inspect.signature(target)
+    # the behaviour (warning + same result) is tested next to each function:
+    # tests/arch/test_arch_measures.py, tests/agreement/test_agreement_measures.py,
+    # tests/tle/test_tle_stats_units.py
+
+
+def test_no_caller_uses_a_deprecated_name():
+    """Package, benchmarks, notebooks, docs and README call the new names only."""
+    # no word character before: ``_tle.summary(`` (a module imported as _tle) is a hit too
+    patterns = [re.compile(rf"(?<![A-Za-z0-9]){re.escape(old)}\(") for old in documented_aliases()]
+    patterns.append(re.compile(r"(?<![A-Za-z0-9_])stats\.summary\("))
+    places = [ROOT / "README.md", *ROOT.glob("dentalkit/**/*.py")]
+    for folder, ext in (("benchmarks", "py"), ("notebooks", "ipynb"), ("docs", "md")):
+        places += ROOT.glob(f"{folder}/**/*.{ext}")
+    hits = []
+    for path in places:
+        text = path.read_text(encoding="utf-8")
+        for pattern in patterns:
+            hits += [f"{path.relative_to(ROOT)}: {m.group(0)}" for m in pattern.finditer(text)]
+    assert not hits, "\n".join(hits)
+
+
+def test_measure_tables_are_long_and_teeth_measure_is_the_wide_case():
+    """The shapes the page documents: long = one row per unit × measure; teeth wide."""
+    from dentalkit import ceph, teeth
+    from tests.plot import plot_tables
+
+    long = ceph.measure(plot_tables.landmarks(), mm_per_px=0.1)
+    assert {"measure", "value", "unit"} <= set(long.columns)
+    assert not long.duplicated(["patient_id", "timestamp", "view", "measure"]).any()
+    assert long["unit"].nunique() > 1  # degrees and mm side by side: why it is long
+
+    outlines = plot_tables.teeth()
+    wide = teeth.measure(outlines)
+    assert len(wide) == len(outlines)  # one row per tooth, in input order
+    assert (wide["tooth"].to_numpy() == outlines["tooth"].to_numpy()).all()
+    assert "measure" not in wide.columns
+    assert {"area", "perimeter", "md_width", "bl_width"} <= set(wide.columns)
