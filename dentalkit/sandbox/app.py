@@ -24,7 +24,7 @@ import asyncio
 import hmac
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -241,7 +241,15 @@ class _SandboxApp(FastAPI):
 
 
 def create_app(config: SandboxConfig | None = None) -> FastAPI:
-    """Build the sandbox ASGI application for ``config`` (see :class:`SandboxConfig`)."""
+    """Build the sandbox ASGI application for ``config`` (see :class:`SandboxConfig`).
+
+    The application is assembled by concern, one function each: the v2 routes
+    (:func:`_v2_handler`), the banner and OpenAPI document (:func:`_add_public_routes`),
+    the key-protected control routes (:func:`_add_control_routes`), the image routes
+    (:func:`_add_image_routes`) and the error shape (:func:`_add_error_handlers`). All of
+    them share the mutable state kept on ``app.state``: ``config``, ``stats``,
+    ``injector`` and ``limiter`` (replaced when the faults change).
+    """
     config = config or SandboxConfig()
     app = _SandboxApp(
         title="dentalkit sandbox",
@@ -253,11 +261,29 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     state.config = config
     state.stats = Stats()
     state.injector = FaultInjector(config.faults)
-    state.limiter = RateLimiter(config.faults.rate_limit, config.faults.rate_window)
+    state.limiter = _new_limiter(config)
+    authorised = _key_check(config)
+
+    app.v2_routes = {API_PREFIX + e.path: e for e in ENDPOINTS.values()}
+    app.v2_handle = _v2_handler(app, config, authorised)
+    _add_public_routes(app, config)
+    _add_control_routes(app, config, authorised)
+    _add_image_routes(app, config)
+    _add_error_handlers(app)
+    app.add_middleware(_SandboxHeader)
+    return app
+
+
+def _new_limiter(config: SandboxConfig) -> RateLimiter:
+    """A fresh rate limiter for the configured faults (no requests counted yet)."""
+    return RateLimiter(config.faults.rate_limit, config.faults.rate_window)
+
+
+def _key_check(config: SandboxConfig) -> Callable[[str | None], str | None]:
+    """A function returning the ``x-api-key`` header value if it is an accepted key, else None."""
     keys = [k.encode() for k in config.accepted_keys()]
 
     def authorised(given: str | None) -> str | None:
-        """``given`` (the ``x-api-key`` header) if it is an accepted key, else None."""
         if given is None:
             return None
         raw = given.encode()
@@ -266,49 +292,69 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
             ok |= hmac.compare_digest(raw, k)
         return given if ok else None
 
-    async def read_json(request: _V2Request) -> Any:
-        limit = config.max_body_bytes
-        declared = request.header(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
+    return authorised
+
+
+# ---- v2 routes ----------------------------------------------------------------------
+
+
+async def _read_json(request: _V2Request, limit: int) -> Any:
+    """The request's JSON body, refused (413, 415, 400) if too large, not JSON or invalid."""
+    declared = request.header(b"content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _RejectedError(413, f"request body exceeds the sandbox limit of {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.body():
+        size += len(chunk)
+        if size > limit:
             raise _RejectedError(413, f"request body exceeds the sandbox limit of {limit} bytes")
-        chunks, size = [], 0
-        async for chunk in request.body():
-            size += len(chunk)
-            if size > limit:
-                raise _RejectedError(
-                    413, f"request body exceeds the sandbox limit of {limit} bytes"
-                )
-            chunks.append(chunk)
-        ctype = request.header(b"content-type") or ""
-        if "json" not in ctype.lower():
-            raise _RejectedError(415, "Content-Type must be application/json")
-        try:
-            return orjson.loads(b"".join(chunks))
-        except orjson.JSONDecodeError as exc:
-            raise _RejectedError(400, f"request body is not valid JSON: {exc}") from None
+        chunks.append(chunk)
+    ctype = request.header(b"content-type") or ""
+    if "json" not in ctype.lower():
+        raise _RejectedError(415, "Content-Type must be application/json")
+    try:
+        return orjson.loads(b"".join(chunks))
+    except orjson.JSONDecodeError as exc:
+        raise _RejectedError(400, f"request body is not valid JSON: {exc}") from None
+
+
+class _RootUrls:
+    """The server root as the client addressed it (cached per scheme and Host header)."""
+
+    def __init__(self) -> None:
+        self.roots: dict[tuple[str, str], str] = {}
+
+    def __call__(self, request: _V2Request) -> str:
+        scope = request.scope
+        key = (scope.get("scheme", "http"), request.header(b"host") or "")
+        root = self.roots.get(key)
+        if root is None:
+            if len(self.roots) >= 64:  # Host headers are the client's to choose: stay bounded
+                self.roots.clear()
+            root = self.roots[key] = str(Request(scope).base_url)
+        return root
+
+
+def _v2_handler(
+    app: FastAPI, config: SandboxConfig, authorised: Callable[[str | None], str | None]
+) -> Callable[[Endpoint, _V2Request], Awaitable[_Reply]]:
+    """The answer to a v2 request: key, rate limit, validation, faults, simulated body.
+
+    Counts every request in ``app.state.stats`` (by path, by status, and each validated
+    request by its identity).
+    """
+    state = app.state
+    root_url = _RootUrls()
 
     async def handle(endpoint: Endpoint, request: _V2Request) -> _Reply:
         stats: Stats = state.stats
         stats.total += 1
         stats.by_path[endpoint.path] += 1
-        reply = await _answer(endpoint, request)
+        reply = await answer(endpoint, request)
         stats.by_status[reply[0]] += 1
         return reply
 
-    roots: dict[tuple[str, str], str] = {}
-
-    def root_url(request: _V2Request) -> str:
-        """The server root as the client addressed it (cached per scheme and Host header)."""
-        scope = request.scope
-        key = (scope.get("scheme", "http"), request.header(b"host") or "")
-        root = roots.get(key)
-        if root is None:
-            if len(roots) >= 64:  # Host headers are the client's to choose: stay bounded
-                roots.clear()
-            root = roots[key] = str(Request(scope).base_url)
-        return root
-
-    async def _answer(endpoint: Endpoint, request: _V2Request) -> _Reply:
+    async def answer(endpoint: Endpoint, request: _V2Request) -> _Reply:
         key = authorised(request.header(b"x-api-key"))
         if key is None:
             return 401, UNAUTHORIZED_BODY, {}
@@ -319,7 +365,7 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
             return 429, _error_payload(429, message), usage
         try:
             if endpoint.is_image:
-                data = validate_body(endpoint, await read_json(request))
+                data = validate_body(endpoint, await _read_json(request, config.max_body_bytes))
             else:
                 query = QueryParams(request.scope["query_string"])
                 data = validate_tle_query(endpoint, list(query.multi_items()))
@@ -335,37 +381,48 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
         if decision.status is not None:
             message = "simulated server fault (sandbox fault injection); retry later"
             return decision.status, _error_payload(decision.status, message), usage
-        if endpoint.is_image:
-            extra = None
-            if endpoint.output_image:
-                link = links.sign_link(
-                    root_url(request),
-                    endpoint.slug,
-                    data,
-                    issued_at=config.now(),
-                    ttl=config.link_ttl,
-                    secret=config.link_secret,
-                )
-                extra = {"OutputImageUrl": link}
-            payload = simulate.respond_json(endpoint, data, noise=config.noise, extra=extra)
-        else:
-            payload = orjson.dumps(simulate.estimate_tle(data))
-        if config.drift:  # a changed service (drift mode, off by default)
-            from dentalkit.sandbox.drift import apply_drift
-
-            payload = orjson.dumps(apply_drift(config.drift, endpoint, orjson.loads(payload), data))
+        root = root_url(request) if endpoint.is_image and endpoint.output_image else ""
+        payload = _simulated_payload(config, endpoint, data, root)
         if decision.malformed:
             payload = payload[: max(1, len(payload) // 2)]
         return 200, payload, usage
 
-    app.v2_routes = {API_PREFIX + e.path: e for e in ENDPOINTS.values()}
-    app.v2_handle = handle
+    return handle
 
-    # ---- sandbox-only routes ---------------------------------------------------------
-    def control(request: Request) -> Response | None:
-        if authorised(request.headers.get("x-api-key")) is None:
-            return Response(UNAUTHORIZED_BODY, status_code=401, media_type="application/json")
-        return None
+
+def _simulated_payload(config: SandboxConfig, endpoint: Endpoint, data: Any, root: str) -> bytes:
+    """The simulated JSON answer to a valid request.
+
+    ``root`` is the server root the signed output-image link starts with (unused by
+    endpoints without output images).
+    """
+    if endpoint.is_image:
+        extra = None
+        if endpoint.output_image:
+            link = links.sign_link(
+                root,
+                endpoint.slug,
+                data,
+                issued_at=config.now(),
+                ttl=config.link_ttl,
+                secret=config.link_secret,
+            )
+            extra = {"OutputImageUrl": link}
+        payload = simulate.respond_json(endpoint, data, noise=config.noise, extra=extra)
+    else:
+        payload = orjson.dumps(simulate.estimate_tle(data))
+    if config.drift:  # a changed service (drift mode, off by default)
+        from dentalkit.sandbox.drift import apply_drift
+
+        payload = orjson.dumps(apply_drift(config.drift, endpoint, orjson.loads(payload), data))
+    return payload
+
+
+# ---- banner and OpenAPI document (no key) -------------------------------------------
+
+
+def _add_public_routes(app: FastAPI, config: SandboxConfig) -> None:
+    """``GET /`` (the banner) and ``GET /openapi.json`` (the v2 document)."""
 
     @app.get("/", include_in_schema=False)
     async def banner() -> Response:
@@ -380,6 +437,21 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
         return Response(
             orjson.dumps(openapi_document(base, sandbox=True)), media_type="application/json"
         )
+
+
+# ---- sandbox-only control routes (key required) -------------------------------------
+
+
+def _add_control_routes(
+    app: FastAPI, config: SandboxConfig, authorised: Callable[[str | None], str | None]
+) -> None:
+    """``/_sandbox/truth``, ``/_sandbox/config``, ``/_sandbox/stats``, ``/_sandbox/reset``."""
+    state = app.state
+
+    def control(request: Request) -> Response | None:
+        if authorised(request.headers.get("x-api-key")) is None:
+            return Response(UNAUTHORIZED_BODY, status_code=401, media_type="application/json")
+        return None
 
     @app.get("/_sandbox/truth", include_in_schema=False)
     async def truth(request: Request) -> Response:
@@ -413,7 +485,7 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
         except (ValueError, TypeError) as exc:
             return error_response(400, str(exc))
         state.injector.reconfigure(config.faults)
-        state.limiter = RateLimiter(config.faults.rate_limit, config.faults.rate_window)
+        state.limiter = _new_limiter(config)
         return Response(orjson.dumps(config.public()), media_type="application/json")
 
     @app.get("/_sandbox/stats", include_in_schema=False)
@@ -427,8 +499,15 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
         if (denied := control(request)) is not None:
             return denied
         state.stats.reset()
-        state.limiter = RateLimiter(config.faults.rate_limit, config.faults.rate_window)
+        state.limiter = _new_limiter(config)
         return Response(orjson.dumps({"reset": True}), media_type="application/json")
+
+
+# ---- images: synthetic inputs (public) and outputs behind signed links --------------
+
+
+def _add_image_routes(app: FastAPI, config: SandboxConfig) -> None:
+    """``/_sandbox/images/{kind}/…`` and ``/_sandbox/output/{slug}.png``."""
 
     @app.get("/_sandbox/images/{path:path}", include_in_schema=False)
     async def input_image(path: str) -> Response:
@@ -466,7 +545,13 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
         png = await asyncio.to_thread(render.output_image, endpoint, data, body)
         return Response(png, media_type="image/png")
 
-    # ---- errors in the spec's shape, never a stack trace ----------------------------
+
+# ---- errors in the spec's shape, never a stack trace --------------------------------
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """Unknown paths, wrong methods, invalid parameters and bugs answered in the spec's shape."""
+
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 404:
@@ -483,9 +568,6 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     async def crash(request: Request, exc: Exception) -> Response:  # pragma: no cover - a bug
         log.exception("sandbox bug while answering %s", request.url.path)
         return error_response(500, f"sandbox bug ({type(exc).__name__}); please report it")
-
-    app.add_middleware(_SandboxHeader)
-    return app
 
 
 class _RejectedError(Exception):
