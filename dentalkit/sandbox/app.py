@@ -24,7 +24,7 @@ import asyncio
 import hmac
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -33,11 +33,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.datastructures import QueryParams
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import ClientDisconnect
 
 from dentalkit.endpoints import API_PREFIX, ENDPOINTS, Endpoint
 from dentalkit.openapi import openapi_document
 from dentalkit.sandbox import links, simulate
+from dentalkit.sandbox._asgi import UNAUTHORIZED_BODY as UNAUTHORIZED_BODY
+from dentalkit.sandbox._asgi import (
+    Reply,
+    SandboxApp,
+    SandboxHeader,
+    V2Request,
+    error_payload,
+)
+from dentalkit.sandbox._asgi import error_response as error_response
 from dentalkit.sandbox.config import SandboxConfig
 from dentalkit.sandbox.faults import FaultInjector, RateLimiter
 from dentalkit.sandbox.validate import (
@@ -55,41 +63,6 @@ BANNER = (
     "dentalkit sandbox: a local simulator of the Dental Image Analysis Service interface v2. "
     "It answers from synthetic anatomy with known ground truth and runs no AI model."
 )
-
-_REASONS = {
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    413: "Payload Too Large",
-    415: "Unsupported Media Type",
-    429: "Too Many Requests",
-    500: "Internal Server Error",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-}
-#: The exact 401 body the spec prescribes (Authentication 6).
-UNAUTHORIZED_BODY = orjson.dumps(
-    {"error": "Unauthorized", "message": "Invalid or missing API key", "statusCode": 401}
-)
-
-
-def _error_payload(status: int, message: str) -> bytes:
-    """A body in the spec's error shape ``{error, message, statusCode}``."""
-    return orjson.dumps(
-        {"error": _REASONS.get(status, "Error"), "message": message, "statusCode": status}
-    )
-
-
-def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    """A response in the spec's error shape ``{error, message, statusCode}``."""
-    return Response(
-        _error_payload(status, message),
-        status_code=status,
-        media_type="application/json",
-        headers=headers,
-    )
 
 
 class Stats:
@@ -132,114 +105,6 @@ class Stats:
         }
 
 
-class _SandboxHeader:
-    """Pure ASGI middleware adding ``X-Sandbox: true`` to every response."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_with_header(message: dict) -> None:
-            if message["type"] == "http.response.start":
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"x-sandbox", b"true")]
-            await send(message)
-
-        await self.app(scope, receive, send_with_header)
-
-
-#: What every v2 answer carries besides its own headers (see ``_send_reply``).
-_JSON_HEADERS = ((b"content-type", b"application/json"), (b"x-sandbox", b"true"))
-
-
-class _V2Request:
-    """The parts of a v2 request the sandbox reads, straight from the ASGI scope.
-
-    The v2 routes are the sandbox's hot path (benchmarks/sandbox.py); a starlette
-    ``Request`` and ``Response`` per call cost more than the rest of the HTTP layer, so
-    headers are looked up in one dict (first occurrence wins, as in starlette's
-    ``Headers``; names are lower-case bytes in ASGI) and the answer is sent as two
-    ASGI messages.
-    """
-
-    __slots__ = ("headers", "receive", "scope")
-
-    def __init__(self, scope: dict, receive: Any) -> None:
-        self.scope = scope
-        self.receive = receive
-        self.headers = {k: v for k, v in reversed(scope["headers"])}
-
-    def header(self, name: bytes) -> str | None:
-        value = self.headers.get(name)
-        return None if value is None else value.decode("latin-1")
-
-    async def body(self) -> AsyncIterator[bytes]:
-        """The body's chunks (as starlette's ``Request.stream``)."""
-        while True:
-            message = await self.receive()
-            if message["type"] == "http.request":
-                chunk = message.get("body", b"")
-                if chunk:
-                    yield chunk
-                if not message.get("more_body", False):
-                    return
-            elif message["type"] == "http.disconnect":
-                raise ClientDisconnect()
-
-
-async def _send_reply(send: Any, status: int, payload: bytes, headers: dict[str, str]) -> None:
-    """Send one JSON answer: the headers starlette's ``Response`` would send, plus
-    ``X-Sandbox: true``."""
-    raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
-    raw.append((b"content-length", str(len(payload)).encode("latin-1")))
-    raw.extend(_JSON_HEADERS)
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": payload})
-
-
-#: An answer of a v2 route: status, JSON body, extra headers.
-_Reply = tuple[int, bytes, dict[str, str]]
-
-
-class _SandboxApp(FastAPI):
-    """FastAPI for the sandbox-only routes; the /api/v2 routes are answered in front of it.
-
-    A v2 request is looked up in a dict and answered by ``handle`` without FastAPI's
-    middleware stack (error, telemetry and body-limit middleware), route matching or
-    dependency solving: those cost as much as the whole constant route of
-    ``benchmarks/sandbox.py``. ``handle`` keeps the stack's one duty, answering a bug with
-    a 500 in the spec's error shape.
-    """
-
-    v2_routes: dict[str, Endpoint]
-    v2_handle: Any
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        endpoint = self.v2_routes.get(scope["path"]) if scope["type"] == "http" else None
-        if endpoint is None:
-            await super().__call__(scope, receive, send)
-            return
-        request = _V2Request(scope, receive)
-        if scope["method"] != endpoint.method:
-            message = f"{scope['method']} is not allowed on {scope['path']}"
-            reply = (405, _error_payload(405, message), {"Allow": endpoint.method})
-        else:
-            try:
-                reply = await self.v2_handle(endpoint, request)
-            except ClientDisconnect:  # the client went away mid-request: nothing to answer
-                return
-            except Exception as exc:
-                log.exception("sandbox bug while answering %s", scope["path"])
-                message = f"sandbox bug ({type(exc).__name__}); please report it"
-                await _send_reply(send, 500, _error_payload(500, message), {})
-                raise
-        await _send_reply(send, *reply)
-
-
 def create_app(config: SandboxConfig | None = None) -> FastAPI:
     """Build the sandbox ASGI application for ``config`` (see :class:`SandboxConfig`).
 
@@ -251,7 +116,7 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     ``injector`` and ``limiter`` (replaced when the faults change).
     """
     config = config or SandboxConfig()
-    app = _SandboxApp(
+    app = SandboxApp(
         title="dentalkit sandbox",
         docs_url=None,
         redoc_url=None,
@@ -270,7 +135,7 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     _add_control_routes(app, config, authorised)
     _add_image_routes(app, config)
     _add_error_handlers(app)
-    app.add_middleware(_SandboxHeader)
+    app.add_middleware(SandboxHeader)
     return app
 
 
@@ -298,7 +163,7 @@ def _key_check(config: SandboxConfig) -> Callable[[str | None], str | None]:
 # ---- v2 routes ----------------------------------------------------------------------
 
 
-async def _read_json(request: _V2Request, limit: int) -> Any:
+async def _read_json(request: V2Request, limit: int) -> Any:
     """The request's JSON body, refused (413, 415, 400) if too large, not JSON or invalid."""
     declared = request.header(b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -324,7 +189,7 @@ class _RootUrls:
     def __init__(self) -> None:
         self.roots: dict[tuple[str, str], str] = {}
 
-    def __call__(self, request: _V2Request) -> str:
+    def __call__(self, request: V2Request) -> str:
         scope = request.scope
         key = (scope.get("scheme", "http"), request.header(b"host") or "")
         root = self.roots.get(key)
@@ -337,7 +202,7 @@ class _RootUrls:
 
 def _v2_handler(
     app: FastAPI, config: SandboxConfig, authorised: Callable[[str | None], str | None]
-) -> Callable[[Endpoint, _V2Request], Awaitable[_Reply]]:
+) -> Callable[[Endpoint, V2Request], Awaitable[Reply]]:
     """The answer to a v2 request: key, rate limit, validation, faults, simulated body.
 
     Counts every request in ``app.state.stats`` (by path, by status, and each validated
@@ -346,7 +211,7 @@ def _v2_handler(
     state = app.state
     root_url = _RootUrls()
 
-    async def handle(endpoint: Endpoint, request: _V2Request) -> _Reply:
+    async def handle(endpoint: Endpoint, request: V2Request) -> Reply:
         stats: Stats = state.stats
         stats.total += 1
         stats.by_path[endpoint.path] += 1
@@ -354,7 +219,7 @@ def _v2_handler(
         stats.by_status[reply[0]] += 1
         return reply
 
-    async def answer(endpoint: Endpoint, request: _V2Request) -> _Reply:
+    async def answer(endpoint: Endpoint, request: V2Request) -> Reply:
         key = authorised(request.header(b"x-api-key"))
         if key is None:
             return 401, UNAUTHORIZED_BODY, {}
@@ -362,7 +227,7 @@ def _v2_handler(
         if not allowed:
             limiter = state.limiter
             message = f"rate limit of {limiter.limit} requests per {limiter.window:g} s exceeded"
-            return 429, _error_payload(429, message), usage
+            return 429, error_payload(429, message), usage
         try:
             if endpoint.is_image:
                 data = validate_body(endpoint, await _read_json(request, config.max_body_bytes))
@@ -370,9 +235,9 @@ def _v2_handler(
                 query = QueryParams(request.scope["query_string"])
                 data = validate_tle_query(endpoint, list(query.multi_items()))
         except InvalidRequestError as exc:
-            return 400, _error_payload(400, str(exc)), usage
+            return 400, error_payload(400, str(exc)), usage
         except _RejectedError as exc:
-            return exc.status, _error_payload(exc.status, exc.message), usage
+            return exc.status, error_payload(exc.status, exc.message), usage
         state.stats.count_request(request_identity(endpoint, data))
 
         decision = state.injector.decide()
@@ -380,7 +245,7 @@ def _v2_handler(
             await asyncio.sleep(decision.delay)
         if decision.status is not None:
             message = "simulated server fault (sandbox fault injection); retry later"
-            return decision.status, _error_payload(decision.status, message), usage
+            return decision.status, error_payload(decision.status, message), usage
         root = root_url(request) if endpoint.is_image and endpoint.output_image else ""
         payload = _simulated_payload(config, endpoint, data, root)
         if decision.malformed:
