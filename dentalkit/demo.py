@@ -30,8 +30,10 @@ import numpy as np
 import pandas as pd
 
 from dentalkit.endpoints import ENDPOINTS
+from dentalkit.pipeline import FIGURES, FigureInputs, FigureSpec
 
 __all__ = [
+    "DEMO_FIGURES",
     "DEMO_PORT",
     "demo_manifest",
     "run_demo",
@@ -45,6 +47,37 @@ log = logging.getLogger("dentalkit")
 #: previous run are reused (a new port is a new service address).
 DEMO_PORT = 8766
 SESSIONS = ("2024-03-05T10:00:00Z", "2025-03-04T10:00:00Z")
+
+
+def _plan_tle_by_class(inputs: FigureInputs) -> Callable[[object], object]:
+    from dentalkit import plot
+
+    estimates = inputs.analyses["tle_estimates"]
+    return lambda ax: plot.tle_distribution(estimates, "malocclusion_class", ax=ax)
+
+
+def _plan_tle_sensitivity(inputs: FigureInputs) -> Callable[[object], object]:
+    from dentalkit import plot
+
+    curves = inputs.analyses["tle_sensitivity"]
+    return lambda ax: plot.tle_sensitivity(curves, ax=ax)
+
+
+def _plan_tle_bland_altman(inputs: FigureInputs) -> Callable[[object], object]:
+    from dentalkit import plot
+
+    estimates = inputs.analyses["tle_estimates"]
+    return lambda ax: plot.tle_bland_altman(estimates, "observed_months", ax=ax)
+
+
+#: The demo's treatment-length figures, drawn after the standard set
+#: (:data:`dentalkit.pipeline.FIGURES`); ``observed_months`` in ``tle_estimates`` is the
+#: demo's simulated observed duration.
+DEMO_FIGURES: tuple[FigureSpec, ...] = (
+    FigureSpec("tle_by_class", _plan_tle_by_class, analyses=("tle_estimates",)),
+    FigureSpec("tle_sensitivity_crowding", _plan_tle_sensitivity, analyses=("tle_sensitivity",)),
+    FigureSpec("tle_bland_altman", _plan_tle_bland_altman, analyses=("tle_estimates",)),
+)
 
 
 def sandbox_calibration() -> dict[str, float]:
@@ -238,13 +271,6 @@ def run_demo(
     pipeline.write_analyses(stored, out / "analyses")
     step.done(f"{len(stored)} tables in {out / 'analyses'}")
 
-    from dentalkit import plot
-
-    extra = {
-        "tle_by_class": lambda ax: plot.tle_distribution(estimates, "malocclusion_class", ax=ax),
-        "tle_sensitivity_crowding": lambda ax: plot.tle_sensitivity(curves, ax=ax),
-        "tle_bland_altman": lambda ax: plot.tle_bland_altman(estimates, "observed_months", ax=ax),
-    }
     step = Stage("figures", echo, f"drawing PDF and PNG at {dpi} dpi")
     figures = pipeline.make_figures(
         tables,
@@ -252,9 +278,9 @@ def run_demo(
         out / "figures",
         mm_per_px=cal,
         image_for=lambda kind, pid, ts: input_image(f"{kind}/{pid}/{ts[:10]}.png"),
-        extra=extra,
         dpi=dpi,
         progress=progress,
+        figures=(*FIGURES, *DEMO_FIGURES),
     )
     step.done(f"{len(figures)} in {out / 'figures'} (PDF and PNG, 85 mm wide, {dpi} dpi)")
     step = Stage("report", echo, "writing report.md")

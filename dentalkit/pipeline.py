@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,11 @@ import pandas as pd
 from dentalkit.errors import DentalkitWarning, InputError, MixedVersionsWarning
 
 __all__ = [
+    "FIGURES",
     "GROWTH_ARCH",
     "GROWTH_CEPH",
+    "FigureInputs",
+    "FigureSpec",
     "analyze",
     "growth_by_group",
     "make_figures",
@@ -407,6 +411,218 @@ def read_analyses(folder: str | Path) -> dict[str, pd.DataFrame]:
     return {p.stem: pd.read_parquet(p) for p in sorted(Path(folder).glob("*.parquet"))}
 
 
+@dataclass(frozen=True)
+class FigureSpec:
+    """One figure of a study's figure set, declared as data.
+
+    Parameters
+    ----------
+    name : str
+        File stem of the figure (``<name>.pdf``, ``<name>.png``) and its key in the
+        result of :func:`make_figures`.
+    plan : callable
+        ``plan(inputs)`` → ``draw(ax)``, or ``None`` when the inputs hold nothing to show
+        (e.g. no patient with two sessions for a superimposition).
+    tables, analyses : tuple of str
+        Tables (of :func:`dentalkit.convert.tables`) and analysis tables (of
+        :func:`analyze`) the figure cannot be drawn without; it is skipped when any of
+        them is missing.
+    optional : tuple of str
+        Analysis tables it reads when they are present.
+    width : str
+        ``"single"`` (85 mm) or ``"double"`` (175 mm) column, as :func:`dentalkit.plot.figure`.
+    """
+
+    name: str
+    plan: Callable[[FigureInputs], Callable[[Any], Any] | None]
+    tables: tuple[str, ...] = ()
+    analyses: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
+    width: str = "single"
+
+
+@dataclass(frozen=True)
+class FigureInputs:
+    """What a :class:`FigureSpec` plans from: the tables, the analyses, the calibration
+    (mm per pixel by endpoint) and the images to draw under tracings (or ``None``)."""
+
+    tables: Mapping[str, pd.DataFrame]
+    analyses: Mapping[str, pd.DataFrame]
+    mm_per_px: Mapping[str, float]
+    image_for: Callable[[str, str, str], Any] | None = None
+
+    def image(self, kind: str, pid: str, ts: str) -> Any:
+        """The image of ``kind`` for one session, or ``None`` (blank canvas)."""
+        return None if self.image_for is None else self.image_for(kind, pid, ts)
+
+
+def _lateral_session(inputs: FigureInputs) -> tuple[pd.DataFrame, str, str] | None:
+    """Lateral landmarks and the typical session (ANB closest to the median)."""
+    lm = inputs.tables["landmarks"]
+    if not len(lm):
+        return None
+    lateral = lm[lm["view"] == "lateral"]
+    pid, ts = _typical_session(lateral, inputs.analyses.get("ceph_measures"))
+    return lateral, pid, ts
+
+
+def _plan_ceph_tracing(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    found = _lateral_session(inputs)
+    if found is None:
+        return None
+    lateral, pid, ts = found
+    return lambda ax: plot.ceph_tracing(
+        lateral,
+        (pid, ts),
+        image=inputs.image("lateral_ceph", pid, ts),
+        mm_per_px=inputs.mm_per_px.get("ceph_lateral_points"),
+        measures=["SNA", "SNB", "ANB", "SN_MP", "U1_SN", "IMPA"],
+        ax=ax,
+    )
+
+
+def _plan_ceph_superimposition(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    found = _lateral_session(inputs)
+    if found is None:
+        return None
+    lateral, pid, _ = found
+    sessions = lateral[lateral["patient_id"].astype(str) == pid]
+    if sessions["timestamp"].nunique() < 2:
+        return None
+    return lambda ax: plot.ceph_superimposition(
+        sessions, pid, mm_per_px=inputs.mm_per_px.get("ceph_lateral_points"), ax=ax
+    )
+
+
+def _plan_ceph_wiggle(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import ceph, plot
+    from dentalkit.stats import one_row_per_unit
+
+    measures = inputs.analyses["ceph_measures"]
+    if not len(measures):
+        return None
+    # Most shipped norms lack a verified SD (docs/measures.md); the chart shows the
+    # textbook SDs too and says so on its axis (so the warning is not repeated here).
+    # z against the norm of each patient's sex and age: the covariates travel in
+    # ceph_zscores (analyze(patients=...)); norms by sex or age need them.
+    # One session per patient (the first): the chart's mean and t interval are over
+    # patients, not sessions.
+    scored = inputs.analyses.get("ceph_zscores", measures)
+    scored = one_row_per_unit(scored[scored["view"] == "lateral"], "first")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DentalkitWarning)
+        z = ceph.zscores(scored, include_unverified=True)
+    if not z["z"].notna().any():
+        return None
+
+    def wiggle(ax: Any) -> None:
+        plot.ceph_wiggle(z, ax=ax)
+        ax.set_xlabel("z-score, first session\n(textbook SDs, not all verified)")
+
+    return wiggle
+
+
+def _plan_arch_forms(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    points, fits = inputs.tables["arch_points"], inputs.analyses["arch_fits"]
+    if not len(points):
+        return None
+    up = points[points["arch"] == "up"]
+    key = up.iloc[0][["patient_id", "timestamp"]].astype(str).tolist()
+    return lambda ax: plot.arch_forms(up, fits, tuple(key), ax=ax)
+
+
+def _plan_mean_arch_forms(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    mf = inputs.analyses["arch_mean_forms"]
+    if not len(mf):
+        return None
+    by = "skeletal_class" if "skeletal_class" in mf.columns else None
+    return lambda ax: plot.mean_arch_forms(mf, by=by, ax=ax)
+
+
+def _plan_tooth_map(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    teeth_table, tm = inputs.tables["teeth"], inputs.analyses["tooth_measures"]
+    if not len(teeth_table):
+        return None
+    pano = teeth_table[teeth_table["source"] == "pano"]
+    if not len(pano):
+        return None
+    key = pano.iloc[0][["patient_id", "timestamp"]].astype(str).tolist()
+    return lambda ax: plot.tooth_map(
+        pano, "area", tuple(key), values=tm, image=inputs.image("pano", *key), ax=ax
+    )
+
+
+def _plan_odontogram_missing(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    by_fdi = inputs.analyses["missing_by_fdi"]
+    if not len(by_fdi):
+        return None
+    return lambda ax: plot.odontogram(by_fdi, ax=ax)
+
+
+def _plan_finding_boxes(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    det = inputs.tables["findings"]
+    if not len(det):
+        return None
+    clinical = det[det["source"] == "clinical"]
+    if not len(clinical):
+        return None
+    key = clinical.iloc[0][["patient_id", "timestamp"]].astype(str).tolist()
+    return lambda ax: plot.finding_boxes(
+        clinical, tuple(key), image=inputs.image("intraoral_frontal", *key), ax=ax
+    )
+
+
+def _plan_growth_by_class(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    gdata, gbands = inputs.analyses["growth_data"], inputs.analyses["growth_bands"]
+    if not len(gbands):
+        return None
+    gcol = next((c for c in gdata.columns if c.startswith("skeletal_class")), None)
+    shown = "SNB" if (gbands["measure"] == "SNB").any() else str(gbands["measure"].iloc[0])
+    return lambda ax: plot.growth_lines(gdata, gbands, shown, group=gcol, ax=ax)
+
+
+def _plan_findings_prevalence(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    prev = inputs.analyses["findings_prevalence"]
+    if not len(prev):
+        return None
+    return lambda ax: plot.prevalence_bars(prev, by="source", ax=ax)
+
+
+#: The standard figure set, in the order :func:`make_figures` draws it.
+FIGURES: tuple[FigureSpec, ...] = (
+    FigureSpec("ceph_tracing", _plan_ceph_tracing, ("landmarks",), (), ("ceph_measures",)),
+    FigureSpec(
+        "ceph_superimposition", _plan_ceph_superimposition, ("landmarks",), (), ("ceph_measures",)
+    ),
+    FigureSpec("ceph_wiggle", _plan_ceph_wiggle, (), ("ceph_measures",), ("ceph_zscores",)),
+    FigureSpec("arch_forms", _plan_arch_forms, ("arch_points",), ("arch_fits",)),
+    FigureSpec("mean_arch_forms", _plan_mean_arch_forms, (), ("arch_mean_forms",)),
+    FigureSpec("tooth_map", _plan_tooth_map, ("teeth",), ("tooth_measures",), width="double"),
+    FigureSpec("odontogram_missing", _plan_odontogram_missing, (), ("missing_by_fdi",)),
+    FigureSpec("finding_boxes", _plan_finding_boxes, ("findings",)),
+    FigureSpec("growth_by_class", _plan_growth_by_class, (), ("growth_data", "growth_bands")),
+    FigureSpec("findings_prevalence", _plan_findings_prevalence, (), ("findings_prevalence",)),
+)
+
+
 def make_figures(
     tables: Mapping[str, pd.DataFrame],
     analyses: Mapping[str, pd.DataFrame],
@@ -417,8 +633,13 @@ def make_figures(
     extra: Mapping[str, Callable[[Any], Any]] | None = None,
     dpi: int = 600,
     progress: bool = False,
+    figures: Sequence[FigureSpec] = FIGURES,
 ) -> dict[str, list[Path]]:
     """Draw the standard figure set; return ``{figure name: [files]}``.
+
+    Walks ``figures`` (default :data:`FIGURES`) in order: a figure whose required
+    inputs are missing, or whose plan finds nothing to show, is skipped; one that fails
+    while drawing is logged and skipped, so it does not cost the others.
 
     Parameters
     ----------
@@ -433,13 +654,17 @@ def make_figures(
         tooth maps and findings (``kind`` as in :data:`dentalkit.sandbox.render.IMAGE_KINDS`);
         ``None`` draws on blank canvases.
     extra : mapping, optional
-        More figures: name → ``function(ax)`` drawing on a fresh single-column axes.
+        More figures: name → ``function(ax)`` drawing on a fresh single-column axes,
+        drawn after ``figures``.
     dpi : int
         Resolution of the PNG files and of images embedded in the PDFs (300–1200;
         default 600, the usual requirement for combination artwork).
     progress : bool
         Show a tqdm bar on stderr that counts the figures as they are drawn (each one
         takes about a second at 600 dpi).
+    figures : sequence of FigureSpec
+        The figure set, declared as data (default :data:`FIGURES`; the demo adds its
+        treatment-length figures, :data:`dentalkit.demo.DEMO_FIGURES`).
     """
     import matplotlib
 
@@ -450,7 +675,6 @@ def make_figures(
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    cal = dict(mm_per_px or {})
     written: dict[str, list[Path]] = {}
     from tqdm.auto import tqdm
 
@@ -472,106 +696,15 @@ def make_figures(
             log.warning("figure %s was not drawn: %s", name, exc)
         bar.update(1)
 
-    def image(kind: str, pid: str, ts: str) -> Any:
-        return None if image_for is None else image_for(kind, pid, ts)
-
-    lm = tables.get("landmarks")
-    if lm is not None and len(lm):
-        lateral = lm[lm["view"] == "lateral"]
-        pid, ts = _typical_session(lateral, analyses.get("ceph_measures"))
-        draw(
-            "ceph_tracing",
-            lambda ax: plot.ceph_tracing(
-                lateral,
-                (pid, ts),
-                image=image("lateral_ceph", pid, ts),
-                mm_per_px=cal.get("ceph_lateral_points"),
-                measures=["SNA", "SNB", "ANB", "SN_MP", "U1_SN", "IMPA"],
-                ax=ax,
-            ),
-        )
-        sessions = lateral[lateral["patient_id"].astype(str) == pid]
-        if sessions["timestamp"].nunique() >= 2:
-            draw(
-                "ceph_superimposition",
-                lambda ax: plot.ceph_superimposition(
-                    sessions, pid, mm_per_px=cal.get("ceph_lateral_points"), ax=ax
-                ),
-            )
-    measures = analyses.get("ceph_measures")
-    if measures is not None and len(measures):
-        from dentalkit import ceph
-
-        # Most shipped norms lack a verified SD (docs/measures.md); the chart shows the
-        # textbook SDs too and says so on its axis (so the warning is not repeated here).
-        # z against the norm of each patient's sex and age: the covariates travel in
-        # ceph_zscores (analyze(patients=...)); norms by sex or age need them.
-        # One session per patient (the first): the chart's mean and t interval are over
-        # patients, not sessions.
-        from dentalkit.stats import one_row_per_unit
-
-        scored = analyses.get("ceph_zscores", measures)
-        scored = one_row_per_unit(scored[scored["view"] == "lateral"], "first")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DentalkitWarning)
-            z = ceph.zscores(scored, include_unverified=True)
-        if z["z"].notna().any():
-
-            def wiggle(ax: Any) -> None:
-                plot.ceph_wiggle(z, ax=ax)
-                ax.set_xlabel("z-score, first session\n(textbook SDs, not all verified)")
-
-            draw("ceph_wiggle", wiggle)
-
-    points, fits = tables.get("arch_points"), analyses.get("arch_fits")
-    if points is not None and len(points) and fits is not None:
-        up = points[points["arch"] == "up"]
-        key = up.iloc[0][["patient_id", "timestamp"]].astype(str).tolist()
-        draw("arch_forms", lambda ax: plot.arch_forms(up, fits, tuple(key), ax=ax))
-    mf = analyses.get("arch_mean_forms")
-    if mf is not None and len(mf):
-        by = "skeletal_class" if "skeletal_class" in mf.columns else None
-        draw("mean_arch_forms", lambda ax: plot.mean_arch_forms(mf, by=by, ax=ax))
-
-    teeth_table, tm = tables.get("teeth"), analyses.get("tooth_measures")
-    if teeth_table is not None and len(teeth_table) and tm is not None:
-        pano = teeth_table[teeth_table["source"] == "pano"]
-        if len(pano):
-            key = pano.iloc[0][["patient_id", "timestamp"]].astype(str).tolist()
-            draw(
-                "tooth_map",
-                lambda ax: plot.tooth_map(
-                    pano, "area", tuple(key), values=tm, image=image("pano", *key), ax=ax
-                ),
-                width="double",
-            )
-    by_fdi = analyses.get("missing_by_fdi")
-    if by_fdi is not None and len(by_fdi):
-        draw("odontogram_missing", lambda ax: plot.odontogram(by_fdi, ax=ax))
-
-    det = tables.get("findings")
-    if det is not None and len(det):
-        clinical = det[det["source"] == "clinical"]
-        if len(clinical):
-            key = clinical.iloc[0][["patient_id", "timestamp"]].astype(str).tolist()
-            draw(
-                "finding_boxes",
-                lambda ax: plot.finding_boxes(
-                    clinical, tuple(key), image=image("intraoral_frontal", *key), ax=ax
-                ),
-            )
-    gdata, gbands = analyses.get("growth_data"), analyses.get("growth_bands")
-    if gdata is not None and gbands is not None and len(gbands):
-        gcol = next((c for c in gdata.columns if c.startswith("skeletal_class")), None)
-        shown = "SNB" if (gbands["measure"] == "SNB").any() else str(gbands["measure"].iloc[0])
-        draw(
-            "growth_by_class",
-            lambda ax: plot.growth_lines(gdata, gbands, shown, group=gcol, ax=ax),
-        )
-    prev = analyses.get("findings_prevalence")
-    if prev is not None and len(prev):
-        draw("findings_prevalence", lambda ax: plot.prevalence_bars(prev, by="source", ax=ax))
-
+    inputs = FigureInputs(tables, analyses, dict(mm_per_px or {}), image_for)
+    for spec in figures:
+        if any(tables.get(t) is None for t in spec.tables) or any(
+            analyses.get(a) is None for a in spec.analyses
+        ):
+            continue
+        fn = spec.plan(inputs)
+        if fn is not None:
+            draw(spec.name, fn, width=spec.width)
     for name, fn in (extra or {}).items():
         draw(name, fn)
     bar.close()

@@ -24,7 +24,7 @@ import asyncio
 import hmac
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -33,11 +33,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.datastructures import QueryParams
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import ClientDisconnect
 
 from dentalkit.endpoints import API_PREFIX, ENDPOINTS, Endpoint
 from dentalkit.openapi import openapi_document
 from dentalkit.sandbox import links, simulate
+from dentalkit.sandbox._asgi import UNAUTHORIZED_BODY as UNAUTHORIZED_BODY
+from dentalkit.sandbox._asgi import (
+    Reply,
+    SandboxApp,
+    SandboxHeader,
+    V2Request,
+    error_payload,
+)
+from dentalkit.sandbox._asgi import error_response as error_response
 from dentalkit.sandbox.config import SandboxConfig
 from dentalkit.sandbox.faults import FaultInjector, RateLimiter
 from dentalkit.sandbox.validate import (
@@ -55,41 +63,6 @@ BANNER = (
     "dentalkit sandbox: a local simulator of the Dental Image Analysis Service interface v2. "
     "It answers from synthetic anatomy with known ground truth and runs no AI model."
 )
-
-_REASONS = {
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    413: "Payload Too Large",
-    415: "Unsupported Media Type",
-    429: "Too Many Requests",
-    500: "Internal Server Error",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-}
-#: The exact 401 body the spec prescribes (Authentication 6).
-UNAUTHORIZED_BODY = orjson.dumps(
-    {"error": "Unauthorized", "message": "Invalid or missing API key", "statusCode": 401}
-)
-
-
-def _error_payload(status: int, message: str) -> bytes:
-    """A body in the spec's error shape ``{error, message, statusCode}``."""
-    return orjson.dumps(
-        {"error": _REASONS.get(status, "Error"), "message": message, "statusCode": status}
-    )
-
-
-def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    """A response in the spec's error shape ``{error, message, statusCode}``."""
-    return Response(
-        _error_payload(status, message),
-        status_code=status,
-        media_type="application/json",
-        headers=headers,
-    )
 
 
 class Stats:
@@ -132,118 +105,18 @@ class Stats:
         }
 
 
-class _SandboxHeader:
-    """Pure ASGI middleware adding ``X-Sandbox: true`` to every response."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_with_header(message: dict) -> None:
-            if message["type"] == "http.response.start":
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"x-sandbox", b"true")]
-            await send(message)
-
-        await self.app(scope, receive, send_with_header)
-
-
-#: What every v2 answer carries besides its own headers (see ``_send_reply``).
-_JSON_HEADERS = ((b"content-type", b"application/json"), (b"x-sandbox", b"true"))
-
-
-class _V2Request:
-    """The parts of a v2 request the sandbox reads, straight from the ASGI scope.
-
-    The v2 routes are the sandbox's hot path (benchmarks/sandbox.py); a starlette
-    ``Request`` and ``Response`` per call cost more than the rest of the HTTP layer, so
-    headers are looked up in one dict (first occurrence wins, as in starlette's
-    ``Headers``; names are lower-case bytes in ASGI) and the answer is sent as two
-    ASGI messages.
-    """
-
-    __slots__ = ("headers", "receive", "scope")
-
-    def __init__(self, scope: dict, receive: Any) -> None:
-        self.scope = scope
-        self.receive = receive
-        self.headers = {k: v for k, v in reversed(scope["headers"])}
-
-    def header(self, name: bytes) -> str | None:
-        value = self.headers.get(name)
-        return None if value is None else value.decode("latin-1")
-
-    async def body(self) -> AsyncIterator[bytes]:
-        """The body's chunks (as starlette's ``Request.stream``)."""
-        while True:
-            message = await self.receive()
-            if message["type"] == "http.request":
-                chunk = message.get("body", b"")
-                if chunk:
-                    yield chunk
-                if not message.get("more_body", False):
-                    return
-            elif message["type"] == "http.disconnect":
-                raise ClientDisconnect()
-
-
-async def _send_reply(send: Any, status: int, payload: bytes, headers: dict[str, str]) -> None:
-    """Send one JSON answer: the headers starlette's ``Response`` would send, plus
-    ``X-Sandbox: true``."""
-    raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
-    raw.append((b"content-length", str(len(payload)).encode("latin-1")))
-    raw.extend(_JSON_HEADERS)
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": payload})
-
-
-#: An answer of a v2 route: status, JSON body, extra headers.
-_Reply = tuple[int, bytes, dict[str, str]]
-
-
-class _SandboxApp(FastAPI):
-    """FastAPI for the sandbox-only routes; the /api/v2 routes are answered in front of it.
-
-    A v2 request is looked up in a dict and answered by ``handle`` without FastAPI's
-    middleware stack (error, telemetry and body-limit middleware), route matching or
-    dependency solving: those cost as much as the whole constant route of
-    ``benchmarks/sandbox.py``. ``handle`` keeps the stack's one duty, answering a bug with
-    a 500 in the spec's error shape.
-    """
-
-    v2_routes: dict[str, Endpoint]
-    v2_handle: Any
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        endpoint = self.v2_routes.get(scope["path"]) if scope["type"] == "http" else None
-        if endpoint is None:
-            await super().__call__(scope, receive, send)
-            return
-        request = _V2Request(scope, receive)
-        if scope["method"] != endpoint.method:
-            message = f"{scope['method']} is not allowed on {scope['path']}"
-            reply = (405, _error_payload(405, message), {"Allow": endpoint.method})
-        else:
-            try:
-                reply = await self.v2_handle(endpoint, request)
-            except ClientDisconnect:  # the client went away mid-request: nothing to answer
-                return
-            except Exception as exc:
-                log.exception("sandbox bug while answering %s", scope["path"])
-                message = f"sandbox bug ({type(exc).__name__}); please report it"
-                await _send_reply(send, 500, _error_payload(500, message), {})
-                raise
-        await _send_reply(send, *reply)
-
-
 def create_app(config: SandboxConfig | None = None) -> FastAPI:
-    """Build the sandbox ASGI application for ``config`` (see :class:`SandboxConfig`)."""
+    """Build the sandbox ASGI application for ``config`` (see :class:`SandboxConfig`).
+
+    The application is assembled by concern, one function each: the v2 routes
+    (:func:`_v2_handler`), the banner and OpenAPI document (:func:`_add_public_routes`),
+    the key-protected control routes (:func:`_add_control_routes`), the image routes
+    (:func:`_add_image_routes`) and the error shape (:func:`_add_error_handlers`). All of
+    them share the mutable state kept on ``app.state``: ``config``, ``stats``,
+    ``injector`` and ``limiter`` (replaced when the faults change).
+    """
     config = config or SandboxConfig()
-    app = _SandboxApp(
+    app = SandboxApp(
         title="dentalkit sandbox",
         docs_url=None,
         redoc_url=None,
@@ -253,11 +126,29 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     state.config = config
     state.stats = Stats()
     state.injector = FaultInjector(config.faults)
-    state.limiter = RateLimiter(config.faults.rate_limit, config.faults.rate_window)
+    state.limiter = _new_limiter(config)
+    authorised = _key_check(config)
+
+    app.v2_routes = {API_PREFIX + e.path: e for e in ENDPOINTS.values()}
+    app.v2_handle = _v2_handler(app, config, authorised)
+    _add_public_routes(app, config)
+    _add_control_routes(app, config, authorised)
+    _add_image_routes(app, config)
+    _add_error_handlers(app)
+    app.add_middleware(SandboxHeader)
+    return app
+
+
+def _new_limiter(config: SandboxConfig) -> RateLimiter:
+    """A fresh rate limiter for the configured faults (no requests counted yet)."""
+    return RateLimiter(config.faults.rate_limit, config.faults.rate_window)
+
+
+def _key_check(config: SandboxConfig) -> Callable[[str | None], str | None]:
+    """A function returning the ``x-api-key`` header value if it is an accepted key, else None."""
     keys = [k.encode() for k in config.accepted_keys()]
 
     def authorised(given: str | None) -> str | None:
-        """``given`` (the ``x-api-key`` header) if it is an accepted key, else None."""
         if given is None:
             return None
         raw = given.encode()
@@ -266,49 +157,69 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
             ok |= hmac.compare_digest(raw, k)
         return given if ok else None
 
-    async def read_json(request: _V2Request) -> Any:
-        limit = config.max_body_bytes
-        declared = request.header(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            raise _RejectedError(413, f"request body exceeds the sandbox limit of {limit} bytes")
-        chunks, size = [], 0
-        async for chunk in request.body():
-            size += len(chunk)
-            if size > limit:
-                raise _RejectedError(
-                    413, f"request body exceeds the sandbox limit of {limit} bytes"
-                )
-            chunks.append(chunk)
-        ctype = request.header(b"content-type") or ""
-        if "json" not in ctype.lower():
-            raise _RejectedError(415, "Content-Type must be application/json")
-        try:
-            return orjson.loads(b"".join(chunks))
-        except orjson.JSONDecodeError as exc:
-            raise _RejectedError(400, f"request body is not valid JSON: {exc}") from None
+    return authorised
 
-    async def handle(endpoint: Endpoint, request: _V2Request) -> _Reply:
+
+# ---- v2 routes ----------------------------------------------------------------------
+
+
+async def _read_json(request: V2Request, limit: int) -> Any:
+    """The request's JSON body, refused (413, 415, 400) if too large, not JSON or invalid."""
+    declared = request.header(b"content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _RejectedError(413, f"request body exceeds the sandbox limit of {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.body():
+        size += len(chunk)
+        if size > limit:
+            raise _RejectedError(413, f"request body exceeds the sandbox limit of {limit} bytes")
+        chunks.append(chunk)
+    ctype = request.header(b"content-type") or ""
+    if "json" not in ctype.lower():
+        raise _RejectedError(415, "Content-Type must be application/json")
+    try:
+        return orjson.loads(b"".join(chunks))
+    except orjson.JSONDecodeError as exc:
+        raise _RejectedError(400, f"request body is not valid JSON: {exc}") from None
+
+
+class _RootUrls:
+    """The server root as the client addressed it (cached per scheme and Host header)."""
+
+    def __init__(self) -> None:
+        self.roots: dict[tuple[str, str], str] = {}
+
+    def __call__(self, request: V2Request) -> str:
+        scope = request.scope
+        key = (scope.get("scheme", "http"), request.header(b"host") or "")
+        root = self.roots.get(key)
+        if root is None:
+            if len(self.roots) >= 64:  # Host headers are the client's to choose: stay bounded
+                self.roots.clear()
+            root = self.roots[key] = str(Request(scope).base_url)
+        return root
+
+
+def _v2_handler(
+    app: FastAPI, config: SandboxConfig, authorised: Callable[[str | None], str | None]
+) -> Callable[[Endpoint, V2Request], Awaitable[Reply]]:
+    """The answer to a v2 request: key, rate limit, validation, faults, simulated body.
+
+    Counts every request in ``app.state.stats`` (by path, by status, and each validated
+    request by its identity).
+    """
+    state = app.state
+    root_url = _RootUrls()
+
+    async def handle(endpoint: Endpoint, request: V2Request) -> Reply:
         stats: Stats = state.stats
         stats.total += 1
         stats.by_path[endpoint.path] += 1
-        reply = await _answer(endpoint, request)
+        reply = await answer(endpoint, request)
         stats.by_status[reply[0]] += 1
         return reply
 
-    roots: dict[tuple[str, str], str] = {}
-
-    def root_url(request: _V2Request) -> str:
-        """The server root as the client addressed it (cached per scheme and Host header)."""
-        scope = request.scope
-        key = (scope.get("scheme", "http"), request.header(b"host") or "")
-        root = roots.get(key)
-        if root is None:
-            if len(roots) >= 64:  # Host headers are the client's to choose: stay bounded
-                roots.clear()
-            root = roots[key] = str(Request(scope).base_url)
-        return root
-
-    async def _answer(endpoint: Endpoint, request: _V2Request) -> _Reply:
+    async def answer(endpoint: Endpoint, request: V2Request) -> Reply:
         key = authorised(request.header(b"x-api-key"))
         if key is None:
             return 401, UNAUTHORIZED_BODY, {}
@@ -316,17 +227,17 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
         if not allowed:
             limiter = state.limiter
             message = f"rate limit of {limiter.limit} requests per {limiter.window:g} s exceeded"
-            return 429, _error_payload(429, message), usage
+            return 429, error_payload(429, message), usage
         try:
             if endpoint.is_image:
-                data = validate_body(endpoint, await read_json(request))
+                data = validate_body(endpoint, await _read_json(request, config.max_body_bytes))
             else:
                 query = QueryParams(request.scope["query_string"])
                 data = validate_tle_query(endpoint, list(query.multi_items()))
         except InvalidRequestError as exc:
-            return 400, _error_payload(400, str(exc)), usage
+            return 400, error_payload(400, str(exc)), usage
         except _RejectedError as exc:
-            return exc.status, _error_payload(exc.status, exc.message), usage
+            return exc.status, error_payload(exc.status, exc.message), usage
         state.stats.count_request(request_identity(endpoint, data))
 
         decision = state.injector.decide()
@@ -334,38 +245,49 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
             await asyncio.sleep(decision.delay)
         if decision.status is not None:
             message = "simulated server fault (sandbox fault injection); retry later"
-            return decision.status, _error_payload(decision.status, message), usage
-        if endpoint.is_image:
-            extra = None
-            if endpoint.output_image:
-                link = links.sign_link(
-                    root_url(request),
-                    endpoint.slug,
-                    data,
-                    issued_at=config.now(),
-                    ttl=config.link_ttl,
-                    secret=config.link_secret,
-                )
-                extra = {"OutputImageUrl": link}
-            payload = simulate.respond_json(endpoint, data, noise=config.noise, extra=extra)
-        else:
-            payload = orjson.dumps(simulate.estimate_tle(data))
-        if config.drift:  # a changed service (drift mode, off by default)
-            from dentalkit.sandbox.drift import apply_drift
-
-            payload = orjson.dumps(apply_drift(config.drift, endpoint, orjson.loads(payload), data))
+            return decision.status, error_payload(decision.status, message), usage
+        root = root_url(request) if endpoint.is_image and endpoint.output_image else ""
+        payload = _simulated_payload(config, endpoint, data, root)
         if decision.malformed:
             payload = payload[: max(1, len(payload) // 2)]
         return 200, payload, usage
 
-    app.v2_routes = {API_PREFIX + e.path: e for e in ENDPOINTS.values()}
-    app.v2_handle = handle
+    return handle
 
-    # ---- sandbox-only routes ---------------------------------------------------------
-    def control(request: Request) -> Response | None:
-        if authorised(request.headers.get("x-api-key")) is None:
-            return Response(UNAUTHORIZED_BODY, status_code=401, media_type="application/json")
-        return None
+
+def _simulated_payload(config: SandboxConfig, endpoint: Endpoint, data: Any, root: str) -> bytes:
+    """The simulated JSON answer to a valid request.
+
+    ``root`` is the server root the signed output-image link starts with (unused by
+    endpoints without output images).
+    """
+    if endpoint.is_image:
+        extra = None
+        if endpoint.output_image:
+            link = links.sign_link(
+                root,
+                endpoint.slug,
+                data,
+                issued_at=config.now(),
+                ttl=config.link_ttl,
+                secret=config.link_secret,
+            )
+            extra = {"OutputImageUrl": link}
+        payload = simulate.respond_json(endpoint, data, noise=config.noise, extra=extra)
+    else:
+        payload = orjson.dumps(simulate.estimate_tle(data))
+    if config.drift:  # a changed service (drift mode, off by default)
+        from dentalkit.sandbox.drift import apply_drift
+
+        payload = orjson.dumps(apply_drift(config.drift, endpoint, orjson.loads(payload), data))
+    return payload
+
+
+# ---- banner and OpenAPI document (no key) -------------------------------------------
+
+
+def _add_public_routes(app: FastAPI, config: SandboxConfig) -> None:
+    """``GET /`` (the banner) and ``GET /openapi.json`` (the v2 document)."""
 
     @app.get("/", include_in_schema=False)
     async def banner() -> Response:
@@ -380,6 +302,21 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
         return Response(
             orjson.dumps(openapi_document(base, sandbox=True)), media_type="application/json"
         )
+
+
+# ---- sandbox-only control routes (key required) -------------------------------------
+
+
+def _add_control_routes(
+    app: FastAPI, config: SandboxConfig, authorised: Callable[[str | None], str | None]
+) -> None:
+    """``/_sandbox/truth``, ``/_sandbox/config``, ``/_sandbox/stats``, ``/_sandbox/reset``."""
+    state = app.state
+
+    def control(request: Request) -> Response | None:
+        if authorised(request.headers.get("x-api-key")) is None:
+            return Response(UNAUTHORIZED_BODY, status_code=401, media_type="application/json")
+        return None
 
     @app.get("/_sandbox/truth", include_in_schema=False)
     async def truth(request: Request) -> Response:
@@ -413,7 +350,7 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
         except (ValueError, TypeError) as exc:
             return error_response(400, str(exc))
         state.injector.reconfigure(config.faults)
-        state.limiter = RateLimiter(config.faults.rate_limit, config.faults.rate_window)
+        state.limiter = _new_limiter(config)
         return Response(orjson.dumps(config.public()), media_type="application/json")
 
     @app.get("/_sandbox/stats", include_in_schema=False)
@@ -427,8 +364,15 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
         if (denied := control(request)) is not None:
             return denied
         state.stats.reset()
-        state.limiter = RateLimiter(config.faults.rate_limit, config.faults.rate_window)
+        state.limiter = _new_limiter(config)
         return Response(orjson.dumps({"reset": True}), media_type="application/json")
+
+
+# ---- images: synthetic inputs (public) and outputs behind signed links --------------
+
+
+def _add_image_routes(app: FastAPI, config: SandboxConfig) -> None:
+    """``/_sandbox/images/{kind}/…`` and ``/_sandbox/output/{slug}.png``."""
 
     @app.get("/_sandbox/images/{path:path}", include_in_schema=False)
     async def input_image(path: str) -> Response:
@@ -466,7 +410,13 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
         png = await asyncio.to_thread(render.output_image, endpoint, data, body)
         return Response(png, media_type="image/png")
 
-    # ---- errors in the spec's shape, never a stack trace ----------------------------
+
+# ---- errors in the spec's shape, never a stack trace --------------------------------
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """Unknown paths, wrong methods, invalid parameters and bugs answered in the spec's shape."""
+
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 404:
@@ -483,9 +433,6 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     async def crash(request: Request, exc: Exception) -> Response:  # pragma: no cover - a bug
         log.exception("sandbox bug while answering %s", request.url.path)
         return error_response(500, f"sandbox bug ({type(exc).__name__}); please report it")
-
-    app.add_middleware(_SandboxHeader)
-    return app
 
 
 class _RejectedError(Exception):

@@ -10,6 +10,7 @@ import pytest
 MODULES = [
     "dentalkit.plot",
     "dentalkit.plot.style",
+    "dentalkit.plot._layout",
     "dentalkit.plot.ceph",
     "dentalkit.plot._ceph_superimposition",
 ]
