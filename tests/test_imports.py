@@ -232,6 +232,17 @@ def test_analysis_modules_never_reach_fetch_code(graph):
     assert not bad, "analysis modules import fetch code:\n" + "\n".join(bad)
 
 
+def test_sandbox_reaches_no_analysis_module(graph):
+    # DESIGN: the simulator builds its geometry with its own code, or a recovery test would
+    # check the analysis code against itself
+    bad = []
+    for name in sorted(graph):
+        if name == "dentalkit.sandbox" or name.startswith("dentalkit.sandbox."):
+            seen = reachable(graph, name, stop="dentalkit")
+            bad += [_path(seen, m) for m in sorted(seen) if _analysis(m)]
+    assert not bad, "the sandbox imports analysis code:\n" + "\n".join(bad)
+
+
 def test_analysis_modules_take_no_fetch_name_from_the_root(graph):
     fetch_names = _all_of(ROOT / "dentalkit" / "fetch" / "__init__.py")
     assert {"Client", "fetch_cohort", "read_responses"} <= fetch_names
