@@ -98,9 +98,9 @@ def main(argv: list[str] | None = None) -> None:
 
     import orjson
 
-    from dentalkit.client import Client
-    from dentalkit.cohort import fetch_cohort
     from dentalkit.endpoints import get_endpoint
+    from dentalkit.fetch.client import Client
+    from dentalkit.fetch.cohort import fetch_cohort
 
     ep = get_endpoint(args.endpoint)
     server = subprocess.Popen(

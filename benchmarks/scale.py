@@ -134,9 +134,9 @@ def main(argv: list[str] | None = None) -> None:
     from dask.distributed import Client as DaskClient
     from dask.distributed import LocalCluster
 
-    from dentalkit.client import Client
-    from dentalkit.cohort import fetch_cohort
     from dentalkit.distributed import FETCH_DASK_CONFIG
+    from dentalkit.fetch.client import Client
+    from dentalkit.fetch.cohort import fetch_cohort
 
     server = subprocess.Popen(
         [sys.executable, "-c", SERVER, str(args.latency)],

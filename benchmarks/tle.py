@@ -4,7 +4,7 @@
     python benchmarks/tle.py --smoke    # tiny run for CI
 
 ``estimate`` is measured against a local sandbox through a responses store
-(``dentalkit.cohort.Fetcher``, in-memory HTTP cache): once cold (every distinct parameter
+(``dentalkit.fetch.cohort.Fetcher``, in-memory HTTP cache): once cold (every distinct parameter
 set sent and stored) and once warm (every answer read back from the store).
 """
 
@@ -58,11 +58,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     print(f"calibration: {n_summary} pairs in {secs:.3f} s")
 
     try:
-        from dentalkit.client import Client
+        from dentalkit.fetch.client import Client
     except ImportError:
-        print("estimate: skipped (dentalkit.client not available)")
+        print("estimate: skipped (dentalkit.fetch.client not available)")
         return results
-    from dentalkit.cohort import Fetcher
+    from dentalkit.fetch.cohort import Fetcher
     from dentalkit.sandbox import running
 
     cohort = tle.example_patients(n_estimate, seed=2)

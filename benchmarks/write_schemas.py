@@ -48,7 +48,7 @@ from dentalkit import convert, io, pipeline
 from dentalkit._dictionary import arrow_table
 from dentalkit.contract import contract_report
 from dentalkit.demo import sandbox_calibration, sandbox_patients
-from dentalkit.store import read_responses
+from dentalkit.fetch.store import read_responses
 
 
 def demo_frames(folder: Path) -> dict[str, object]:

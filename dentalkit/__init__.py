@@ -3,14 +3,13 @@
 The public names live here; everything else is reached through the concept
 modules (``dentalkit.convert``, ``dentalkit.ceph``, ``dentalkit.arch``,
 ``dentalkit.teeth``, ``dentalkit.findings``, ``dentalkit.tle``,
-``dentalkit.plot``, ``dentalkit.io``, ``dentalkit.sandbox``).
+``dentalkit.plot``, ``dentalkit.io``, ``dentalkit.sandbox``); fetching lives in
+``dentalkit.fetch``.
 """
 
 from __future__ import annotations
 
 from dentalkit import settings
-from dentalkit.client import ApiResult, Client, download_output_image
-from dentalkit.cohort import FetchReport, fetch_cohort
 from dentalkit.endpoints import ENDPOINTS, Endpoint, get_endpoint
 from dentalkit.errors import (
     ApiError,
@@ -19,7 +18,15 @@ from dentalkit.errors import (
     DentalkitError,
     ResponseFormatError,
 )
-from dentalkit.store import read_failures, read_responses
+from dentalkit.fetch import (
+    ApiResult,
+    Client,
+    FetchReport,
+    download_output_image,
+    fetch_cohort,
+    read_failures,
+    read_responses,
+)
 
 __version__ = "0.1.0"
 

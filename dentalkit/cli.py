@@ -171,8 +171,6 @@ def fetch(
     OUT/failures.parquet appears at the first failed request, OUT/manifest-problems.csv
     only when some manifest rows are bad.
     """
-    from dentalkit.client import Client
-    from dentalkit.cohort import fetch_cohort
     from dentalkit.errors import (
         AuthError,
         ConfigurationError,
@@ -182,6 +180,8 @@ def fetch(
         StoreLockedError,
         TransportError,
     )
+    from dentalkit.fetch.client import Client
+    from dentalkit.fetch.cohort import fetch_cohort
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     client = None
@@ -313,11 +313,11 @@ def first_contact(
     dentalkit fetch (0 sent or nothing to send, 1 some failed, 2 configuration or
     manifest error, 3 key rejected, 4 service unreachable); 0 when you answer no.
     """
-    from dentalkit.client import Client
-    from dentalkit.cohort import fetch_cohort, first_contact_plan
     from dentalkit.contract import contract_report, write_contract
     from dentalkit.errors import ConfigurationError, InputError
-    from dentalkit.store import read_responses
+    from dentalkit.fetch.client import Client
+    from dentalkit.fetch.cohort import fetch_cohort, first_contact_plan
+    from dentalkit.fetch.store import read_responses
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -392,7 +392,7 @@ def contract(
     """
     from dentalkit.contract import contract_report, write_contract
     from dentalkit.errors import DentalkitError
-    from dentalkit.store import read_responses
+    from dentalkit.fetch.store import read_responses
 
     try:
         report = contract_report(read_responses(store), tmj_phrases=tmj_phrases or None)
@@ -434,7 +434,7 @@ def verify(
     import pandas as pd
 
     from dentalkit.errors import InputError
-    from dentalkit.store import verify_store
+    from dentalkit.fetch.store import verify_store
 
     try:
         report = verify_store(store, cache=cache)
@@ -481,7 +481,7 @@ def tables(
     from dentalkit import convert, io
     from dentalkit._progress import Stage
     from dentalkit.errors import DentalkitError
-    from dentalkit.store import read_responses
+    from dentalkit.fetch.store import read_responses
 
     try:
         responses = read_responses(store)
@@ -587,7 +587,7 @@ def analyze(
     from dentalkit import pipeline
     from dentalkit._progress import Stage
     from dentalkit.errors import DentalkitError
-    from dentalkit.store import read_responses
+    from dentalkit.fetch.store import read_responses
 
     cal = _calibration(mm_per_px)
     try:

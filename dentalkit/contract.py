@@ -2,7 +2,7 @@
 
 The specification leaves much unsaid (label sets, wordings, formats, versions), and a real
 service may change. :func:`contract_report` reads any responses table (sandbox or real,
-:func:`dentalkit.store.read_responses`) and summarises, **per endpoint**:
+:func:`dentalkit.fetch.store.read_responses`) and summarises, **per endpoint**:
 
 * ``responses`` — how many responses, of how many patients;
 * ``version`` — each ``Version`` value seen (or its absence) against the registry
@@ -234,7 +234,7 @@ def contract_report(
     Parameters
     ----------
     responses : pandas.DataFrame
-        A responses table (:func:`dentalkit.store.read_responses`): ``endpoint``,
+        A responses table (:func:`dentalkit.fetch.store.read_responses`): ``endpoint``,
         ``patient_id``, ``timestamp``, ``body`` and optionally ``status_code``, ``error``,
         ``fetched_at``. Rows with an error or a status other than 200 are skipped.
     landmark_map : path or DataFrame, optional
@@ -269,7 +269,7 @@ def contract_report(
     missing = [c for c in ("endpoint", "patient_id", "timestamp", "body") if c not in responses]
     if missing:
         raise InputError(
-            f"responses lacks column(s) {missing}; give dentalkit.store.read_responses(out)"
+            f"responses lacks column(s) {missing}; give dentalkit.fetch.store.read_responses(out)"
         )
     from dentalkit.convert._tmj import classify, load_phrases
 

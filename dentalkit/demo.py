@@ -185,9 +185,9 @@ def run_demo(
     """
     from dentalkit import convert, io, pipeline, tle
     from dentalkit._progress import Stage
-    from dentalkit.client import Client
-    from dentalkit.cohort import Fetcher, fetch_cohort
     from dentalkit.errors import ConfigurationError
+    from dentalkit.fetch.client import Client
+    from dentalkit.fetch.cohort import Fetcher, fetch_cohort
     from dentalkit.sandbox import running
     from dentalkit.sandbox.app import BANNER
     from dentalkit.sandbox.render import input_image

@@ -25,7 +25,7 @@ def fresh(sb):
 @pytest.fixture
 def make_client(tmp_path, fresh):
     """Factory: a Client on the module sandbox with its own cache file and fast retries."""
-    from dentalkit.client import Client
+    from dentalkit.fetch.client import Client
 
     def make(cache=None, **kwargs):
         kwargs.setdefault("api_key", fresh.api_key)

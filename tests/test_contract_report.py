@@ -166,8 +166,8 @@ def test_writer_and_cli(tmp_path):
 
 
 def test_contract_command_on_a_store(tmp_path):
-    from dentalkit.client import Client
-    from dentalkit.cohort import fetch_cohort
+    from dentalkit.fetch.client import Client
+    from dentalkit.fetch.cohort import fetch_cohort
     from dentalkit.sandbox import running
 
     m = pd.DataFrame(

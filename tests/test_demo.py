@@ -12,7 +12,7 @@ from dentalkit import io
 from dentalkit.cli import app
 from dentalkit.demo import sandbox_calibration, sandbox_patients
 from dentalkit.endpoints import image_endpoints
-from dentalkit.store import read_responses
+from dentalkit.fetch.store import read_responses
 
 
 def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp_path, demo_study):

@@ -19,7 +19,7 @@ import pytest
 from dentalkit import io
 from dentalkit._dictionary import ANALYSIS_TABLES, is_declared_table
 from dentalkit.errors import InputError
-from dentalkit.store import FAILURES_SCHEMA, RESPONSES_SCHEMA
+from dentalkit.fetch.store import FAILURES_SCHEMA, RESPONSES_SCHEMA
 from tests.schema_check import check_file
 
 duckdb = pytest.importorskip("duckdb")

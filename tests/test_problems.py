@@ -19,7 +19,6 @@ import pytest
 import shapely
 
 from dentalkit import agreement, ceph, convert, fetch_cohort, findings, teeth, tle
-from dentalkit._manifest import plan_requests, read_manifest
 from dentalkit.arch import align
 from dentalkit.convert import schemas
 from dentalkit.errors import (
@@ -34,6 +33,7 @@ from dentalkit.errors import (
     check_errors,
     problems_frame,
 )
+from dentalkit.fetch._manifest import plan_requests, read_manifest
 
 STR = pd.StringDtype(na_value=np.nan)
 TLE_BASE = {

@@ -4,7 +4,7 @@
 for an invalid row) and maps each row to the stored answer for its query. The answers
 come from the **responses store** — the same lossless, resumable store the image
 endpoints are fetched into: pass the responses table itself (nothing is sent), or a
-*fetcher* such as :class:`dentalkit.cohort.Fetcher` that fetches the queries the store
+*fetcher* such as :class:`dentalkit.fetch.cohort.Fetcher` that fetches the queries the store
 lacks through :func:`dentalkit.fetch_cohort` (one request per distinct query; planned,
 sent, stored, failed and resumed like every other request). This module never imports
 the HTTP client. :func:`sensitivity` varies one factor while holding the others (a
@@ -83,10 +83,10 @@ def estimate(
     responses : DataFrame or fetcher
         Where the answers come from:
 
-        * a responses table (:func:`dentalkit.store.read_responses`): nothing is sent; a
+        * a responses table (:func:`dentalkit.fetch.store.read_responses`): nothing is sent; a
           query without a stored answer leaves the row missing and is listed by
           :func:`problems`;
-        * a fetcher, e.g. ``dentalkit.cohort.Fetcher(out, client)``: a callable that takes
+        * a fetcher, e.g. ``dentalkit.fetch.cohort.Fetcher(out, client)``: a callable that takes
           a ``/tle`` manifest (``patient_id``, ``timestamp``, ``endpoint``, ``p01`` …
           ``p11``) and ``errors=``, fetches it into its store with
           :func:`dentalkit.fetch_cohort` and returns the store's responses table (with the
@@ -135,8 +135,8 @@ def estimate(
     Examples
     --------
     >>> from dentalkit import tle
-    >>> from dentalkit.client import Client
-    >>> from dentalkit.cohort import Fetcher
+    >>> from dentalkit.fetch.client import Client
+    >>> from dentalkit.fetch.cohort import Fetcher
     >>> from dentalkit.sandbox import running
     >>> with running() as sb:  # doctest: +SKIP
     ...     fetcher = Fetcher("study-store", Client(sb.base_url, api_key=sb.api_key))
@@ -201,7 +201,7 @@ def estimate(
             or ResponseFormatError(
                 "no stored answer for this query"
                 + (
-                    " (not fetched: pass a fetcher such as dentalkit.cohort.Fetcher, or fetch "
+                    " (not fetched: pass a fetcher such as dentalkit.fetch.cohort.Fetcher, or fetch "
                     "the query with fetch_cohort first)"
                     if fetch is None
                     else " (the call failed or was not sent; see failures.parquet in the store)"
@@ -238,7 +238,7 @@ def _check_source(responses: Any) -> Callable[..., pd.DataFrame] | None:
         missing = {"endpoint", "options", "body"} - set(responses.columns)
         if missing:
             raise InputError(
-                "responses must be a responses table (dentalkit.store.read_responses) with "
+                "responses must be a responses table (dentalkit.fetch.store.read_responses) with "
                 f"the columns endpoint, options and body; missing {sorted(missing)}"
             )
         return None
@@ -246,8 +246,8 @@ def _check_source(responses: Any) -> Callable[..., pd.DataFrame] | None:
         return responses
     raise InputError(
         "tle.estimate reads GET /tle answers from the responses store: pass the responses "
-        "table (dentalkit.store.read_responses(out)) or a fetcher such as "
-        f"dentalkit.cohort.Fetcher(out, client); got a {type(responses).__name__} "
+        "table (dentalkit.fetch.store.read_responses(out)) or a fetcher such as "
+        f"dentalkit.fetch.cohort.Fetcher(out, client); got a {type(responses).__name__} "
         "(a Client is no longer taken directly, so that every answer is stored and a killed "
         "run resumes)"
     )

@@ -237,8 +237,8 @@ GALLERY = [
         """
         import tempfile
 
-        from dentalkit.client import Client
-        from dentalkit.cohort import Fetcher
+        from dentalkit.fetch.client import Client
+        from dentalkit.fetch.cohort import Fetcher
         from dentalkit.sandbox import running
 
         with running() as sb, tempfile.TemporaryDirectory() as store:

@@ -8,10 +8,10 @@ import pickle
 import pytest
 
 import dentalkit.settings as settings
-from dentalkit._http import Secret, check_service_url, is_loopback
-from dentalkit.client import Client, get_client
 from dentalkit.endpoints import ENDPOINTS
 from dentalkit.errors import ConfigurationError
+from dentalkit.fetch._http import Secret, check_service_url, is_loopback
+from dentalkit.fetch.client import Client, get_client
 
 KEY = "sk-live-THIS-IS-THE-SECRET-0123456789"
 
@@ -118,7 +118,7 @@ def test_key_is_not_in_repr_str_or_pickled_spec_repr():
 
 def test_redis_password_is_not_in_repr():
     client_spec_cache = "redis://user:hunter2@cache.example.org:6379/0"
-    from dentalkit._http import cache_description
+    from dentalkit.fetch._http import cache_description
 
     assert "hunter2" not in cache_description(client_spec_cache)
     assert cache_description(client_spec_cache) == "redis://cache.example.org:6379/0"

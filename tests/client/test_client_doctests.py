@@ -10,7 +10,12 @@ import pytest
 
 @pytest.mark.parametrize(
     "module",
-    ["dentalkit._http", "dentalkit.store", "dentalkit.client", "dentalkit.cohort"],
+    [
+        "dentalkit.fetch._http",
+        "dentalkit.fetch.store",
+        "dentalkit.fetch.client",
+        "dentalkit.fetch.cohort",
+    ],
 )
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)

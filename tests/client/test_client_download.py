@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dentalkit.client import ApiResult, download_output_image
 from dentalkit.errors import ExpiredLinkError, InputError
+from dentalkit.fetch.client import ApiResult, download_output_image
 
 IMG = "https://images.example.org/P001/ceph.png"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -24,8 +24,8 @@ def test_download_writes_the_png(make_client, tmp_path):
 def test_download_from_a_responses_row(make_client, tmp_path):
     import pandas as pd
 
-    from dentalkit.cohort import fetch_cohort
-    from dentalkit.store import read_responses
+    from dentalkit.fetch.cohort import fetch_cohort
+    from dentalkit.fetch.store import read_responses
 
     m = pd.DataFrame({"patient_id": ["P001"], "timestamp": ["2024-03-05"], "image_url": [IMG]})
     fetch_cohort(m, "ceph_lateral_points", tmp_path / "out", client=make_client(), progress=False)

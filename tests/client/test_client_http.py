@@ -80,7 +80,7 @@ def test_timeouts_are_retried_then_a_transport_error(make_client, fresh):
 def test_connection_refused_is_a_transport_error(tmp_path):
     import socket
 
-    from dentalkit.client import Client
+    from dentalkit.fetch.client import Client
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -204,7 +204,7 @@ def test_requests_exceptions_do_not_carry_the_key_into_messages(tmp_path):
     """requests' exceptions hold the PreparedRequest (with headers); our errors never chain them."""
     import socket
 
-    from dentalkit.client import Client
+    from dentalkit.fetch.client import Client
 
     key = "sk-live-NEVER-PRINT-ME-42"
     with socket.socket() as s:

@@ -13,14 +13,14 @@ import traceback
 import pandas as pd
 import pytest
 
-from dentalkit._http import is_loopback
-from dentalkit.client import Client
-from dentalkit.cohort import fetch_cohort
 from dentalkit.errors import (
     ConfigurationError,
     RedirectRefusedError,
     ResponseTooLargeError,
 )
+from dentalkit.fetch._http import is_loopback
+from dentalkit.fetch.client import Client
+from dentalkit.fetch.cohort import fetch_cohort
 from tests.hostile_servers import Recorder, Service, huge, redirect_to
 
 CANARY = "dk-canary-" + secrets.token_hex(12)
@@ -144,7 +144,7 @@ def test_answers_over_the_size_limit_are_refused_and_not_cached(tmp_path, chunke
 def _link(url: str):
     from datetime import UTC, datetime
 
-    from dentalkit.client import ApiResult
+    from dentalkit.fetch.client import ApiResult
 
     return ApiResult(
         endpoint="ceph_lateral_points",
@@ -159,7 +159,7 @@ def _link(url: str):
 
 
 def test_output_image_redirects_obey_the_https_rule_on_every_hop(tmp_path):
-    from dentalkit.client import download_output_image
+    from dentalkit.fetch.client import download_output_image
     from tests.hostile_servers import send
 
     png = b"\x89PNG\r\n\x1a\nfake"

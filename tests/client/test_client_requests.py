@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dentalkit._build import build_body, build_query
-from dentalkit._http import backoff_delay, parse_retry_after, request_key
 from dentalkit.endpoints import TLE_PARAMETERS, get_endpoint
 from dentalkit.errors import InputError
+from dentalkit.fetch._build import build_body, build_query
+from dentalkit.fetch._http import backoff_delay, parse_retry_after, request_key
 
 TLE = {q.name: "1" for q in TLE_PARAMETERS}
 

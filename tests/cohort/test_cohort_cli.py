@@ -6,7 +6,7 @@ import pandas as pd
 from typer.testing import CliRunner
 
 from dentalkit.cli import app
-from dentalkit.store import read_responses
+from dentalkit.fetch.store import read_responses
 
 
 def _manifest(path, bad_row=False):

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from dentalkit.cohort import fetch_cohort
 from dentalkit.errors import ManifestError
-from dentalkit.store import read_responses, store_lock
+from dentalkit.fetch.cohort import fetch_cohort
+from dentalkit.fetch.store import read_responses, store_lock
 from tests.damage import garbled_middle
 
 SURROGATE = "\ud800"

@@ -10,7 +10,7 @@ import pandas as pd
 from typer.testing import CliRunner
 
 from dentalkit.cli import app
-from dentalkit.store import read_failures
+from dentalkit.fetch.store import read_failures
 
 
 def _manifest(path, n=12):

@@ -7,10 +7,10 @@ from urllib.parse import parse_qs, urlsplit
 import orjson
 import pandas as pd
 
-from dentalkit.client import Client
-from dentalkit.cohort import fetch_cohort
+from dentalkit.fetch.client import Client
+from dentalkit.fetch.cohort import fetch_cohort
+from dentalkit.fetch.store import read_responses
 from dentalkit.sandbox import running
-from dentalkit.store import read_responses
 
 ENDPOINTS = ["classifier", "pano_segmentation"]
 

@@ -22,19 +22,19 @@ import pandas as pd
 import pytest
 from requests_cache import CachedSession
 
-from dentalkit.client import Client
-from dentalkit.cohort import fetch_cohort
 from dentalkit.endpoints import ENDPOINTS
+from dentalkit.fetch.client import Client
+from dentalkit.fetch.cohort import fetch_cohort
+from dentalkit.fetch.store import read_responses
 from dentalkit.sandbox import running
-from dentalkit.store import read_responses
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="SIGKILL is POSIX")
 
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = """
 import sys
-from dentalkit.client import Client
-from dentalkit.cohort import fetch_cohort
+from dentalkit.fetch.client import Client
+from dentalkit.fetch.cohort import fetch_cohort
 base, cache, manifest, out = sys.argv[1:5]
 client = Client(base, cache=cache, backoff_base=0.01)
 fetch_cohort(manifest, ["classifier", "ceph_lateral_points"], out, client=client,

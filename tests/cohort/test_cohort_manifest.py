@@ -7,8 +7,8 @@ import hashlib
 import pandas as pd
 import pytest
 
-from dentalkit._manifest import plan_requests, read_manifest
 from dentalkit.errors import DentalkitWarning, InputError, ManifestError
+from dentalkit.fetch._manifest import plan_requests, read_manifest
 
 URL = "https://img.example.org/{}.png"
 

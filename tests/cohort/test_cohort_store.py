@@ -10,7 +10,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from dentalkit.errors import ConfigurationError, DentalkitWarning, InputError
-from dentalkit.store import RESPONSES_SCHEMA, ResponseStore, parse_session_time, read_responses
+from dentalkit.fetch.store import (
+    RESPONSES_SCHEMA,
+    ResponseStore,
+    parse_session_time,
+    read_responses,
+)
 
 BASE = "http://127.0.0.1:9/api/v2"
 

@@ -10,9 +10,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from dentalkit.cohort import fetch_cohort
 from dentalkit.errors import ConfigurationError, InputError, ManifestError, ServerError
-from dentalkit.store import read_failures, read_responses
+from dentalkit.fetch.cohort import fetch_cohort
+from dentalkit.fetch.store import read_failures, read_responses
 
 KEY_PROD = "prod-like-key-7f3a9c1e55"
 
@@ -124,7 +124,7 @@ def test_bad_manifest_raises_before_anything_is_sent(make_client, fresh, tmp_pat
 def test_one_out_folder_per_service(make_client, tmp_path):
     (tmp_path / "out").mkdir()
     fetch_cohort(manifest(1), "classifier", tmp_path / "out", client=make_client(), progress=False)
-    from dentalkit.client import Client
+    from dentalkit.fetch.client import Client
 
     other = Client("https://svc.example.org/api/v2", api_key="k", cache="memory")
     with pytest.raises(ConfigurationError, match="one out folder per service"):
@@ -179,7 +179,7 @@ def test_external_executors_get_batches_of_requests(
 
 
 def test_a_failed_request_in_a_batch_fails_alone(make_client, fresh, tmp_path, monkeypatch):
-    import dentalkit.cohort as cohort
+    import dentalkit.fetch.cohort as cohort
     from dentalkit.errors import TransportError
 
     real = cohort._fetch_one
@@ -217,7 +217,7 @@ def test_batch_size_must_be_positive(make_client, tmp_path):
     ],
 )
 def test_automatic_batch_size_fills_the_last_round(n, workers, batch):
-    from dentalkit.cohort import _auto_batch
+    from dentalkit.fetch.cohort import _auto_batch
 
     assert _auto_batch(n, workers) == batch
 

@@ -8,10 +8,10 @@ from typer.testing import CliRunner
 
 from dentalkit import tle
 from dentalkit.cli import app
-from dentalkit.cohort import first_contact_plan
 from dentalkit.endpoints import ENDPOINTS
+from dentalkit.fetch.cohort import first_contact_plan
+from dentalkit.fetch.store import read_responses
 from dentalkit.sandbox.render import default_image_kind
-from dentalkit.store import read_responses
 
 
 def _manifest(sb, path):

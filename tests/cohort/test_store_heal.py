@@ -10,10 +10,10 @@ import time
 import pandas as pd
 import pytest
 
-from dentalkit.client import Client
-from dentalkit.cohort import fetch_cohort
 from dentalkit.errors import DamagedFileError, StoreLockedError
-from dentalkit.store import read_failures, read_responses, verify_store
+from dentalkit.fetch.client import Client
+from dentalkit.fetch.cohort import fetch_cohort
+from dentalkit.fetch.store import read_failures, read_responses, verify_store
 from tests.damage import KINDS, body_column, garbled_middle, truncated
 
 
@@ -209,7 +209,7 @@ def test_iso_years_nanoseconds_cannot_hold_are_stored_with_nat(make_client, fres
 
 def test_a_second_fetch_waits_for_the_lock_when_told_to(make_client, fresh, tmp_path, monkeypatch):
     from dentalkit import settings
-    from dentalkit.store import store_lock
+    from dentalkit.fetch.store import store_lock
 
     out = tmp_path / "out"
     lock = store_lock(out)

@@ -18,10 +18,10 @@ pytestmark = pytest.mark.filterwarnings("error::dentalkit.errors.DentalkitWarnin
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    from dentalkit.client import Client
-    from dentalkit.cohort import fetch_cohort
+    from dentalkit.fetch.client import Client
+    from dentalkit.fetch.cohort import fetch_cohort
+    from dentalkit.fetch.store import read_responses
     from dentalkit.sandbox import running
-    from dentalkit.store import read_responses
     from tests.helpers import VALID_TLE_QUERY as DEMO_TLE
 
     # fixed image URLs (not the sandbox's, which carry its random port): the simulated

@@ -10,10 +10,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from dentalkit.client import Client
-from dentalkit.cohort import fetch_cohort
+from dentalkit.fetch.client import Client
+from dentalkit.fetch.cohort import fetch_cohort
+from dentalkit.fetch.store import read_responses
 from dentalkit.sandbox import running
-from dentalkit.store import read_responses
 
 ENDPOINTS = ["classifier", "ceph_lateral_points"]
 FROZEN = 1_767_225_600.0  # 2026-01-01T00:00:00Z
@@ -38,7 +38,7 @@ def manifest(n: int, prefix: str) -> pd.DataFrame:
 
 def built_client_for(spec) -> bool:
     """Runs on a dask worker: whether this worker process built a client for ``spec``."""
-    from dentalkit import client
+    from dentalkit.fetch import client
 
     return spec in client._CLIENTS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from dentalkit.client import Client
+from dentalkit.fetch.client import Client
 from tests.distributed.realservers import RedisServer
 
 IMG = "https://images.example.org/O1/ceph.png"

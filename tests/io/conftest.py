@@ -24,9 +24,9 @@ ENDPOINT_NAMES = (
 def study(sandbox, tmp_path_factory):
     """(contract tables, analysis tables by their catalogue names)."""
     from dentalkit import arch, ceph, convert, findings, pipeline, stats, teeth, tle
-    from dentalkit.client import Client
-    from dentalkit.cohort import Fetcher, fetch_cohort
     from dentalkit.contract import contract_report
+    from dentalkit.fetch.client import Client
+    from dentalkit.fetch.cohort import Fetcher, fetch_cohort
 
     rows = [
         {

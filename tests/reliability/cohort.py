@@ -45,8 +45,8 @@ def cohort_manifest(n_patients: int = N_PATIENTS) -> pd.DataFrame:
 
 def fetch_child(base_url: str, api_key: str, cache: str, out: str, n_patients: int) -> None:
     """Body of a fetch process that the kill tests SIGKILL (runs in a forkserver child)."""
-    from dentalkit.client import Client
-    from dentalkit.cohort import fetch_cohort
+    from dentalkit.fetch.client import Client
+    from dentalkit.fetch.cohort import fetch_cohort
 
     client = Client(base_url, api_key=api_key, cache=cache, backoff_base=0.01)
     fetch_cohort(
@@ -68,9 +68,9 @@ def fetch_child_outcome(
     the dentalkit error it raised (the concurrent-writer test starts two at once)."""
     from pathlib import Path
 
-    from dentalkit.client import Client
-    from dentalkit.cohort import fetch_cohort
     from dentalkit.errors import DentalkitError
+    from dentalkit.fetch.client import Client
+    from dentalkit.fetch.cohort import fetch_cohort
 
     client = Client(base_url, api_key=api_key, cache=cache, backoff_base=0.01)
     try:
@@ -82,4 +82,4 @@ def fetch_child_outcome(
 
 
 #: Modules the kill tests' fork server imports once, so each killed child starts at once.
-CHILD_PRELOAD = ["pandas", "pyarrow.parquet", "requests_cache", "dentalkit.cohort", __name__]
+CHILD_PRELOAD = ["pandas", "pyarrow.parquet", "requests_cache", "dentalkit.fetch.cohort", __name__]

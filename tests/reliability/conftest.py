@@ -40,9 +40,9 @@ def frozen_sandbox():
 @pytest.fixture(scope="session")
 def reference(frozen_sandbox, tmp_path_factory):
     """The fault-free, uninterrupted run of the 2,000-request cohort (the responses table)."""
-    from dentalkit.client import Client
-    from dentalkit.cohort import fetch_cohort
-    from dentalkit.store import read_responses
+    from dentalkit.fetch.client import Client
+    from dentalkit.fetch.cohort import fetch_cohort
+    from dentalkit.fetch.store import read_responses
 
     sb = frozen_sandbox
     sb.set_faults(latency=0.0, error_rate=0.0, slow_rate=0.0, malformed_rate=0.0, rate_limit=None)

@@ -20,11 +20,11 @@ import pandas as pd
 import pytest
 import requests
 
-from dentalkit.client import Client
-from dentalkit.cohort import fetch_cohort
 from dentalkit.errors import DentalkitError, ResponseTooLargeError, StoreLockedError
+from dentalkit.fetch.client import Client
+from dentalkit.fetch.cohort import fetch_cohort
+from dentalkit.fetch.store import read_responses, verify_store
 from dentalkit.sandbox import running
-from dentalkit.store import read_responses, verify_store
 from tests.damage import KINDS, garbled_middle
 from tests.hostile_servers import Recorder, Service, huge, redirect_to, send
 from tests.reliability.cohort import (

@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import requests
 
-from dentalkit.client import Client
+from dentalkit.fetch.client import Client
 from dentalkit.sandbox import running
 
 IMG = "https://images.example.org/C1/pano.png"

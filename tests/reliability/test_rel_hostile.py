@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dentalkit.ceph import measure
-from dentalkit.client import Client
-from dentalkit.cohort import FetchReport, fetch_cohort
 from dentalkit.errors import DentalkitError
+from dentalkit.fetch.client import Client
+from dentalkit.fetch.cohort import FetchReport, fetch_cohort
 from tests.reliability.cohort import add_figure
 
 pytestmark = pytest.mark.slow

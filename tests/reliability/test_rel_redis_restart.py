@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from dentalkit.client import Client
-from dentalkit.cohort import fetch_cohort
-from dentalkit.store import read_responses
+from dentalkit.fetch.client import Client
+from dentalkit.fetch.cohort import fetch_cohort
+from dentalkit.fetch.store import read_responses
 from tests.reliability.cohort import ENDPOINTS, add_figure, cohort_manifest
 
 pytestmark = pytest.mark.slow

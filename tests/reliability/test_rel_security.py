@@ -18,9 +18,9 @@ import pandas as pd
 import pytest
 import requests
 
-from dentalkit.client import Client
-from dentalkit.cohort import fetch_cohort
 from dentalkit.errors import AuthError, DentalkitError, InputError, TransportError
+from dentalkit.fetch.client import Client
+from dentalkit.fetch.cohort import fetch_cohort
 from dentalkit.sandbox import running
 from tests.reliability.cohort import add_figure
 

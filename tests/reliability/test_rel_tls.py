@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from dentalkit.client import Client
 from dentalkit.errors import ConfigurationError, TransportError
+from dentalkit.fetch.client import Client
 from dentalkit.sandbox import running
 from tests.reliability.cohort import add_figure
 

@@ -19,11 +19,11 @@ import pandas as pd
 import pytest
 
 from dentalkit import convert, pipeline, tle
-from dentalkit.client import Client
-from dentalkit.cohort import fetch_cohort
 from dentalkit.contract import contract_report
 from dentalkit.demo import sandbox_calibration
 from dentalkit.endpoints import ENDPOINTS
+from dentalkit.fetch.client import Client
+from dentalkit.fetch.cohort import fetch_cohort
 from dentalkit.sandbox import running
 from dentalkit.sandbox.drift import SCENARIOS, check_scenarios
 from dentalkit.sandbox.render import default_image_kind

@@ -41,8 +41,8 @@ def sb():
 @pytest.fixture
 def client(sb, tmp_path):
     """A fetcher into a fresh store (the name is kept: it stands where a client stood)."""
-    from dentalkit.client import Client
-    from dentalkit.cohort import Fetcher
+    from dentalkit.fetch.client import Client
+    from dentalkit.fetch.cohort import Fetcher
 
     sb.reset_stats()
     with Client(sb.base_url, api_key=sb.api_key, cache="memory", max_retries=0) as c:
@@ -97,8 +97,8 @@ def test_every_row_gets_the_answer_to_its_own_query(sb, client):
 
 
 def test_deterministic_across_clients_without_shared_cache(sb, tmp_path):
-    from dentalkit.client import Client
-    from dentalkit.cohort import Fetcher
+    from dentalkit.fetch.client import Client
+    from dentalkit.fetch.cohort import Fetcher
 
     patients = example_patients(15, seed=9)
     runs = []
@@ -180,9 +180,9 @@ def test_repeated_index_labels_map_back_by_position(client):
 
 
 def test_failed_calls_are_collected_or_raised(tmp_path):
-    from dentalkit.client import Client
-    from dentalkit.cohort import Fetcher
     from dentalkit.errors import ServerError
+    from dentalkit.fetch.client import Client
+    from dentalkit.fetch.cohort import Fetcher
     from dentalkit.sandbox import running
 
     patients = example_patients(4, seed=2)
@@ -278,7 +278,7 @@ def test_sensitivity_single_patient_and_bad_values(sb, client):
 
 
 def test_argument_checks(client):
-    from dentalkit.client import Client
+    from dentalkit.fetch.client import Client
 
     with pytest.raises(InputError, match="'raise', 'collect', 'warn'"):
         estimate(pd.DataFrame([BASE]), client, errors="skip")
@@ -309,7 +309,7 @@ def test_a_cohort_manifest_store_answers_estimate(sb, client, tmp_path):
     # the same store, the same request keys, nothing sent again.
     import orjson
 
-    from dentalkit.cohort import Fetcher, fetch_cohort
+    from dentalkit.fetch.cohort import Fetcher, fetch_cohort
 
     patients = example_patients(6, seed=5)
     manifest = patients[["patient_id"]].assign(timestamp="2024-03-05", endpoint="tle")
@@ -333,7 +333,12 @@ def test_analysis_modules_never_import_the_client(package):
 
     import dentalkit
 
-    forbidden = {"dentalkit.client", "dentalkit._http", "dentalkit.cohort", "requests"}
+    forbidden = {
+        "dentalkit.fetch.client",
+        "dentalkit.fetch._http",
+        "dentalkit.fetch.cohort",
+        "requests",
+    }
     folder = Path(dentalkit.__file__).parent / package
     found = []
     for path in sorted(folder.glob("*.py")):

@@ -23,10 +23,10 @@ import pytest
 from requests_cache import CachedSession
 
 from dentalkit import tle
-from dentalkit.client import Client
-from dentalkit.cohort import Fetcher
+from dentalkit.fetch.client import Client
+from dentalkit.fetch.cohort import Fetcher
+from dentalkit.fetch.store import read_responses
 from dentalkit.sandbox import running
-from dentalkit.store import read_responses
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="SIGKILL is POSIX")
 
@@ -35,8 +35,8 @@ N, SEED, WORKERS = 24, 11, 3
 CHILD = f"""
 import sys, warnings
 from dentalkit import tle
-from dentalkit.client import Client
-from dentalkit.cohort import Fetcher
+from dentalkit.fetch.client import Client
+from dentalkit.fetch.cohort import Fetcher
 base, cache, out = sys.argv[1:4]
 client = Client(base, cache=cache, backoff_base=0.01)
 warnings.simplefilter("ignore")

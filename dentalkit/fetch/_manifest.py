@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dentalkit._http import canonical_request, request_key, session_request_key
 from dentalkit.endpoints import ENDPOINTS, TLE_PARAMETERS, Endpoint, get_endpoint
 from dentalkit.errors import (
     PROBLEM_COLUMNS,
@@ -35,6 +34,7 @@ from dentalkit.errors import (
     empty_problems,
     problems_frame,
 )
+from dentalkit.fetch._http import canonical_request, request_key, session_request_key
 
 __all__ = ["PROBLEM_COLUMNS", "Plan", "plan_requests", "read_manifest"]
 
@@ -232,7 +232,7 @@ def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None 
     line = row + 1), ``patient_id``, ``timestamp``, ``endpoint``, ``image_url``, ``options``
     (JSON text), ``request_key`` (the store's key) and ``http_key`` (the key of the HTTP
     request; equal to ``request_key`` except for ``/tle``, whose query carries no patient, see
-    :func:`dentalkit._http.session_request_key`), and whose ``problems`` table lists every bad row with
+    :func:`dentalkit.fetch._http.session_request_key`), and whose ``problems`` table lists every bad row with
     ``row``, ``field``, ``value`` and ``reason`` (valid rows are still planned).
 
     Raises

@@ -1,6 +1,6 @@
 """HTTP plumbing of the client (private): URL checks, request keys, the cache session, backoff.
 
-Nothing here is public API; :mod:`dentalkit.client` and :mod:`dentalkit.cohort` use it.
+Nothing here is public API; :mod:`dentalkit.fetch.client` and :mod:`dentalkit.fetch.cohort` use it.
 """
 
 from __future__ import annotations
@@ -270,7 +270,7 @@ def _backend(spec: str | None) -> tuple[Any, dict[str, Any]]:
         return "memory", {}
     if spec.startswith(_REDIS_SCHEMES):
         require("redis", "distributed")
-        from dentalkit._rediscache import ResilientRedisCache
+        from dentalkit.fetch._rediscache import ResilientRedisCache
 
         # a Redis outage degrades to cache misses instead of failing requests
         return ResilientRedisCache(spec, namespace="dentalkit"), {}

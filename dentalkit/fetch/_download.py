@@ -14,8 +14,9 @@ import pandas as pd
 import requests
 
 from dentalkit import settings
-from dentalkit._http import check_service_url
 from dentalkit.errors import ExpiredLinkError, InputError, TransportError, api_error_for_status
+from dentalkit.fetch._http import check_service_url
+from dentalkit.fetch._result import OUTPUT_LINK_TTL, ApiResult
 
 __all__ = ["download_output_image"]
 
@@ -35,8 +36,6 @@ def _as_utc(value: Any) -> datetime | None:
 
 
 def _unpack(result: Any) -> tuple[str, str | None, dict[str, Any], datetime | None]:
-    from dentalkit.client import ApiResult
-
     if isinstance(result, ApiResult):
         return result.endpoint, result.request.get("PatientID"), result.data, result.fetched_at
     if isinstance(result, pd.Series):
@@ -48,7 +47,7 @@ def _unpack(result: Any) -> tuple[str, str | None, dict[str, Any], datetime | No
         except (orjson.JSONDecodeError, TypeError, ValueError):
             raise InputError(
                 "the row's body is not a JSON object; pass a row of the responses table "
-                "(dentalkit.store.read_responses) or a Client result"
+                "(dentalkit.fetch.store.read_responses) or a Client result"
             ) from None
         return (
             str(result.get("endpoint")),
@@ -75,7 +74,7 @@ def download_output_image(
     Parameters
     ----------
     result : ApiResult or responses row
-        A :class:`dentalkit.client.ApiResult`, or a row (``pandas.Series`` / mapping) of the
+        A :class:`dentalkit.fetch.client.ApiResult`, or a row (``pandas.Series`` / mapping) of the
         ``responses`` table, with ``body`` and ``fetched_at``.
     path : path
         Where to write the image (written atomically: a temporary file, then renamed).
@@ -112,8 +111,6 @@ def download_output_image(
         raise InputError(f"the {who} has no OutputImageUrl (this endpoint returns no image)")
     if fetched_at is None:
         raise InputError(f"the {who} has no fetched_at, so the link's 72 h validity is unknown")
-    from dentalkit.client import OUTPUT_LINK_TTL
-
     now = now or datetime.now(UTC)
     expires = fetched_at + OUTPUT_LINK_TTL
     fix = (

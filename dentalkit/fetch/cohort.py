@@ -1,0 +1,775 @@
+"""Fetch a whole cohort: validated manifest → concurrent cached calls → the responses store.
+
+:func:`fetch_cohort` is resumable and loses nothing:
+
+* the store (:mod:`dentalkit.fetch.store`) is read first, and every request already in it is skipped
+  without any HTTP request or cache lookup;
+* each answer is committed to the HTTP cache the moment it arrives (requests-cache writes it
+  before returning), so the cache is the write-ahead log: what a killed run received but had
+  not yet flushed to Parquet comes back as a cache hit on the next run, and no completed
+  request reaches the service twice;
+* Parquet parts are written atomically every ``flush_every`` answers or ``flush_interval``
+  seconds and at the end; a request key is never written twice.
+
+Only the calling process writes the store, holding its lock (one writer per store: a second
+fetch into the same folder refuses at once, or waits ``settings.store_lock_timeout``);
+workers (threads, processes or a ``dask.distributed`` executor) only call the service and
+return results. A damaged store file or SQLite cache is moved aside (never deleted) and its
+requests are sent again (see :mod:`dentalkit.fetch.store`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import warnings
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dentalkit import settings
+from dentalkit.endpoints import ENDPOINTS
+from dentalkit.errors import (
+    ApiError,
+    AuthError,
+    DentalkitError,
+    DentalkitWarning,
+    Errors,
+    InputError,
+    ManifestError,
+    RedirectRefusedError,
+    TransportError,
+    check_errors,
+    warn_default_change,
+)
+from dentalkit.fetch._manifest import plan_requests, read_manifest
+from dentalkit.fetch.client import ApiResult, Client, ClientSpec, get_client
+from dentalkit.fetch.store import FAILURES_SCHEMA, ResponseStore, read_responses, store_lock
+
+__all__ = ["FetchReport", "Fetcher", "FirstContactPlan", "fetch_cohort", "first_contact_plan"]
+
+log = logging.getLogger("dentalkit")
+
+
+@dataclass
+class FetchReport:
+    """What one :func:`fetch_cohort` run did.
+
+    Attributes
+    ----------
+    out : Path
+        The store folder.
+    requested : int
+        Valid requests in the manifest.
+    already_stored : int
+        Skipped because the store already held them (no HTTP, no cache lookup).
+    skipped_failed : int
+        Skipped because an earlier run failed them (retry with ``retry_failed=True``).
+    sent : int
+        Requests this run attempted.
+    stored : int
+        New rows written to the responses store.
+    from_cache : int
+        Of ``stored``, how many the HTTP cache answered.
+    failed : int
+        Requests that failed this run.
+    seconds : float
+        Wall time of the run.
+    problems : DataFrame
+        Manifest problems (``errors="collect"``), columns
+        :data:`dentalkit.errors.PROBLEM_COLUMNS` (row, field, value, reason …).
+    failures : DataFrame
+        The store's failures table after this run.
+    stopped : str or None
+        Why the run stopped sending early: ``"auth"`` (the service rejected the API key:
+        every other request would fail the same way) or ``"unreachable"`` (the service
+        could not be reached, after all retries, before any answer arrived). The unsent
+        requests are neither stored nor failures; a rerun sends them.
+    stop_reason : str or None
+        The error message of that request (never the key).
+    quarantined : DataFrame
+        Damaged files this run moved aside (never deleted): ``file``, ``kind``, ``reason``,
+        ``moved_to``, ``rows`` (rows the file held, when its request columns could still be
+        read).
+    recovered : int
+        Of ``stored``, the rows that quarantined parts had held (sent again; the HTTP cache
+        answers those it holds). Requests of a quarantined part that are not in the manifest
+        are rebuilt from the part's request columns and sent too (their failure ``row`` is 0).
+    """
+
+    out: Path
+    requested: int = 0
+    already_stored: int = 0
+    skipped_failed: int = 0
+    sent: int = 0
+    stored: int = 0
+    from_cache: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    problems: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    failures: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    stopped: str | None = None
+    stop_reason: str | None = None
+    quarantined: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    recovered: int = 0
+
+    def responses(self) -> pd.DataFrame:
+        """The whole responses table of :attr:`out` (see :func:`dentalkit.fetch.store.read_responses`)."""
+        return read_responses(self.out)
+
+    def summary(self) -> str:
+        """One line for humans."""
+        text = (
+            f"{self.requested} requests: {self.already_stored} already stored, "
+            f"{self.stored} stored now ({self.from_cache} from the HTTP cache), "
+            f"{self.failed} failed"
+        )
+        if self.skipped_failed:
+            text += f", {self.skipped_failed} failed earlier and not retried"
+        if len(self.problems):
+            text += f"; {len(self.problems)} bad manifest row(s) skipped"
+        if self.stopped:
+            unsent = self.sent - self.stored - self.failed
+            text += f"; stopped early ({_STOPPED[self.stopped]}), {unsent} not sent"
+        if len(self.quarantined):
+            text += (
+                f"; {len(self.quarantined)} damaged file(s) moved aside, "
+                f"{self.recovered} of their rows stored again"
+            )
+        return text + f" [{self.seconds:.1f} s]"
+
+
+_STOPPED = {
+    "auth": "the service rejected the API key",
+    "unreachable": "the service could not be reached",
+}
+
+
+def stop_reason(exc: Exception, answered: bool) -> str | None:
+    """``"auth"`` / ``"unreachable"`` when one failure means every other request fails too.
+
+    A 401 (:class:`~dentalkit.errors.AuthError`) concerns the key, not the request. A
+    :class:`~dentalkit.errors.TransportError` (after all retries) before any answer
+    arrived means the service cannot be reached; after answers arrived it may concern one
+    request, so the run goes on. A refused redirect
+    (:class:`~dentalkit.errors.RedirectRefusedError`) is an answer, not an unreachable
+    service: it is recorded per request and the run goes on.
+    """
+    if isinstance(exc, AuthError):
+        return "auth"
+    if (
+        isinstance(exc, TransportError)
+        and not isinstance(exc, RedirectRefusedError)
+        and not answered
+    ):
+        return "unreachable"
+    return None
+
+
+def _member(keys: pd.Series, known: set[str]) -> np.ndarray:
+    """Boolean mask of ``keys`` in ``known`` (a set lookup; faster than ``isin`` on str)."""
+    return np.fromiter((k in known for k in keys.tolist()), dtype=bool, count=len(keys))
+
+
+def _fetch_one(client: Client | ClientSpec, payload: tuple[str, Any, Any]) -> ApiResult | Exception:
+    """Worker: one request. Picklable (module-level), builds its client from a spec if needed."""
+    if isinstance(client, ClientSpec):
+        client = get_client(client)
+    name, body, query = payload
+    ep = ENDPOINTS[name]
+    try:
+        return client._send(
+            ep, body=body, query=query, patient_id=body.get("PatientID") if body else None
+        )
+    except DentalkitError as exc:
+        return exc
+
+
+def _fetch_batch(
+    client: Client | ClientSpec, payloads: list[tuple[str, Any, Any]]
+) -> list[ApiResult | Exception]:
+    """Worker: one or several requests, one after another, in one task (picklable)."""
+    return [_fetch_one(client, payload) for payload in payloads]
+
+
+#: Most requests per task on an external executor (see ``batch_size`` of fetch_cohort).
+MAX_BATCH = 8
+
+
+def _auto_batch(n_requests: int, workers: int) -> int:
+    """Requests per task for ``n_requests`` over ``workers`` concurrent tasks.
+
+    The batch (at most :data:`MAX_BATCH`) that makes the last round of tasks as full as
+    possible: with equal request times the run lasts ``ceil(n / (workers × b)) × b``
+    request times; the largest ``b`` within 2 % of the shortest such run is taken, as
+    every task costs the executor something. 800 requests over 16 workers: 5 (10 full
+    rounds) rather than 8 (7 rounds, the last one half empty); a million: 8.
+    """
+    workers = max(workers, 1)
+    if n_requests <= workers:
+        return 1
+    span = {b: -(-n_requests // (workers * b)) * b for b in range(1, MAX_BATCH + 1)}
+    best = min(span.values())
+    return max(b for b, t in span.items() if t <= best * 1.02)
+
+
+def _row(req: dict[str, Any], res: ApiResult) -> dict[str, Any]:
+    version = res.data.get("Version")
+    return {
+        "patient_id": req["patient_id"],
+        "timestamp": req["timestamp"],
+        "endpoint": req["endpoint"],
+        "model_version": version if isinstance(version, str) else None,
+        "request_key": req["request_key"],
+        "image_url": req["image_url"],
+        "options": req["options"],
+        "status_code": res.status_code,
+        "body": res.text,
+        "fetched_at": res.fetched_at,
+        "from_cache": res.from_cache,
+        "error": None,
+    }
+
+
+def _failure(req: dict[str, Any], exc: Exception) -> dict[str, Any]:
+    return {
+        "row": req["row"],
+        "patient_id": req["patient_id"],
+        "timestamp": req["timestamp"],
+        "endpoint": req["endpoint"],
+        "request_key": req["request_key"],
+        "image_url": req["image_url"],
+        "options": req["options"],
+        "error_type": type(exc).__name__,
+        "status_code": exc.status if isinstance(exc, ApiError) else None,
+        "error": str(exc),
+        "failed_at": datetime.now(UTC),
+    }
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="req", desc="fetch", disable=not enabled, smoothing=0.1)
+
+
+def _open_store(out: str | os.PathLike[str], client: Client) -> ResponseStore:
+    """Take the store's write lock, heal the SQLite cache and open the store to heal it.
+
+    The lock is released by :meth:`ResponseStore.close` (or here, if opening fails).
+    """
+    from dentalkit.fetch._http import quarantine_cache, sqlite_cache_problem
+
+    lock = store_lock(out, settings.store_lock_timeout)
+    try:
+        moved: list[dict[str, Any]] = []
+        problem = sqlite_cache_problem(client.spec.cache)
+        if problem:
+            files = quarantine_cache(client.spec.cache)
+            client._reopen()
+            moved = [
+                {
+                    "file": str(client.spec.cache),
+                    "kind": "HTTP cache (SQLite)",
+                    "reason": problem,
+                    "moved_to": str(files[0]) if files else None,
+                    "rows": None,
+                }
+            ]
+        moved += [
+            {
+                "file": str(client.spec.cache),
+                "kind": "HTTP cache (SQLite)",
+                "reason": "could not be opened",
+                "moved_to": f,
+                "rows": None,
+            }
+            for f in getattr(client, "quarantined_cache", [])[:1]
+        ]
+        client.quarantined_cache = []  # reported once
+        store = ResponseStore(out, client.base_url, heal=True)
+        store.done = store.completed_keys()  # read (and healed) while the lock is released on error
+    except BaseException:
+        lock.release()
+        raise
+    store.quarantined[:0] = moved
+    store.lock = lock
+    return store
+
+
+def _add_lost_requests(plan: Any, store: ResponseStore, done: set[str]) -> set[str]:
+    """Add to ``plan`` the requests that quarantined parts held and the manifest lacks.
+
+    They are rebuilt from the parts' request columns (patient, timestamp, endpoint, image,
+    options) and kept only when the rebuilt request key equals the stored one. Returns the
+    keys of every row the quarantined parts held and the store no longer has.
+    """
+    if not store.lost_rows:
+        return set()
+    from urllib.parse import parse_qsl
+
+    from dentalkit.fetch._manifest import plan_requests
+
+    lost = pd.concat(store.lost_rows, ignore_index=True).drop_duplicates("request_key")
+    lost = lost[~_member(lost["request_key"], done)]
+    missing = lost[~_member(lost["request_key"], set(plan.requests["request_key"]))]
+    if len(missing):
+        rows = []
+        for rec in missing.to_dict("records"):
+            row = {k: rec[k] for k in ("patient_id", "timestamp", "endpoint")}
+            if rec["endpoint"] == "tle":
+                row.update(parse_qsl(rec["options"] or "", keep_blank_values=True))
+            else:
+                row["image_url"] = rec["image_url"]
+                row.update(json.loads(rec["options"] or "{}"))
+            rows.append(row)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DentalkitWarning)
+            extra = plan_requests(pd.DataFrame(rows))
+        keep = _member(extra.requests["request_key"], set(missing["request_key"]))
+        if (~keep).any() or len(extra.problems):
+            log.warning(
+                "%d request(s) of quarantined parts could not be rebuilt exactly; the parts "
+                "in %s still hold them",
+                len(missing) - int(keep.sum()),
+                store.out / "_quarantine",
+            )
+        if keep.any():
+            added = extra.requests.loc[keep].assign(row=0)
+            plan.requests = pd.concat([plan.requests, added], ignore_index=True)
+            plan.payloads = plan.payloads + [
+                p for p, k in zip(extra.payloads, keep, strict=True) if k
+            ]
+    return set(lost["request_key"])
+
+
+def fetch_cohort(
+    manifest: Any,
+    endpoints: str | Sequence[str] | None = None,
+    out: str | os.PathLike[str] = "dentalkit-out",
+    client: Client | None = None,
+    max_workers: int | None = None,
+    executor: Executor | None = None,
+    progress: bool = True,
+    errors: Errors | None = None,
+    retry_failed: bool = False,
+    flush_every: int | None = None,
+    flush_interval: float | None = None,
+    batch_size: int | None = None,
+) -> FetchReport:
+    """Fetch every request of a manifest into the responses store under ``out``.
+
+    Parameters
+    ----------
+    manifest : DataFrame, list of dict or path
+        CSV / Parquet / DataFrame / list of row dicts with ``patient_id``, ``timestamp``,
+        ``image_url`` and an ``endpoint`` column, or give ``endpoints=``. Optional option columns
+        (``draw_contours`` …) and, for ``/tle`` rows, ``p01`` … ``p11``.
+    endpoints : str or list of str, optional
+        Endpoint(s) for every row (registry name, path or slug) when there is no ``endpoint``
+        column. With several, each row is sent to each endpoint.
+    out : path
+        Store folder (``out/responses/*.parquet``, ``out/failures.parquet``).
+    client : Client, optional
+        Default ``Client()`` from :mod:`dentalkit.settings` and the environment.
+    max_workers : int, optional
+        Concurrent requests (default :data:`dentalkit.settings.max_workers`).
+    executor : concurrent.futures.Executor, optional
+        Run requests on this executor instead of a thread pool — e.g. a
+        ``ProcessPoolExecutor`` or ``dask.distributed.Client.get_executor()``. Workers rebuild
+        the client from its picklable :class:`~dentalkit.fetch.client.ClientSpec` (use a shared
+        SQLite file or Redis cache so they share answers). The caller's process alone writes
+        the store.
+    progress : bool
+        Show a tqdm bar (requests done, cache hits, failures, rate).
+    errors : {"raise", "collect", "warn"}, optional
+        dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`).
+        ``"collect"``: bad manifest rows go to ``report.problems`` and the valid ones are
+        fetched; failed requests go to ``failures.parquet``. ``"warn"``: the same, plus one
+        :class:`~dentalkit.errors.DentalkitWarning` when there were bad rows or failures.
+        ``"raise"``: a bad manifest raises :class:`~dentalkit.errors.ManifestError` before
+        anything is sent; the first failed request stops the run (what was received is
+        stored) and its error is raised. Not given: ``"collect"``, this function's default
+        so far, with a :class:`FutureWarning` when there were bad rows or failures (the
+        package's one default, ``"raise"``, will apply; pass ``errors="collect"`` to keep
+        the present behaviour).
+    retry_failed : bool
+        Send only the requests the store's failures table lists (earlier failures are
+        otherwise skipped, so a rerun does not pay again for requests that cannot succeed;
+        a 401 is not the request's fault, so those are always sent again).
+    flush_every, flush_interval : int, float, optional
+        Write a Parquet part after this many answers or seconds (defaults in settings).
+    batch_size : int, optional
+        Requests per task on an ``executor`` you pass: a task sends its batch one request
+        after another, so the executor's per-task cost (on dask a few milliseconds of
+        scheduler and worker CPU) is shared by the batch. Default: automatic — at most
+        :data:`MAX_BATCH`, chosen so that the last round of tasks is as full as
+        possible. The built-in thread pool always sends one request per task. Answers are stored as tasks finish;
+        a task killed mid-way loses nothing that the shared HTTP cache already holds.
+
+    Returns
+    -------
+    FetchReport
+
+    Raises
+    ------
+    ManifestError
+        In ``errors="raise"`` mode for any bad row (all of them listed), and in either mode
+        when a required column is missing.
+    ConfigurationError
+        ``out`` holds answers of another service, or the client is not configured.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import pandas as pd
+    >>> from dentalkit.sandbox import running
+    >>> m = pd.DataFrame(
+    ...     {
+    ...         "patient_id": ["P1", "P2"],
+    ...         "timestamp": "2024-03-05",
+    ...         "image_url": ["https://img.example.org/P1.png", "https://img.example.org/P2.png"],
+    ...     }
+    ... )
+    >>> with running() as sb, tempfile.TemporaryDirectory() as out:
+    ...     client = Client(sb.base_url, api_key=sb.api_key, cache="memory")
+    ...     first = fetch_cohort(m, "classifier", out, client=client, progress=False)
+    ...     again = fetch_cohort(m, "classifier", out, client=client, progress=False)
+    ...     first.stored, again.already_stored, again.sent, len(again.responses())
+    (2, 2, 0, 2)
+    """
+    legacy = errors is None
+    errors = "collect" if errors is None else check_errors(errors, "dentalkit.fetch_cohort")
+    if batch_size is not None and not (isinstance(batch_size, int) and batch_size >= 1):
+        raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
+    started = time.perf_counter()
+    plan = plan_requests(read_manifest(manifest), endpoints)
+    if len(plan.problems) and errors == "raise":
+        raise ManifestError(plan.problems)
+    client = client or Client(heal_cache=True)
+    store = _open_store(out, client)  # holds the write lock until store.close()
+    report = FetchReport(out=store.out, requested=len(plan.requests), problems=plan.problems)
+
+    done = store.done
+    lost_keys = _add_lost_requests(plan, store, done)
+    report.requested = len(plan.requests)
+    reqs = plan.requests
+    previous = store.read_failures()
+    previous = previous[~_member(previous["request_key"], done)]
+    stored_mask = _member(reqs["request_key"], done)
+    # a 401 concerns the key, not the request: once the key is fixed, a rerun sends it again
+    request_specific = previous["error_type"].astype("object") != "AuthError"
+    failed_before = _member(reqs["request_key"], set(previous.loc[request_specific, "request_key"]))
+    todo = ~stored_mask & (failed_before if retry_failed else ~failed_before)
+    report.already_stored = int(stored_mask.sum())
+    report.skipped_failed = 0 if retry_failed else int((~stored_mask & failed_before).sum())
+    if report.skipped_failed:
+        log.warning(
+            "%d request(s) failed in an earlier run and are skipped; "
+            "pass retry_failed=True to retry them (see %s)",
+            report.skipped_failed,
+            store.out / "failures.parquet",
+        )
+    indices = [int(i) for i in todo.nonzero()[0]]
+    report.sent = len(indices)
+
+    workers = max_workers or settings.max_workers
+    own_executor = executor is None
+    pool = executor or ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dentalkit")
+    worker_client: Client | ClientSpec = (
+        client if isinstance(pool, ThreadPoolExecutor) else client.spec
+    )
+    if worker_client is client.spec and client.spec.cache is None:
+        log.warning("an in-memory cache is not shared with worker processes; use SQLite or Redis")
+    every = flush_every or settings.flush_every
+    interval = flush_interval if flush_interval is not None else settings.flush_interval
+
+    records = dict(zip(indices, reqs.iloc[indices].to_dict("records"), strict=True))
+    buffer: list[dict[str, Any]] = []
+    new_failures: list[dict[str, Any]] = []
+    attempted: set[str] = set()
+    last_flush = time.monotonic()
+    first_error: Exception | None = None
+    bar = _progress(len(indices), progress)
+    # one HTTP request per distinct request: /tle rows of several sessions with the same
+    # query share one call, and each session still gets its own row
+    groups: dict[str, list[int]] = {}
+    http_keys = reqs["http_key"].tolist()
+    for i in indices:
+        groups.setdefault(http_keys[i], []).append(i)
+    pending: dict[Future, list[list[int]]] = {}
+    window = max(2 * workers, 4)
+    if own_executor:
+        batch = 1
+    elif batch_size is None:
+        batch = _auto_batch(len(groups), workers)
+    elif isinstance(batch_size, int) and batch_size >= 1:
+        batch = batch_size
+    else:
+        raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
+    ordered = list(groups.values())
+    queue = iter([ordered[k : k + batch] for k in range(0, len(ordered), batch)])
+
+    def flush() -> None:
+        nonlocal last_flush
+        if buffer:
+            store.append(buffer)
+            report.stored += len(buffer)
+            if lost_keys:
+                report.recovered += sum(r["request_key"] in lost_keys for r in buffer)
+            buffer.clear()
+        last_flush = time.monotonic()
+
+    try:
+        while True:
+            while len(pending) < window and first_error is None and report.stopped is None:
+                chunk = next(queue, None)
+                if chunk is None:
+                    break
+                payloads = [plan.payloads[group[0]] for group in chunk]
+                pending[pool.submit(_fetch_batch, worker_client, payloads)] = chunk
+            if not pending:
+                break
+            finished, _ = wait(pending, timeout=interval, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                chunk = pending.pop(fut)
+                try:
+                    results = fut.result()
+                except Exception as exc:  # a worker crash: record it like any failure
+                    results = [exc] * len(chunk)
+                for group, res in zip(chunk, results, strict=True):
+                    for i in group:
+                        req = records[i]
+                        attempted.add(req["request_key"])
+                        if isinstance(res, ApiResult):
+                            buffer.append(_row(req, res))
+                            report.from_cache += res.from_cache
+                            if len(buffer) >= every:
+                                flush()
+                        else:
+                            new_failures.append(_failure(req, res))
+                            report.failed += 1
+                            why = stop_reason(res, bool(report.stored or buffer))
+                            if why and report.stopped is None:
+                                report.stopped, report.stop_reason = why, str(res)
+                                log.error("fetch_cohort stops sending: %s (%s)", _STOPPED[why], res)
+                            if errors == "raise" and first_error is None:
+                                first_error = res
+                    bar.update(len(group))
+            if finished:
+                bar.set_postfix(cache=report.from_cache, failed=report.failed, refresh=False)
+            if time.monotonic() - last_flush >= interval:
+                flush()
+    finally:
+        for fut in pending:
+            fut.cancel()
+        if own_executor:
+            pool.shutdown(wait=True, cancel_futures=True)
+        flush()
+        bar.close()
+        kept = previous[~_member(previous["request_key"], attempted)]
+        fresh = pd.DataFrame(new_failures, columns=FAILURES_SCHEMA.names)
+        frames = [d for d in (kept, fresh) if len(d)]
+        failures = pd.concat(frames, ignore_index=True) if frames else fresh
+        failures = failures.sort_values(["row", "endpoint"], kind="stable", ignore_index=True)
+        if len(failures) or (store.out / "failures.parquet").exists():
+            store.write_failures(failures)
+        report.failures = failures
+        report.quarantined = pd.DataFrame(
+            store.quarantined, columns=["file", "kind", "reason", "moved_to", "rows"]
+        )
+        store.close()
+        report.seconds = time.perf_counter() - started
+    log.info("fetch_cohort: %s", report.summary())
+    if first_error is not None:
+        raise first_error
+    n_problems = len(report.problems) + int(report.failed)
+    if n_problems and legacy:
+        warn_default_change("dentalkit.fetch_cohort", "collect", n_problems)
+    elif n_problems and errors == "warn":
+        warnings.warn(
+            f"fetch_cohort: {len(report.problems)} bad manifest row(s) skipped and "
+            f"{report.failed} request(s) failed ({report.summary()}); see report.problems "
+            "and report.failures",
+            DentalkitWarning,
+            stacklevel=2,
+        )
+    return report
+
+
+class Fetcher:
+    """Fetch manifests into one responses store on demand: a callable for analyses.
+
+    Analyses that need answers they may not have yet (:func:`dentalkit.tle.estimate`,
+    :func:`dentalkit.tle.sensitivity`) take a fetcher instead of an HTTP client, so they
+    never import the client, and every request goes the one fetch path: planned by the
+    manifest rules, keyed by the store's request key, sent through the cache, stored
+    losslessly, recorded in ``failures.parquet`` when it fails, and resumed by the next
+    run (a killed run sends again only what was not yet answered).
+
+    Parameters
+    ----------
+    out : path
+        The store folder (created on first use).
+    client : Client, optional
+        Default ``Client()`` from :mod:`dentalkit.settings` and the environment; built on
+        first use.
+    max_workers, progress, flush_every, flush_interval, retry_failed
+        As for :func:`fetch_cohort` (a request that failed in an earlier run is skipped
+        unless ``retry_failed``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from dentalkit import tle
+    >>> from dentalkit.sandbox import running
+    >>> with running() as sb, tempfile.TemporaryDirectory() as out:
+    ...     fetcher = Fetcher(out, Client(sb.base_url, api_key=sb.api_key, cache="memory"))
+    ...     first = tle.estimate(tle.example_patients(3), fetcher)
+    ...     again = tle.estimate(tle.example_patients(3), fetcher)
+    ...     first.attrs["sent"], again.attrs["from_store"], again.attrs["sent"]
+    (3, 3, 0)
+    """
+
+    def __init__(
+        self,
+        out: str | os.PathLike[str],
+        client: Client | None = None,
+        *,
+        max_workers: int | None = None,
+        progress: bool = False,
+        flush_every: int | None = None,
+        flush_interval: float | None = None,
+        retry_failed: bool = False,
+    ) -> None:
+        self.out = Path(out)
+        self.retry_failed = retry_failed
+        self._client = client
+        self.max_workers = max_workers
+        self.progress = progress
+        self.flush_every = flush_every
+        self.flush_interval = flush_interval
+        self.last_report: FetchReport | None = None
+
+    def __repr__(self) -> str:
+        return f"Fetcher(out={str(self.out)!r})"
+
+    @property
+    def client(self) -> Client:
+        """The client (built from settings on first use when none was given)."""
+        if self._client is None:
+            self._client = Client()
+        return self._client
+
+    def stored(self) -> pd.DataFrame | None:
+        """The store's responses table, or None while the store does not exist yet."""
+        if not (self.out / "_dentalkit.json").exists():
+            return None
+        return read_responses(self.out)
+
+    def __call__(self, manifest: Any, errors: Errors | None = None) -> pd.DataFrame:
+        """Fetch ``manifest`` into the store; return the whole responses table.
+
+        ``attrs["fetch"]`` holds the run's counts (``sent``, ``stored``, ``from_cache``,
+        ``failed``, ``already_stored``) and ``attrs["failures"]`` the failure records of
+        this manifest's requests (plain dicts).
+        """
+        report = fetch_cohort(
+            manifest,
+            out=self.out,
+            client=self.client,
+            max_workers=self.max_workers,
+            progress=self.progress,
+            errors=errors,
+            flush_every=self.flush_every,
+            flush_interval=self.flush_interval,
+            retry_failed=self.retry_failed,
+        )
+        self.last_report = report
+        responses = report.responses()
+        responses.attrs["fetch"] = {
+            k: int(getattr(report, k))
+            for k in ("sent", "stored", "from_cache", "failed", "already_stored")
+        }
+        failures = report.failures
+        records = failures.astype(object).where(failures.notna(), None).to_dict("records")
+        responses.attrs["failures"] = [
+            {k: r.get(k) for k in ("options", "error_type", "status_code", "error")}
+            for r in records
+        ]
+        return responses
+
+
+@dataclass
+class FirstContactPlan:
+    """The requests of a first contact: one per endpoint, from the user's small manifest.
+
+    Attributes
+    ----------
+    manifest : DataFrame
+        A manifest of one row per endpoint (``patient_id``, ``timestamp``, ``endpoint``,
+        ``image_url``, option and ``p01`` … ``p11`` columns), ready for :func:`fetch_cohort`.
+    request_keys : list of str
+        The store's request key of each row (to count what is already stored).
+    missing : list of str
+        Registry endpoints the manifest gives no valid row for (not contacted).
+    problems : DataFrame
+        The manifest's problems (bad rows are never chosen).
+    """
+
+    manifest: pd.DataFrame
+    request_keys: list[str]
+    missing: list[str]
+    problems: pd.DataFrame
+
+
+def first_contact_plan(
+    manifest: Any, endpoints: str | Sequence[str] | None = None
+) -> FirstContactPlan:
+    """Choose one request per endpoint from a small manifest (nothing is sent).
+
+    Parameters
+    ----------
+    manifest : DataFrame, list of dict or path
+        As for :func:`fetch_cohort`: rows with ``patient_id``, ``timestamp``,
+        ``image_url`` and an ``endpoint`` column (or ``endpoints=``); ``/tle`` rows carry
+        ``p01`` … ``p11``. The first valid row of each endpoint is chosen.
+    endpoints : str or list of str, optional
+        Endpoints for every row when there is no ``endpoint`` column.
+
+    Returns
+    -------
+    FirstContactPlan
+    """
+    import json
+
+    plan = plan_requests(read_manifest(manifest), endpoints)
+    chosen = plan.requests.drop_duplicates("endpoint", keep="first")
+    rows = []
+    for rec in chosen.to_dict("records"):
+        options = json.loads(rec["options"]) if rec["options"] else {}
+        row = {
+            "patient_id": rec["patient_id"],
+            "timestamp": rec["timestamp"],
+            "endpoint": rec["endpoint"],
+            "image_url": rec["image_url"] if rec["image_url"] is not None else "",
+        }
+        row.update({k: str(v) if isinstance(v, bool) else v for k, v in options.items()})
+        rows.append(row)
+    order = {name: i for i, name in enumerate(ENDPOINTS)}
+    rows.sort(key=lambda r: order[r["endpoint"]])
+    keys = dict(zip(chosen["endpoint"], chosen["request_key"], strict=True))
+    return FirstContactPlan(
+        manifest=pd.DataFrame(rows),
+        request_keys=[keys[r["endpoint"]] for r in rows],
+        missing=[name for name in ENDPOINTS if name not in keys],
+        problems=plan.problems,
+    )
