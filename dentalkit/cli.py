@@ -49,6 +49,19 @@ def _err(line: str) -> None:
     typer.echo(line, err=True)
 
 
+#: Options shared by the commands that talk to a service (one declaration, one help text).
+ServiceUrlOption = Annotated[
+    str | None,
+    typer.Option(help="Service URL ending in /api/v2 (default: DENTALKIT_BASE_URL)."),
+]
+CacheOption = Annotated[
+    str | None,
+    typer.Option(
+        help="HTTP cache: .sqlite path, folder, redis:// URL or 'memory' (default: settings)."
+    ),
+]
+
+
 @app.command()
 def sandbox(
     host: Annotated[str, typer.Option(help="Loopback address to bind.")] = "127.0.0.1",
@@ -137,16 +150,8 @@ def fetch(
             help="Endpoint for every row (repeatable); omit when the manifest has an endpoint column."
         ),
     ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(help="Service URL ending in /api/v2 (default: DENTALKIT_BASE_URL)."),
-    ] = None,
-    cache: Annotated[
-        str | None,
-        typer.Option(
-            help="HTTP cache: .sqlite path, folder, redis:// URL or 'memory' (default: settings)."
-        ),
-    ] = None,
+    base_url: ServiceUrlOption = None,
+    cache: CacheOption = None,
     workers: Annotated[
         int | None,
         typer.Option(min=1, max=64, help="Concurrent requests, 1 to 64 (default: settings)."),
@@ -293,14 +298,8 @@ def first_contact(
     out: Annotated[
         Path, typer.Option(help="Store folder; contract.md and contract.parquet go here.")
     ],
-    base_url: Annotated[
-        str | None,
-        typer.Option(help="Service URL ending in /api/v2 (default: DENTALKIT_BASE_URL)."),
-    ] = None,
-    cache: Annotated[
-        str | None,
-        typer.Option(help="HTTP cache: .sqlite path, folder, redis:// URL or 'memory'."),
-    ] = None,
+    base_url: ServiceUrlOption = None,
+    cache: CacheOption = None,
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Send without asking (scripts, CI).")
     ] = False,
