@@ -3,7 +3,7 @@
 A between-group test treats its rows as independent. Sessions, teeth or images of one
 patient are not: two sessions of a patient correlate at 0.9 or more, so counting them as
 two patients shrinks the standard error and inflates the false-positive rate (a null
-simulation in ``benchmarks/bench_unit_of_analysis.py``: 0.19 instead of 0.05). The helpers
+simulation in ``benchmarks/units.py``: 0.16 instead of 0.05). The helpers
 here find the unit column, refuse tables in which a unit repeats, and reduce a table to
 one row per unit with a named rule when the caller asks for it.
 """
