@@ -16,7 +16,7 @@ Per repetition, back to back in one process, every table is written to an in-mem
 
 - *plain*: ``pq.write_table(pa.Table.from_pandas(df, preserve_index=False))`` — the writer
   before issue 23 (the teeth table through the GeoParquet writer without a declaration);
-- *declared*: ``pq.write_table(dentalkit._dictionary.arrow_table(df, name))`` — declared
+- *declared*: ``pq.write_table(dentalkit.io._dictionary.arrow_table(df, name))`` — declared
   Arrow types, nullability checks and field metadata (teeth: GeoParquet writer with its
   declaration).
 
@@ -45,10 +45,10 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from dentalkit import convert, io, pipeline
-from dentalkit._dictionary import arrow_table
 from dentalkit.contract import contract_report
 from dentalkit.demo import sandbox_calibration, sandbox_patients
 from dentalkit.fetch.store import read_responses
+from dentalkit.io._dictionary import arrow_table
 
 
 def demo_frames(folder: Path) -> dict[str, object]:

@@ -218,7 +218,7 @@ def fetch(
     for rec in report.quarantined.to_dict("records"):
         typer.echo(f"damaged {rec['kind']} {rec['file']} moved to {rec['moved_to']}")
     if len(report.problems):
-        from dentalkit._export import csv_text, safe_csv_frame
+        from dentalkit.io._export import csv_text, safe_csv_frame
 
         path = out / "manifest-problems.csv"
         cells = report.problems.astype(object).where(report.problems.notna(), None)

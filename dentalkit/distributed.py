@@ -49,6 +49,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dentalkit._atomic import fsync_path
 from dentalkit.errors import InputError, require
 
 __all__ = [
@@ -154,16 +155,6 @@ def _arrow_writer(frame: pd.DataFrame, path: Path) -> None:
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
 
 
-def _fsync(path: Path) -> None:
-    if os.name == "nt":  # pragma: no cover - directories cannot be opened on Windows
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write_partitioned(
     table: pd.DataFrame,
     path: str | os.PathLike[str],
@@ -245,7 +236,7 @@ def write_partitioned(
             "files": rows,
         }
         (staging / PARTITIONING_FILE).write_text(json.dumps(meta, indent=2))
-        _fsync(staging)
+        fsync_path(staging)
         if target.exists():
             old = target.parent / f".{target.name}.old-{uuid.uuid4().hex}"
             os.replace(target, old)
@@ -253,7 +244,7 @@ def write_partitioned(
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(staging, target)
-        _fsync(target.parent)
+        fsync_path(target.parent)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

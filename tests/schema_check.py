@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dentalkit._dictionary import declared_field
+from dentalkit.io._dictionary import declared_field
 
 
 def check_file(path: Path, name: str) -> list[str]:

@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from dentalkit import io
-from dentalkit._dictionary import ANALYSIS_TABLES, is_declared_table
 from dentalkit.errors import InputError
 from dentalkit.fetch.store import FAILURES_SCHEMA, RESPONSES_SCHEMA
+from dentalkit.io._dictionary import ANALYSIS_TABLES, is_declared_table
 from tests.schema_check import check_file
 
 duckdb = pytest.importorskip("duckdb")
@@ -87,7 +87,7 @@ def test_every_demo_output_is_declared_and_written_with_its_declaration(demo_stu
     assert {"landmarks", "teeth", "problems", "ceph_measures", "contract"} <= set(names.values())
     undeclared = _undeclared(paths, root)
     assert not undeclared, (
-        f"undeclared output(s) {undeclared}: add each to dentalkit._dictionary.ANALYSIS_TABLES "
+        f"undeclared output(s) {undeclared}: add each to dentalkit.io._dictionary.ANALYSIS_TABLES "
         "and its columns to dentalkit/data/columns.csv"
     )
     errors = [e for p in paths for e in check_file(p, names[p])]

@@ -34,7 +34,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import uuid
 import warnings
 from collections.abc import Iterable, Mapping
@@ -46,6 +45,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dentalkit._atomic import atomic_write as _atomic_write
+from dentalkit._atomic import fsync_path as _fsync_dir
 from dentalkit.endpoints import ENDPOINTS
 from dentalkit.errors import (
     ConfigurationError,
@@ -145,34 +146,6 @@ def parse_session_time(timestamps: pd.Series) -> pd.Series:
 
 _NS_MIN = pd.Timestamp.min.tz_localize("UTC")
 _NS_MAX = pd.Timestamp.max.tz_localize("UTC")
-
-
-def _fsync_dir(folder: Path) -> None:
-    if os.name == "nt":  # pragma: no cover - directories cannot be opened on Windows
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(target: Path, write: Any, check: Any = None) -> None:
-    """Call ``write(tmp_path)``, fsync it, ``check(tmp_path)`` (reads it back), then rename it
-    over ``target`` (same folder)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        if check is not None:
-            check(tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(target.parent)
 
 
 def _fix(out: Path) -> str:

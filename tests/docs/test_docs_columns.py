@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from dentalkit._dictionary import (
+from dentalkit.convert import schemas
+from dentalkit.io._dictionary import (
     ANALYSIS_TABLES,
     ARROW_TYPES,
     columns_markdown,
     declared_field,
     load_catalogue,
 )
-from dentalkit.convert import schemas
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,7 @@ def test_columns_md_is_generated_from_the_declarations():
     committed = (ROOT / "docs" / "columns.md").read_text(encoding="utf-8")
     assert committed == columns_markdown(), (
         "docs/columns.md is stale: regenerate it with "
-        'python -c "from dentalkit._dictionary import columns_markdown; '
+        'python -c "from dentalkit.io._dictionary import columns_markdown; '
         "open('docs/columns.md', 'w', encoding='utf-8').write(columns_markdown())\""
     )
 
@@ -70,7 +70,7 @@ def test_every_contract_column_has_a_description():
 
 
 @pytest.mark.parametrize(
-    "name", ["dentalkit._pseudonymize", "dentalkit._export", "dentalkit._dictionary"]
+    "name", ["dentalkit.io._pseudonymize", "dentalkit.io._export", "dentalkit.io._dictionary"]
 )
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)

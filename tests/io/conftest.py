@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dentalkit._dictionary import ANALYSIS_TABLES
+from dentalkit.io._dictionary import ANALYSIS_TABLES
 
 ENDPOINT_NAMES = (
     "ceph_lateral_points",

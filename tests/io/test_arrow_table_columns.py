@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dentalkit import _dictionary
-from dentalkit._dictionary import arrow_table
 from dentalkit.errors import InputError
+from dentalkit.io import _dictionary
+from dentalkit.io._dictionary import arrow_table
 
 
 def _reference(monkeypatch, df: pd.DataFrame, name: str) -> pa.Table:

@@ -22,9 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dentalkit import io
-from dentalkit._dictionary import ANALYSIS_TABLES, DICTIONARY_COLUMNS
 from dentalkit.convert import schemas
 from dentalkit.errors import DentalkitWarning, InputError
+from dentalkit.io._dictionary import ANALYSIS_TABLES, DICTIONARY_COLUMNS
 
 SECRET = "x7Qm2r9LkV0pZs4tB8wNcE1yHa6uJd3F"
 

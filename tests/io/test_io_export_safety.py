@@ -135,7 +135,7 @@ def test_property_every_text_value_round_trips_and_no_cell_is_a_formula(tmp_path
 def test_docstring_examples_of_the_export_module():
     import doctest
 
-    from dentalkit import _export
+    from dentalkit.io import _export
 
     result = doctest.testmod(_export, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

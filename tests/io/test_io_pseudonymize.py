@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dentalkit import io
-from dentalkit._pseudonymize import _digest
 from dentalkit.errors import DentalkitWarning, InputError
+from dentalkit.io._pseudonymize import _digest
 
 SECRET = "x7Qm2r9LkV0pZs4tB8wNcE1yHa6uJd3F"  # 32 bytes; a test value, never a real one
 # printf '%s' P001 | openssl dgst -sha256 -hmac x7Qm2r9LkV0pZs4tB8wNcE1yHa6uJd3F

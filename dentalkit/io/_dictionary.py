@@ -35,9 +35,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from dentalkit._pseudonymize import PSEUDONYM_ATTR
 from dentalkit.convert import schemas
 from dentalkit.errors import InputError
+from dentalkit.io._pseudonymize import PSEUDONYM_ATTR
 
 __all__ = [
     "ANALYSIS_TABLES",
@@ -906,7 +906,7 @@ def columns_markdown() -> str:
         "",
         "Generated from `dentalkit/convert/schemas.py` (the data contract's tables) and",
         "`dentalkit/data/columns.csv` (units, and the analysis tables) by",
-        "`dentalkit._dictionary.columns_markdown()`; do not edit by hand (a test compares this",
+        "`dentalkit.io._dictionary.columns_markdown()`; do not edit by hand (a test compares this",
         "file with a fresh rendering). The same declarations fill the data dictionary that",
         "`dentalkit.io.export` writes next to exported tables.",
         "",

@@ -40,10 +40,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
-from dentalkit._dictionary import data_dictionary, value_labels
-from dentalkit._pseudonymize import PSEUDONYM_ATTR
+from dentalkit._atomic import atomic_write
 from dentalkit.errors import InputError
+from dentalkit.io._dictionary import data_dictionary, value_labels
+from dentalkit.io._pseudonymize import PSEUDONYM_ATTR
 
 __all__ = [
     "DICTIONARY_FORMAT",
@@ -224,7 +226,7 @@ def _plain(value: Any) -> list:
 
 def _list_field(table: str, column: str, col: pd.Series, df: pd.DataFrame) -> pa.Field:
     """The Parquet field of a list column: its declaration, else list<inferred items>."""
-    from dentalkit._dictionary import declared_field
+    from dentalkit.io._dictionary import declared_field
 
     declared = declared_field(table, column, df)
     if declared is not None and pa.types.is_list(declared.type):
@@ -259,12 +261,7 @@ def _check_tables(tables: Mapping[str, pd.DataFrame]) -> None:
 
 
 def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8", newline=""))
 
 
 def export(
@@ -370,8 +367,6 @@ def export(
             _write_text(path, csv_text(safe, text_cols))
             written[path.name] = path
         if "parquet" in formats:
-            from dentalkit.io import _atomic_write  # io imports this module
-
             typed = df.copy()
             typed.attrs = {k: v for k, v in df.attrs.items() if k == PSEUDONYM_ATTR}
             lists = {}
@@ -386,7 +381,7 @@ def export(
                 i = arrow.schema.get_field_index(column)
                 arrow = arrow.set_column(i, field, arrow.column(i).cast(field.type))
             path = out / f"{name}.parquet"
-            _atomic_write(arrow, path)
+            atomic_write(path, lambda tmp, arrow=arrow: pq.write_table(arrow, tmp))
             written[path.name] = path
 
     csv_dict = dictionary.assign(allowed_values=dictionary["allowed_values"].map("|".join))

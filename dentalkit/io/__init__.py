@@ -45,9 +45,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
-from contextlib import suppress
 from pathlib import Path
 
 import numpy as np
@@ -56,11 +54,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import shapely
 
-from dentalkit._dictionary import arrow_table, data_dictionary, declared_field
-from dentalkit._export import export, read_export
-from dentalkit._pseudonymize import pseudonymize
+from dentalkit._atomic import atomic_write
 from dentalkit.convert import schemas
 from dentalkit.errors import InputError
+from dentalkit.io._dictionary import arrow_table, data_dictionary, declared_field
+from dentalkit.io._export import export, read_export
+from dentalkit.io._pseudonymize import pseudonymize
 
 __all__ = [
     "GEOPARQUET_VERSION",
@@ -127,18 +126,7 @@ def write_parquet(table: pd.DataFrame, path: str | os.PathLike, name: str | None
 def _atomic_write(table: pa.Table, path: Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            pq.write_table(table, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    return path
+    return atomic_write(path, lambda tmp: pq.write_table(table, tmp))
 
 
 def _geo_table(df: pd.DataFrame, geometry: str, name: str | None = None) -> pa.Table:
