@@ -12,7 +12,7 @@ from scipy import stats
 
 from dentalkit.errors import InputError, require
 from dentalkit.stats import _tests
-from dentalkit.stats._tables import as_list, require_columns
+from dentalkit.stats._tables import as_list, present_levels, require_columns
 from dentalkit.stats._units import (
     AGGREGATES,
     DEFAULT_UNIT,
@@ -340,19 +340,14 @@ def _kind(values: pd.Series) -> str:
 
 
 def _levels(series: pd.Series, order: Sequence[Any] | None) -> list[Any]:
+    if order is None:
+        return present_levels(series)
     present = list(pd.unique(series.dropna()))
-    if order is not None:
-        unknown = [o for o in order if o not in present]
-        missing = [p for p in present if p not in list(order)]
-        if missing:
-            raise InputError(f"order={list(order)} lacks level(s) {missing} of the by column")
-        return [o for o in order if o not in unknown]
-    if isinstance(series.dtype, pd.CategoricalDtype):
-        return [c for c in series.cat.categories if c in present]
-    try:
-        return sorted(present)
-    except TypeError:
-        return sorted(present, key=str)
+    unknown = [o for o in order if o not in present]
+    missing = [p for p in present if p not in list(order)]
+    if missing:
+        raise InputError(f"order={list(order)} lacks level(s) {missing} of the by column")
+    return [o for o in order if o not in unknown]
 
 
 @dataclass(frozen=True)

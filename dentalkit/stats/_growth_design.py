@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dentalkit.errors import InputError
-from dentalkit.stats._tables import require_columns
+from dentalkit.stats._tables import present_levels, require_columns
 
 SECONDS_PER_YEAR = 365.25 * 86400.0  # Julian year, as ceph.change and the sandbox
 
@@ -273,28 +273,17 @@ def _group_levels(table: pd.DataFrame, group: str, unit: str) -> list[Any]:
             f"compares groups of {unit}s: give one {group} per {unit} (e.g. at the first "
             f"session) through patients=<one row per {unit}>"
         )
-    levels = _levels(col)
+    levels = present_levels(col)
     if len(levels) < 2:
         raise InputError(f"group column {group!r} has {len(levels)} level(s); it needs ≥ 2")
     return levels
-
-
-def _levels(col: pd.Series) -> list:
-    """The levels present in ``col``: in category order for a categorical, else sorted."""
-    present = list(pd.unique(col.dropna()))
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        return [c for c in col.cat.categories if c in present]
-    try:
-        return sorted(present)
-    except TypeError:
-        return sorted(present, key=str)
 
 
 def _covariate_columns(col: pd.Series, name: str) -> list[tuple[str, np.ndarray]]:
     """Numeric covariates as they are; others as treatment-coded dummies."""
     if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
         return [(name, col.to_numpy(dtype=float, na_value=np.nan))]
-    levels = _levels(col)
+    levels = present_levels(col)
     codes = pd.Categorical(col, categories=levels).codes
     out = []
     for i, lv in enumerate(levels[1:], start=1):

@@ -54,6 +54,18 @@ def as_list(columns: str | Sequence[str] | None) -> list[str]:
     return list(columns)
 
 
+def present_levels(series: pd.Series) -> list:
+    """The levels present in ``series``: in category order for a categorical, else sorted
+    (by their text when the values do not compare)."""
+    present = list(pd.unique(series.dropna()))
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return [c for c in series.cat.categories if c in present]
+    try:
+        return sorted(present)
+    except TypeError:
+        return sorted(present, key=str)
+
+
 def duplicated_rows(table: pd.DataFrame, columns: Sequence[str], keep: str = "first") -> np.ndarray:
     """``table.duplicated(columns, keep=keep).to_numpy()``, faster on categorical keys.
 
