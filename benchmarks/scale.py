@@ -21,7 +21,7 @@ same total concurrency C (default 16 requests in flight) it measures:
 
 Every configuration fetches its own patients, so each starts cold. Cluster start-up is not
 timed (a long-lived cluster is the use case), nor is one warm-up request per cluster.
-Workers run with ``dentalkit.distributed.FETCH_DASK_CONFIG`` unless ``--dask-defaults``.
+Workers run with ``dentalkit.io.partitioned.FETCH_DASK_CONFIG`` unless ``--dask-defaults``.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
         "--dask-defaults",
         dest="lean",
         action="store_false",
-        help="dask's default worker settings instead of dentalkit.distributed.FETCH_DASK_CONFIG",
+        help="dask's default worker settings instead of dentalkit.io.partitioned.FETCH_DASK_CONFIG",
     )
     p.add_argument("--smoke", action="store_true", help="tiny run for the test suite")
     args = p.parse_args(argv)
@@ -134,9 +134,9 @@ def main(argv: list[str] | None = None) -> None:
     from dask.distributed import Client as DaskClient
     from dask.distributed import LocalCluster
 
-    from dentalkit.distributed import FETCH_DASK_CONFIG
     from dentalkit.fetch.client import Client
     from dentalkit.fetch.cohort import fetch_cohort
+    from dentalkit.io.partitioned import FETCH_DASK_CONFIG
 
     server = subprocess.Popen(
         [sys.executable, "-c", SERVER, str(args.latency)],

@@ -2,7 +2,7 @@
 then a rename over the target, so a reader never sees a half-written file.
 
 Used by table I/O (:mod:`dentalkit.io`), the responses store (:mod:`dentalkit.fetch.store`)
-and partitioned Parquet (:mod:`dentalkit.distributed`). It imports nothing from the
+and partitioned Parquet (:mod:`dentalkit.io.partitioned`). It imports nothing from the
 package, so every module may use it without an import circle.
 """
 

@@ -267,6 +267,49 @@ def test_fetch_modules_live_in_the_fetch_package(graph):
     assert "dentalkit.fetch.client" not in graph["dentalkit.fetch._download"]
 
 
+def upward_reexports(src: Path, package: str = "dentalkit") -> list[str]:
+    """Public names a subpackage's ``__init__`` takes from outside the subpackage.
+
+    A package re-exports (lists in ``__all__``) only what its own modules define: a name
+    taken from a module outside it (``io`` re-exporting ``dentalkit.distributed``'s
+    functions from its last line, before issue 24) points upward or sideways, and hides
+    where the code lives. The root package is the public facade and is exempt; helpers
+    imported for use and not listed in ``__all__`` are not re-exports.
+    """
+    mods = module_files(src, package)
+    bad = []
+    for name, (path, is_pkg) in sorted(mods.items()):
+        if not is_pkg or name == package:
+            continue
+        tree = _parse(path)
+        try:
+            public = _all_of(path)
+        except AssertionError:
+            continue
+        for node in _imports(tree):
+            if not isinstance(node, ast.ImportFrom) or node.level:
+                continue  # relative imports stay inside the package by construction
+            base = node.module or ""
+            if base == name or base.startswith(name + "."):
+                continue
+            taken = sorted(a.asname or a.name for a in node.names if (a.asname or a.name) in public)
+            bad += [f"{name} re-exports {n} from {base}" for n in taken]
+    return bad
+
+
+def test_packages_reexport_only_their_own_modules():
+    assert not upward_reexports(ROOT), "re-exports from outside the package: " + "; ".join(
+        upward_reexports(ROOT)
+    )
+
+
+def test_partitioned_parquet_lives_in_the_io_package(graph):
+    # dentalkit.distributed is a deprecated alias only; io takes nothing from the root level
+    assert graph["dentalkit.distributed"] == {"dentalkit.io.partitioned"}
+    assert "dentalkit.distributed" not in graph["dentalkit.io"]
+    assert "dentalkit.io.partitioned" in graph["dentalkit.io"]
+
+
 # ---- the checker itself, on small packages written here -----------------------------
 def _write(tmp: Path, files: dict[str, str]) -> Path:
     for rel, text in files.items():
@@ -306,3 +349,22 @@ def test_checker_resolves_relative_imports_and_skips_type_checking(tmp_path):
     graph = import_graph(src, "pk")
     assert graph == {"pk": {"pk.sub"}, "pk.sub": {"pk.y"}, "pk.y": set()}
     assert circles(graph) == []
+
+
+def test_checker_finds_an_upward_reexport(tmp_path):
+    src = _write(
+        tmp_path,
+        {
+            "pk/__init__.py": "from pk.sub import f\n__all__ = ['f']\n",
+            "pk/top.py": "def g():\n    return 1\n",
+            "pk/sub/__init__.py": (
+                "from pk.sub.inner import f\nfrom pk.top import g\nfrom pk.errors import E\n"
+                "__all__ = ['f', 'g']\n"
+            ),
+            "pk/sub/inner.py": "def f():\n    return 2\n",
+            "pk/errors.py": "class E(Exception):\n    pass\n",
+        },
+    )
+    # g is listed in __all__ and comes from above; E is used, not re-exported; the root is
+    # the facade
+    assert upward_reexports(src, "pk") == ["pk.sub re-exports g from pk.top"]

@@ -61,6 +61,11 @@ from dentalkit.io._dictionary import arrow_table, data_dictionary, declared_fiel
 from dentalkit.io._export import export, read_export
 from dentalkit.io._pseudonymize import pseudonymize
 
+# Partitioned Parquet for cohorts that outgrow one file (dask.dataframe / DuckDB read it
+# partition by partition): the rest of the module (read_dask, map_partitions,
+# FETCH_DASK_CONFIG) is imported from dentalkit.io.partitioned.
+from dentalkit.io.partitioned import patient_bucket, read_partitioned, write_partitioned
+
 __all__ = [
     "GEOPARQUET_VERSION",
     "data_dictionary",
@@ -295,13 +300,3 @@ def read_tables(
         else:
             result[name] = schemas.conform(pq.read_table(path).to_pandas(), name)
     return result
-
-
-# Partitioned Parquet for cohorts that outgrow one file (dask.dataframe / DuckDB read it
-# partition by partition); implemented in dentalkit.distributed, re-exported here because
-# it is table I/O.
-from dentalkit.distributed import (  # noqa: E402
-    patient_bucket,
-    read_partitioned,
-    write_partitioned,
-)

@@ -116,7 +116,7 @@ def local_cluster(n_workers: int = 2, threads_per_worker: int = 4):
     import dask
     from dask.distributed import LocalCluster
 
-    from dentalkit.distributed import FETCH_DASK_CONFIG
+    from dentalkit.io.partitioned import FETCH_DASK_CONFIG
 
     os.environ.setdefault("PYTHONPATH", str(ROOT))  # spawned workers import dentalkit
     # for the whole test process, so that a worker restarted after a kill gets it too

@@ -14,9 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import dentalkit.distributed as dist
+import dentalkit.io.partitioned as dist
 from dentalkit.ceph import measure
-from dentalkit.distributed import (
+from dentalkit.endpoints import get_endpoint
+from dentalkit.errors import InputError
+from dentalkit.io.partitioned import (
     map_partitions,
     partition_files,
     patient_bucket,
@@ -24,8 +26,6 @@ from dentalkit.distributed import (
     read_partitioned,
     write_partitioned,
 )
-from dentalkit.endpoints import get_endpoint
-from dentalkit.errors import InputError
 from dentalkit.sandbox.simulate import respond
 from dentalkit.sandbox.simulate import truth as sim_truth
 from tests.distributed.realservers import ROOT
@@ -46,7 +46,7 @@ def test_bucket_is_the_documented_blake2b_hash():
 
 def test_bucket_is_stable_across_processes_and_hash_seeds():
     ids = [f"P{i:05d}" for i in range(50)]
-    code = "import sys; from dentalkit.distributed import patient_bucket; " \
+    code = "import sys; from dentalkit.io.partitioned import patient_bucket; " \
         "print(patient_bucket([f'P{i:05d}' for i in range(50)], 16).tolist())"  # fmt: skip
     seen = []
     for seed in ("1", "987"):
