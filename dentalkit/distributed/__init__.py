@@ -5,7 +5,9 @@ dentalkit.distributed`` still works for one release and warns; it gives the very
 object of :mod:`dentalkit.io.partitioned` (same functions, same globals, so patches apply).
 Import from ``dentalkit.io`` (``write_partitioned``, ``read_partitioned``,
 ``patient_bucket``) or ``dentalkit.io.partitioned`` (``read_dask``, ``map_partitions``,
-``FETCH_DASK_CONFIG`` …) instead.
+``FETCH_DASK_CONFIG`` …) instead. The alias is a one-file package (not ``distributed.py``) so
+that git records the old file as moved and carries edits made to it elsewhere meanwhile to
+``dentalkit/io/partitioned.py`` when branches merge.
 """
 
 from __future__ import annotations
