@@ -310,6 +310,21 @@ def test_partitioned_parquet_lives_in_the_io_package(graph):
     assert "dentalkit.io.partitioned" in graph["dentalkit.io"]
 
 
+def test_package_code_takes_layout_names_from_plot_layout():
+    # plot.style re-exports the layout names it had (for users' imports); the package's
+    # own modules import them where they live, dentalkit/plot/_layout.py
+    layout = _all_of(ROOT / "dentalkit" / "plot" / "_layout.py")
+    assert {"figure", "savefig", "PIXEL_VIEWS"} <= layout
+    bad = []
+    for name, (path, _) in module_files(ROOT, "dentalkit").items():
+        if name == "dentalkit.plot.style":
+            continue
+        for node in _imports(_parse(path)):
+            if isinstance(node, ast.ImportFrom) and node.module == "dentalkit.plot.style":
+                bad += [f"{name}: {a.name}" for a in node.names if a.name in layout]
+    assert not bad, "layout names taken through plot.style: " + "; ".join(sorted(bad))
+
+
 # ---- the checker itself, on small packages written here -----------------------------
 def _write(tmp: Path, files: dict[str, str]) -> Path:
     for rel, text in files.items():

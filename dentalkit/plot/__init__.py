@@ -44,6 +44,7 @@ from __future__ import annotations
 # The submodules are imported first; ``style`` then names the context manager (the
 # module stays importable as ``dentalkit.plot.style`` through sys.modules).
 from dentalkit.plot import agreement, arch, ceph, findings, growth, teeth, tle
+from dentalkit.plot._layout import JOURNAL_WIDTHS_MM, figure, savefig
 from dentalkit.plot.agreement import bland_altman as agreement_bland_altman
 from dentalkit.plot.agreement import bland_altman_grid, landmark_errors, sdr_bars
 from dentalkit.plot.arch import forms as arch_forms
@@ -55,14 +56,7 @@ from dentalkit.plot.ceph import wiggle as ceph_wiggle
 from dentalkit.plot.findings import boxes as finding_boxes
 from dentalkit.plot.findings import prevalence_bars
 from dentalkit.plot.growth import growth_lines
-from dentalkit.plot.style import (
-    CATEGORICAL,
-    JOURNAL_WIDTHS_MM,
-    OKABE_ITO,
-    figure,
-    savefig,
-    style,
-)
+from dentalkit.plot.style import CATEGORICAL, OKABE_ITO, style
 from dentalkit.plot.teeth import odontogram, tooth_map
 from dentalkit.plot.tle import bland_altman as tle_bland_altman
 from dentalkit.plot.tle import calibration_plot as tle_calibration

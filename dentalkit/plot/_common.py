@@ -11,15 +11,8 @@ import numpy as np
 import pandas as pd
 
 from dentalkit.errors import InputError
-from dentalkit.plot.style import (
-    DIVERGING_CMAP,
-    MISSING_COLOUR,
-    MM_PER_INCH,
-    PIXEL_VIEWS,
-    SEQUENTIAL_CMAP,
-    axes_box_inches,
-    figure,
-)
+from dentalkit.plot._layout import MM_PER_INCH, PIXEL_VIEWS, axes_box_inches, figure
+from dentalkit.plot.style import DIVERGING_CMAP, MISSING_COLOUR, SEQUENTIAL_CMAP
 from dentalkit.stats._tables import require_columns
 
 __all__ = [

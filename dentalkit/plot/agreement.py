@@ -35,7 +35,8 @@ from scipy import stats as sps
 
 from dentalkit.errors import InputError
 from dentalkit.plot._common import new_axes, text_scale
-from dentalkit.plot.style import OKABE_ITO, figure
+from dentalkit.plot._layout import figure
+from dentalkit.plot.style import OKABE_ITO
 
 __all__ = [
     "LATERAL_LINKS",

@@ -310,7 +310,7 @@ def mean_forms(
 def _panels(ax: Any, k: int, view: tuple[float, float, float, float]) -> list[Any]:
     """k panels stacked vertically: a new figure sized to the view, or ``ax``'s place split."""
     from dentalkit.plot._common import text_scale
-    from dentalkit.plot.style import MM_PER_INCH, figure
+    from dentalkit.plot._layout import MM_PER_INCH, figure
 
     # each panel's axes as tall as the view's aspect asks at the figure's width (less
     # ~23 mm of tick labels), plus room for its legend (and the x label under the last)

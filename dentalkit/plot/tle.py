@@ -20,7 +20,8 @@ import pandas as pd
 from dentalkit import tle as _tle
 from dentalkit.errors import InputError
 from dentalkit.plot._common import new_axes, number, require_columns
-from dentalkit.plot.style import CATEGORICAL, OKABE_ITO, figure
+from dentalkit.plot._layout import figure
+from dentalkit.plot.style import CATEGORICAL, OKABE_ITO
 from dentalkit.tle.stats import PREDICTED, paired_months
 
 __all__ = ["bland_altman", "calibration_plot", "distribution", "sensitivity"]
