@@ -352,7 +352,16 @@ def _tests_markdown(cmp: pd.DataFrame, keys: list[str]) -> str:
             )
         ],
     )
-    cols = [*keys, "unit", "n_units", "n_per_group", "test", "p_value", "p_adjusted", "effect"]
+    cols = [
+        *keys,
+        "unit_of_analysis",
+        "n_units",
+        "n_per_group",
+        "test",
+        "p_value",
+        "p_adjusted",
+        "effect",
+    ]
     return _markdown(rows[cols], ".3f")
 
 
@@ -526,7 +535,15 @@ def _sections(
         top = miss.sort_values("prevalence", ascending=False).head(6)
         cols = [
             c
-            for c in ("fdi", "unit", "n_affected", "n_assessed", "prevalence", "ci_low", "ci_high")
+            for c in (
+                "fdi",
+                "unit_of_analysis",
+                "n_affected",
+                "n_assessed",
+                "prevalence",
+                "ci_low",
+                "ci_high",
+            )
             if c in top.columns
         ]
         sections.append(
@@ -544,7 +561,7 @@ def _sections(
             for c in (
                 "source",
                 "class_name",
-                "unit",
+                "unit_of_analysis",
                 "n_units_with",
                 "n_units",
                 "prevalence",

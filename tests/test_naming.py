@@ -193,3 +193,105 @@ def test_measure_tables_are_long_and_teeth_measure_is_the_wide_case():
     assert (wide["tooth"].to_numpy() == outlines["tooth"].to_numpy()).all()
     assert "measure" not in wide.columns
     assert {"area", "perimeter", "md_width", "bl_width"} <= set(wide.columns)
+
+
+# ---- `unit` is the unit of measurement; `unit_of_analysis` the unit of analysis ----------
+COLUMNS_CSV = ROOT / "dentalkit" / "data" / "columns.csv"
+#: What a description says when its column is the unit of analysis.
+ANALYSIS_MEANING = re.compile(r"unit of analysis|analysis unit", re.IGNORECASE)
+
+
+def unit_rule_breaches(rows: list[dict[str, str]]) -> list[str]:
+    """Declarations (rows of columns.csv) that break the `unit` rule of docs/conventions.md."""
+    out = []
+    for r in rows:
+        where, desc = f"{r['table']}.{r['column']}", r["description"]
+        if r["column"] == "unit" and ANALYSIS_MEANING.search(desc):
+            out.append(f"{where} means the unit of analysis ({desc!r}): name it unit_of_analysis")
+        elif r["column"] == "value_unit":
+            out.append(f"{where}: the unit of measurement is the column unit")
+        elif r["column"] == "unit_of_analysis" and not ANALYSIS_MEANING.search(desc):
+            out.append(f"{where} does not say it is the unit of analysis ({desc!r})")
+        elif r["column"] != "unit_of_analysis" and desc.lower().startswith(
+            ("unit of analysis", "column identifying the unit of analysis")
+        ):
+            out.append(f"{where} is the unit of analysis: name it unit_of_analysis")
+    return out
+
+
+def _declarations() -> list[dict[str, str]]:
+    import csv
+
+    with COLUMNS_CSV.open(encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_unit_rule_check_can_fail():
+    bad = [
+        {"table": "t", "column": "unit", "description": "unit of analysis: patient"},
+        {"table": "t", "column": "value_unit", "description": "unit of the values"},
+        {"table": "t", "column": "analysis", "description": "unit of analysis: patient"},
+        {"table": "t", "column": "unit_of_analysis", "description": "deg or mm"},
+    ]
+    assert len(unit_rule_breaches(bad)) == 4
+    fine = [
+        {"table": "t", "column": "unit", "description": "unit of this row's values (deg …)"},
+        {"table": "t", "column": "unit_of_analysis", "description": "unit of analysis: patient"},
+        {"table": "t", "column": "n_units", "description": "units of analysis tested"},
+    ]
+    assert unit_rule_breaches(fine) == []
+
+
+def test_no_table_declares_unit_for_the_unit_of_analysis():
+    rows = _declarations()
+    assert not unit_rule_breaches(rows), "\n".join(unit_rule_breaches(rows))
+    # the page's table of renamed columns names exactly the tables that declare the new one
+    text = PAGE.read_text(encoding="utf-8")
+    start = text.index("## `unit` and `unit_of_analysis` in column names")
+    section = text[start : text.index("\n## ", start + 1)]
+    documented = {
+        name
+        for row in _table_after(section, "| table (as written by the pipeline) |")
+        if _ticked(row[2]) == ["unit_of_analysis"]
+        for name in _ticked(row[0].split("(")[0])
+    }
+    declared = {r["table"] for r in rows if r["column"] == "unit_of_analysis"}
+    assert documented == declared
+
+
+def test_analyses_write_unit_of_analysis_and_keep_unit_for_measurement():
+    """The tables as the functions return them, on small inputs (sandbox-free)."""
+    import numpy as np
+    import pandas as pd
+
+    from dentalkit import stats, teeth
+    from tests.plot import plot_tables
+
+    rng = np.random.default_rng(3)
+    ids = [f"P{i:02d}" for i in range(12)]
+    table = pd.DataFrame(
+        {
+            "patient_id": np.repeat(ids, 3),
+            "session_time": np.tile([0.0, 1.0, 2.0], 12),
+            "measure": "N_Me",
+            "value": 110 + np.tile([0.0, 1.0, 2.0], 12) + rng.normal(0, 0.3, 36),
+            "unit": "mm",
+            "group": np.repeat(["a", "b"], 18),
+        }
+    )
+    first = table[table["session_time"] == 0]
+    cmp = stats.compare(first, "value", by="group")
+    assert "unit" not in cmp.columns and cmp["unit_of_analysis"].tolist() == ["patient_id"]
+    assert stats.compare(first, "value", by="group", unit=None)["unit_of_analysis"][0] == "row"
+
+    fit = stats.growth(table, time="session_time")
+    for frame in (fit.fixed, fit.models):
+        assert "value_unit" not in frame.columns
+        assert set(frame["unit"]) == {"mm"}  # the measurement unit of the values
+        assert set(frame["unit_of_analysis"]) == {"patient_id"}
+    sd_units = set(fit.variance["unit"].dropna())
+    assert "mm" in sd_units and sd_units <= {"mm", "mm/session_time"}  # SDs: mm, slope mm/time
+
+    missing = teeth.missing(plot_tables.teeth())
+    for frame in (missing.by_fdi, missing.by_type, missing.by_arch, missing.patterns):
+        assert "unit" not in frame.columns and set(frame["unit_of_analysis"]) == {"patient"}

@@ -33,6 +33,7 @@ KEYS = (
     "model_version",
     "fdi",
     "unit",
+    "unit_of_analysis",
     "arch",
     "side",
     "tooth_type",
@@ -142,7 +143,7 @@ def test_loose_columns_are_written_with_their_declared_types(tmp_path):
             "value": ["value", "value"],
             "by": ["skeletal_class"] * 2,
             "paired": [None, None],
-            "unit": ["patient_id"] * 2,
+            "unit_of_analysis": ["patient_id"] * 2,
             "groups": [["Class I", "Class II"]] * 2,
             "n_units": [12, 12],
             "n_units_per_group": [[8, 4], [8, 4]],
@@ -157,7 +158,7 @@ def test_loose_columns_are_written_with_their_declared_types(tmp_path):
     assert schema.field("n_units_per_group").type == pa.list_(pa.int64())
     assert schema.field("groups").type == pa.list_(pa.string())
     assert schema.field("groups").nullable is False
-    assert schema.field("unit").type == pa.dictionary(pa.int32(), pa.string())
+    assert schema.field("unit_of_analysis").type == pa.dictionary(pa.int32(), pa.string())
     assert schema.field("n_units").nullable is False
     meta = schema.field("paired").metadata
     assert meta[b"description"].startswith(b"column pairing the observations")

@@ -46,7 +46,7 @@ class FindingsPrevalence(NamedTuple):
         ``n_units_with`` (units with ≥1 detection), ``prevalence``,
         ``ci_low``/``ci_high`` and ``ci_method`` (Wilson for patients;
         cluster-robust on ``patient_id`` for sessions or images, which are not
-        independent), ``unit``, ``n_patients``, ``n_images``,
+        independent), ``unit_of_analysis`` (the ``unit=`` argument), ``n_patients``, ``n_images``,
         ``n_detections`` and ``detections_per_image`` (mean over every
         analysed image, zeros included).
     box_sizes : DataFrame
@@ -372,7 +372,7 @@ def _prevalence_table(
         out["ci_method"] = (
             f"cluster-robust Wald, {unit}s clustered on patient_id (Liang & Zeger 1986)"
         )
-    out["unit"] = unit
+    out["unit_of_analysis"] = unit
     out["detections_per_image"] = out["n_detections"] / out["n_images"]
     cols = [
         *grid_keys,
@@ -382,7 +382,7 @@ def _prevalence_table(
         "ci_low",
         "ci_high",
         "ci_method",
-        "unit",
+        "unit_of_analysis",
         "n_patients",
         "n_images",
         "n_detections",

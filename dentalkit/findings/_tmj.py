@@ -29,7 +29,7 @@ def tmj_prevalence(tmj: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        One row: ``unit`` (``"patient"``), ``n_units`` (patients), ``n_responses``,
+        One row: ``unit_of_analysis`` (``"patient"``), ``n_units`` (patients), ``n_responses``,
         ``n_with``, ``n_without``, ``n_unknown``, ``prevalence`` (``n_with / (n_with +
         n_without)``: among patients whose answer is known), ``ci_low``/``ci_high``
         (Wilson score interval of that proportion; Wilson 1927, Newcombe 1998),
@@ -88,7 +88,7 @@ def tmj_prevalence(tmj: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
         bounds = (n_with / n_units, (n_with + n_unknown) / n_units) if n_units else (np.nan,) * 2
     return pd.DataFrame(
         {
-            "unit": ["patient"],
+            "unit_of_analysis": ["patient"],
             "n_units": [n_units],
             "n_responses": [len(tmj)],
             "n_with": [n_with],

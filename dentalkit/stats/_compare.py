@@ -73,7 +73,7 @@ COLUMNS = [
     "value",
     "by",
     "paired",
-    "unit",
+    "unit_of_analysis",
     "groups",
     "n_units",
     "n_rows",
@@ -194,7 +194,7 @@ def compare(
     -------
     DataFrame
         One row per comparison: the ``per`` columns, then :data:`COLUMNS`:
-        ``unit`` (the unit column, ``"row"`` when rows are the units), ``groups``
+        ``unit_of_analysis`` (the unit column, ``"row"`` when rows are the units), ``groups``
         (the levels compared, a list of str in test order), ``n_units`` and ``n_rows`` (units and rows tested), ``n_units_per_group``
         and ``n_rows_per_group`` (lists of int, in the order of ``groups``),
         ``aggregation`` (the rule applied, or None), ``test`` (name), ``method``
@@ -401,7 +401,7 @@ def _one(sub: pd.DataFrame, spec: _Spec, where: dict[str, Any]) -> dict[str, Any
         "value": spec.value,
         "by": spec.by,
         "paired": spec.paired,
-        "unit": unit if unit is not None else "row",
+        "unit_of_analysis": unit if unit is not None else "row",
         "groups": [str(v) for v in levels],
         "n_rows": n_rows,
         "aggregation": aggregation,

@@ -39,8 +39,8 @@ FIXED_COLUMNS = [
     "p_value",
     "p_adjusted",
     "correction",
-    "value_unit",
     "unit",
+    "unit_of_analysis",
     "n_units",
     "n_rows",
     "method",
@@ -50,8 +50,8 @@ VARIANCE_COLUMNS = ["component", "kind", "estimate", "unit"]
 #: Columns of :attr:`GrowthResult.models` after the ``per`` columns.
 MODEL_COLUMNS = [
     "status",
-    "value_unit",
     "unit",
+    "unit_of_analysis",
     "n_units",
     "n_rows",
     "n_units_repeated",

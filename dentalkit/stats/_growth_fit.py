@@ -71,8 +71,8 @@ def fit_one(
     counts = design.counts(g, t)
     model: dict[str, Any] = {
         "status": "not fitted",
-        "value_unit": design.value_unit(idx[ok]),
-        "unit": design.unit,
+        "unit": design.value_unit(idx[ok]),
+        "unit_of_analysis": design.unit,
         "time": design.time_text,
         **counts,
     }
@@ -80,9 +80,9 @@ def fit_one(
         "REML" if reml else "ML"
     ) + " (statsmodels MixedLM, Powell sweep + BFGS), Wald z"
     empty = _One(model, [], [], None)
-    if model["value_unit"] is not None and "," in str(model["value_unit"]):
+    if model["unit"] is not None and "," in str(model["unit"]):
         model["note"] = (
-            f"the rows mix units ({model['value_unit']}): convert to one unit, or split with per="
+            f"the rows mix units ({model['unit']}): convert to one unit, or split with per="
         )
         return empty
     if counts["n_units_repeated"] == 0:
@@ -238,8 +238,8 @@ def fit_one(
             "statistic_name": "z",
             "statistic": stat[j],
             "p_value": p[j] if name != "Intercept" else np.nan,
-            "value_unit": model["value_unit"],
-            "unit": design.unit,
+            "unit": model["unit"],
+            "unit_of_analysis": design.unit,
             "n_units": n_units,
             "n_rows": n_rows,
             "method": model["method"],
@@ -265,7 +265,7 @@ def fit_one(
             },
         ]
     variance.append({"component": "residual", "kind": "sd", "estimate": np.sqrt(scale)})
-    vu = model["value_unit"]
+    vu = model["unit"]
     per_time = "year" if design.time_name in ("years", "age") else design.time_name
     for v in variance:
         v["unit"] = None if v["kind"] != "sd" or vu is None else vu

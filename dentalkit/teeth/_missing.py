@@ -75,7 +75,8 @@ PATTERNS: tuple[ToothSet, ...] = (
 
 class MissingTeeth(NamedTuple):
     """Result of :func:`missing`; every prevalence table has ``n_assessed``,
-    ``n_affected``, ``prevalence``, ``ci_low``, ``ci_high`` and ``unit``.
+    ``n_affected``, ``prevalence``, ``ci_low``, ``ci_high`` and ``unit_of_analysis``
+    (``"patient"`` or ``"session"``).
 
     Attributes
     ----------
@@ -385,7 +386,7 @@ def _add_ci(out: pd.DataFrame, confidence: float, unit: str) -> pd.DataFrame:
     out["ci_low"], out["ci_high"] = proportion_ci(k, n, confidence)
     out["n_assessed"] = out["n_assessed"].astype("int64")
     out["n_affected"] = out["n_affected"].astype("int64")
-    out["unit"] = unit
+    out["unit_of_analysis"] = unit
     out["ci_method"] = "Wilson score (Wilson 1927); patients independent"
     return out
 

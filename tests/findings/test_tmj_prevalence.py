@@ -30,7 +30,7 @@ def test_patients_with_without_unknown_and_bounds():
     lo, hi = proportion_confint(2, 4, alpha=0.05, method="wilson")
     assert (r.ci_low, r.ci_high) == pytest.approx((lo, hi))
     assert (r.bound_low, r.bound_high) == pytest.approx((2 / 6, 4 / 6))
-    assert "unknown" in r.method and r.unit == "patient"
+    assert "unknown" in r.method and r.unit_of_analysis == "patient"
     # counting NA as a finding would give 4/6; as its absence 2/6: neither is reported
     assert r.prevalence not in (4 / 6, 2 / 6)
 

@@ -41,7 +41,7 @@ def test_paired_t_sleep_as_printed_by_r():
     assert (r["difference_ci_low"], r["difference_ci_high"]) == pytest.approx(
         (-2.4598858, -0.7001142), abs=5e-8
     )
-    assert r["n_units"] == 10 and r["unit"] == "row"
+    assert r["n_units"] == 10 and r["unit_of_analysis"] == "row"
 
 
 def test_kruskal_wallis_hollander_wolfe_as_printed_by_r():

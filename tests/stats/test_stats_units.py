@@ -52,7 +52,7 @@ def test_aggregate_mean_tests_patient_means_and_says_so():
     ref = stats.ttest_ind(a, b, equal_var=False)
     assert r["statistic"] == pytest.approx(ref.statistic)
     assert r["df"] == pytest.approx(ref.df)
-    assert (r["unit"], r["n_units"], r["n_rows"]) == ("patient_id", 12, 24)
+    assert (r["unit_of_analysis"], r["n_units"], r["n_rows"]) == ("patient_id", 12, 24)
     assert r["n_units_per_group"] == [6, 6] and r["n_rows_per_group"] == [12, 12]
     assert r["aggregation"] == "mean per patient_id (24 rows → 12 units)"
     assert r["method"].startswith("Welch's t-test")
@@ -87,10 +87,10 @@ def test_a_patient_in_two_groups_is_refused_not_filed_under_the_first():
 def test_unit_none_and_absent_default_are_stated():
     t = _sessions()
     r = compare(t, "value", "grp", unit=None).iloc[0]
-    assert r["unit"] == "row" and r["n_units"] == 24
+    assert r["unit_of_analysis"] == "row" and r["n_units"] == 24
     assert "unit=None" in r["note"]
     r2 = compare(t.drop(columns="patient_id"), "value", "grp").iloc[0]
-    assert r2["unit"] == "row" and "no patient_id column" in r2["note"]
+    assert r2["unit_of_analysis"] == "row" and "no patient_id column" in r2["note"]
 
 
 def test_unknown_unit_column_and_bad_aggregate():

@@ -59,7 +59,7 @@ def test_by_fdi_counts_and_wilson_interval(cohort):
     assert (r12["ci_low"], r12["ci_high"]) == pytest.approx((lo, hi))
     assert r12["tooth_type"] == "i2"
     assert r12["arch"] == "up"
-    assert r12["unit"] == "patient"
+    assert r12["unit_of_analysis"] == "patient"
     # frontal photographs do not assess molars: C's molar records are excluded
     r16 = one_row(res.by_fdi, fdi=16)
     assert (r16["n_assessed"], r16["n_affected"]) == (4, 0)
@@ -136,7 +136,7 @@ def test_sessions_first_last_all(cohort):
     every = missing(cohort, session="all")
     r11 = one_row(every.by_fdi, fdi=11)
     assert (r11["n_assessed"], r11["n_affected"]) == (6, 1)
-    assert r11["unit"] == "session"
+    assert r11["unit_of_analysis"] == "session"
     # sessions of one patient are not independent: the interval is clustered on the patient
     import statsmodels.api as sm
 
