@@ -269,6 +269,7 @@ def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None 
     reqs, payloads, duplicates = _drop_duplicates(reqs, payloads)
     if duplicates is not None:
         table = pd.concat([table, duplicates], ignore_index=True) if len(table) else duplicates
+        table = problems_frame(table, severity="error")
     table = table.sort_values(["row", "field"], kind="stable").reset_index(drop=True)
     return Plan(reqs, payloads, table)
 
