@@ -107,7 +107,7 @@ def _text(col: pd.Series) -> pd.Series:
     """Column as object strings with None for missing/blank (no float NaN leaking through)."""
     values = col.astype("object")
     blank = values.map(lambda v: isinstance(v, str) and not v.strip(), na_action="ignore")
-    return values.where(col.notna() & ~blank.fillna(False).astype(bool), None)
+    return values.where(col.notna() & ~blank.eq(True), None)
 
 
 class _Problems:
@@ -183,7 +183,7 @@ def _key_cell(v: Any) -> str | None:
 def _not_text(values: pd.Series) -> pd.Series:
     """True where a (non-missing) value is not a string that UTF-8 can encode."""
     bad = values.map(lambda v: not _clean_text(v), na_action="ignore")
-    return bad.fillna(False).astype(bool)
+    return bad.eq(True)
 
 
 def _type_reason(values: pd.Series) -> pd.Series:
@@ -423,7 +423,7 @@ def _check_keys(rows: pd.DataFrame, problems: _Problems) -> None:
         lambda v: isinstance(v, str) and v.strip() == v and bool(_URL.match(v)),
         na_action="ignore",
     )
-    url_ok = url_ok.fillna(False).astype(bool)
+    url_ok = url_ok.eq(True)
     problems.add(rows, is_img & url.isna().to_numpy(), "image_url", url, "missing field")
     problems.add(rows, is_img & url_wrong, "image_url", url, _type_reason(url))
     problems.add(
