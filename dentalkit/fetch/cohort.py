@@ -631,7 +631,7 @@ def fetch_cohort(
     client : Client, optional
         Default ``Client()`` from :mod:`dentalkit.settings` and the environment.
     max_workers : int, optional
-        Concurrent requests (default :data:`dentalkit.settings.max_workers`).
+        Concurrent requests, at least 1 (default :data:`dentalkit.settings.max_workers`).
     executor : concurrent.futures.Executor, optional
         Run requests on this executor instead of a thread pool — e.g. a
         ``ProcessPoolExecutor`` or ``dask.distributed.Client.get_executor()``. Workers rebuild
@@ -700,6 +700,13 @@ def fetch_cohort(
     errors = "collect" if errors is None else check_errors(errors, "dentalkit.fetch_cohort")
     if batch_size is not None and not (isinstance(batch_size, int) and batch_size >= 1):
         raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
+    if max_workers is not None and not (
+        isinstance(max_workers, int) and not isinstance(max_workers, bool) and max_workers >= 1
+    ):
+        raise InputError(
+            f"max_workers must be a positive integer (requests in flight), got {max_workers!r}; "
+            "leave it out for settings.max_workers"
+        )
     started = time.perf_counter()
     plan = plan_requests(read_manifest(manifest), endpoints)
     if len(plan.problems) and errors == "raise":
