@@ -78,6 +78,14 @@ def _manifest():
     return plan_requests(read_manifest(m), "classifier").problems
 
 
+def _manifest_duplicate(other_problem: bool):
+    """Row 2 repeats row 1's request (found after the row checks); row 3 may lack a patient."""
+    ids = ["P1", "P1", None] if other_problem else ["P1", "P1"]
+    m = pd.DataFrame({"patient_id": ids, "timestamp": "2024"})
+    m["image_url"] = "https://img.example.org/1.png"
+    return plan_requests(read_manifest(m), "classifier").problems
+
+
 def _teeth():
     return teeth.measure(_bad_teeth(), errors="collect")[1]
 
@@ -165,6 +173,8 @@ def _tle_estimate():
 PRODUCERS = {
     "convert.tables": _convert,
     "manifest (fetch_cohort)": _manifest,
+    "manifest duplicate (fetch_cohort)": lambda: _manifest_duplicate(False),
+    "manifest duplicate and a bad row": lambda: _manifest_duplicate(True),
     "teeth.measure": _teeth,
     "findings.prevalence": _findings,
     "ceph.measure": _ceph,

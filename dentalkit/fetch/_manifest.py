@@ -107,10 +107,12 @@ def _text(col: pd.Series) -> pd.Series:
     """Column as object strings with None for missing/blank (no float NaN leaking through)."""
     values = col.astype("object")
     blank = values.map(lambda v: isinstance(v, str) and not v.strip(), na_action="ignore")
-    return values.where(col.notna() & ~blank.fillna(False).astype(bool), None)
+    return values.where(col.notna() & ~blank.eq(True), None)
 
 
 class _Problems:
+    """The problems of a manifest's rows, collected phase by phase (one frame per check)."""
+
     def __init__(self) -> None:
         self.frames: list[pd.DataFrame] = []
 
@@ -141,6 +143,7 @@ class _Problems:
         )
 
     def table(self) -> pd.DataFrame:
+        """All problems so far as one problems table, by row then field."""
         if not self.frames:
             return empty_problems()
         out = pd.concat(self.frames, ignore_index=True)
@@ -180,7 +183,7 @@ def _key_cell(v: Any) -> str | None:
 def _not_text(values: pd.Series) -> pd.Series:
     """True where a (non-missing) value is not a string that UTF-8 can encode."""
     bad = values.map(lambda v: not _clean_text(v), na_action="ignore")
-    return bad.fillna(False).astype(bool)
+    return bad.eq(True)
 
 
 def _type_reason(values: pd.Series) -> pd.Series:
@@ -235,15 +238,50 @@ def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None 
     :func:`dentalkit.fetch._http.session_request_key`), and whose ``problems`` table lists every bad row with
     ``row``, ``field``, ``value`` and ``reason`` (valid rows are still planned).
 
+    The phases, in the order the data flows through them (each a function of this module):
+
+    1. :func:`_check_structure` — the manifest as a whole (required columns, one source of
+       endpoints); raises, as no row can be planned without them;
+    2. :func:`_read_keys` — the key cells as text (``_row``, ``_pid``, ``_ts``, ``_url``);
+    3. :func:`_warn_ignored_columns` — columns that are neither key, endpoint nor option;
+    4. :func:`_expand_endpoints` — one row per (manifest row, endpoint), ``_ep_name``;
+    5. :func:`_check_keys`, :func:`_read_options`, :func:`_check_tle_queries` — every
+       problem of every row, collected (never raised) in one :class:`_Problems`;
+    6. :func:`_build_requests` — the request (store key, HTTP key, payload) of every valid row;
+    7. :func:`_drop_duplicates` — a request planned twice is sent once and reported.
+
     Raises
     ------
     ManifestError
         For problems with the manifest as a whole (a missing column, no endpoint given).
     """
-    df = manifest.copy()
-    cols = set(df.columns)
+    columns = set(manifest.columns)
+    _check_structure(columns, endpoints)
+    rows = _read_keys(manifest)
+    _warn_ignored_columns(columns)
+    rows = _expand_endpoints(rows, endpoints)
+    problems = _Problems()
+    _check_keys(rows, problems)
+    options = _read_options(rows, columns, problems)
+    _check_tle_queries(rows, columns, problems)
+    table = problems.table()
+    reqs, payloads = _build_requests(rows, _valid(rows, table), options)
+    reqs, payloads, duplicates = _drop_duplicates(reqs, payloads)
+    if duplicates is not None:
+        table = pd.concat([table, duplicates], ignore_index=True) if len(table) else duplicates
+        table = problems_frame(table, severity="error")
+    table = table.sort_values(["row", "field"], kind="stable").reset_index(drop=True)
+    return Plan(reqs, payloads, table)
+
+
+def _check_structure(columns: set[Any], endpoints: Any) -> None:
+    """Raise :class:`ManifestError` when no row can be planned.
+
+    That is when ``patient_id`` or ``timestamp`` is not a column, or when the endpoints
+    come from both an ``endpoint`` column and ``endpoints=`` (or from neither).
+    """
     structural = []
-    has_ep_col = "endpoint" in cols
+    has_ep_col = "endpoint" in columns
     if has_ep_col and endpoints is not None:
         structural.append(
             (
@@ -261,7 +299,7 @@ def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None 
             )
         )
     for c in ("patient_id", "timestamp"):
-        if c not in cols:
+        if c not in columns:
             structural.append((c, "missing column"))
     if structural:
         raise ManifestError(
@@ -272,27 +310,53 @@ def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None 
                 ]
             )
         )
-    df["_row"] = np.arange(1, len(df) + 1)
-    df["_pid"] = _text(df["patient_id"])
-    df["_ts"] = _text(df["timestamp"])
-    df["_url"] = _text(df["image_url"]) if "image_url" in cols else None
+
+
+def _warn_ignored_columns(columns: set[Any]) -> None:
+    """Warn (:class:`DentalkitWarning`) about columns no phase reads, naming the option columns.
+
+    The warning points at the caller of :func:`dentalkit.fetch_cohort` (or of whatever
+    called :func:`plan_requests`).
+    """
     known = {"endpoint", *KEY_COLUMNS, *_TLE_COLUMNS, *_OPTION_NAMES}
-    ignored = sorted(str(c) for c in cols - known if not str(c).startswith("_"))
+    ignored = sorted(str(c) for c in columns - known if not str(c).startswith("_"))
     if ignored:
         warnings.warn(
             f"manifest columns ignored (not a key, endpoint or option column): {ignored}; "
             f"option columns are {sorted(set(_OPTION_NAMES))}",
             DentalkitWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
 
-    # one row per (manifest row, endpoint)
-    if has_ep_col:
-        raw_ep = _text(df["endpoint"])
+
+def _read_keys(manifest: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``manifest`` with its key cells as text, in private columns.
+
+    ``_row`` (1-based manifest row), ``_pid``, ``_ts`` and ``_url`` (``image_url``, all None
+    without that column): object strings, None where missing or blank (see :func:`_text`).
+    """
+    rows = manifest.copy()
+    rows["_row"] = np.arange(1, len(rows) + 1)
+    rows["_pid"] = _text(rows["patient_id"])
+    rows["_ts"] = _text(rows["timestamp"])
+    rows["_url"] = _text(rows["image_url"]) if "image_url" in rows.columns else None
+    return rows
+
+
+def _expand_endpoints(rows: pd.DataFrame, endpoints: Any) -> pd.DataFrame:
+    """One row per (manifest row, endpoint), with ``_ep_name`` and ``_ep_raw``.
+
+    With an ``endpoint`` column each row keeps its place; ``_ep_raw`` is the cell as text
+    and ``_ep_name`` the registry name it resolves to (None when it does not: reported by
+    :func:`_check_keys`). With ``endpoints=`` every row is repeated once per endpoint, in
+    the given order (a bad ``endpoints=`` raises :class:`InputError`, as it concerns no row).
+    """
+    if "endpoint" in rows.columns:
+        raw_ep = _text(rows["endpoint"])
         names: dict[str, str | None] = {}
 
         def resolve(v: Any) -> str | None:
-            if not isinstance(v, str):  # lists, numbers …: reported below
+            if not isinstance(v, str):  # lists, numbers …: reported by _check_keys
                 return None
             if v not in names:
                 try:
@@ -301,41 +365,48 @@ def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None 
                     names[v] = None
             return names[v]
 
-        df["_ep_name"] = raw_ep.map(resolve)
-        df["_ep_raw"] = raw_ep
+        rows["_ep_name"] = raw_ep.map(resolve)
+        rows["_ep_raw"] = raw_ep
+        return rows
+    if isinstance(endpoints, str | Endpoint):
+        eps = [endpoints]
+    elif isinstance(endpoints, list | tuple) and all(
+        isinstance(e, str | Endpoint) for e in endpoints
+    ):
+        eps = list(endpoints)
     else:
-        if isinstance(endpoints, str | Endpoint):
-            eps = [endpoints]
-        elif isinstance(endpoints, list | tuple) and all(
-            isinstance(e, str | Endpoint) for e in endpoints
-        ):
-            eps = list(endpoints)
-        else:
-            raise InputError(
-                f"endpoints= must be an endpoint name or a list of names, got {_show(endpoints)}"
-            )
-        try:
-            resolved = [get_endpoint(e).name for e in eps]
-        except KeyError as exc:
-            raise InputError(f"endpoints=: {exc.args[0]}") from None
-        if not resolved:
-            raise InputError("endpoints= is empty; name at least one endpoint")
-        df = df.loc[df.index.repeat(len(resolved))].reset_index(drop=True)
-        df["_ep_name"] = np.tile(resolved, len(df) // len(resolved))
-        df["_ep_raw"] = df["_ep_name"]
+        raise InputError(
+            f"endpoints= must be an endpoint name or a list of names, got {_show(endpoints)}"
+        )
+    try:
+        resolved = [get_endpoint(e).name for e in eps]
+    except KeyError as exc:
+        raise InputError(f"endpoints=: {exc.args[0]}") from None
+    if not resolved:
+        raise InputError("endpoints= is empty; name at least one endpoint")
+    rows = rows.loc[rows.index.repeat(len(resolved))].reset_index(drop=True)
+    rows["_ep_name"] = np.tile(resolved, len(rows) // len(resolved))
+    rows["_ep_raw"] = rows["_ep_name"]
+    return rows
 
-    problems = _Problems()
-    problems.add(df, df["_pid"].isna(), "patient_id", df["_pid"], "missing field")
-    problems.add(df, df["_ts"].isna(), "timestamp", df["_ts"], "missing field")
-    for col, values in (("patient_id", df["_pid"]), ("timestamp", df["_ts"])):
-        problems.add(df, _not_text(values), col, values, _type_reason(values))
-    bad_ep = df["_ep_name"].isna()
+
+def _check_keys(rows: pd.DataFrame, problems: _Problems) -> None:
+    """Collect the problems of the key cells: patient, timestamp, endpoint, image URL.
+
+    Patient and timestamp must be clean text (UTF-8 encodable) and present; the endpoint
+    must resolve; image endpoints need a full http(s) ``image_url`` (``/tle`` rows do not).
+    """
+    problems.add(rows, rows["_pid"].isna(), "patient_id", rows["_pid"], "missing field")
+    problems.add(rows, rows["_ts"].isna(), "timestamp", rows["_ts"], "missing field")
+    for col, values in (("patient_id", rows["_pid"]), ("timestamp", rows["_ts"])):
+        problems.add(rows, _not_text(values), col, values, _type_reason(values))
+    bad_ep = rows["_ep_name"].isna()
     problems.add(
-        df,
+        rows,
         bad_ep,
         "endpoint",
-        df["_ep_raw"],
-        df["_ep_raw"].map(
+        rows["_ep_raw"],
+        rows["_ep_raw"].map(
             lambda v: (
                 "missing field"
                 if v is None
@@ -345,109 +416,110 @@ def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None 
             )
         ),
     )
-    is_tle = (df["_ep_name"] == "tle").to_numpy()
-    is_img = (~bad_ep).to_numpy() & ~is_tle
-    url = df["_url"] if "image_url" in cols else pd.Series([None] * len(df), index=df.index)
+    is_img = (~bad_ep).to_numpy() & ~_is_tle(rows)
+    url = rows["_url"]
     url_wrong = _not_text(url).to_numpy()
     url_ok = url.map(
         lambda v: isinstance(v, str) and v.strip() == v and bool(_URL.match(v)),
         na_action="ignore",
     )
-    url_ok = url_ok.fillna(False).astype(bool)
-    problems.add(df, is_img & url.isna().to_numpy(), "image_url", url, "missing field")
-    problems.add(df, is_img & url_wrong, "image_url", url, _type_reason(url))
+    url_ok = url_ok.eq(True)
+    problems.add(rows, is_img & url.isna().to_numpy(), "image_url", url, "missing field")
+    problems.add(rows, is_img & url_wrong, "image_url", url, _type_reason(url))
     problems.add(
-        df,
+        rows,
         is_img & url.notna().to_numpy() & ~url_wrong & ~url_ok.to_numpy(),
         "image_url",
         url,
         "not a full http(s) URL (the service needs the image's URL, not a file path)",
     )
 
-    # options: per endpoint, by column
+
+def _is_tle(rows: pd.DataFrame) -> np.ndarray:
+    """Boolean mask of the ``/tle`` rows (a query, no image)."""
+    return (rows["_ep_name"] == "tle").to_numpy()
+
+
+def _read_options(
+    rows: pd.DataFrame, columns: set[Any], problems: _Problems
+) -> dict[str, pd.Series]:
+    """The option values of every row, by wire name, and the problems of the option cells.
+
+    Each option column (Python or wire spelling) is parsed by its registry type (booleans
+    from ``true``/``false``/``1``/``0`` …, text otherwise) and kept only on rows whose
+    endpoint has that option. With an ``endpoint`` column a value on a row whose endpoint
+    lacks the option is a problem of that row; with ``endpoints=`` only an option that
+    applies to none of them is.
+    """
+    per_row = "endpoint" in columns
+    bad_ep = rows["_ep_name"].isna()
     options: dict[str, pd.Series] = {}
-    for col in sorted(cols & set(_OPTION_NAMES)):
+    for col in sorted(columns & set(_OPTION_NAMES)):
         wire = _OPTION_NAMES[col]
         ftype = next(
             f.type for e in ENDPOINTS.values() for f in e.optional_fields if f.name == wire
         )
         if ftype is bool:
-            values, bad = _bool_values(df[col])
-            problems.add(df, bad, col, df[col], "wrong option type: expected true/false")
+            values, bad = _bool_values(rows[col])
+            problems.add(rows, bad, col, rows[col], "wrong option type: expected true/false")
         else:
-            values = _text(df[col])
+            values = _text(rows[col])
             bad = _not_text(values)
-            problems.add(df, bad, col, df[col], "wrong option type: expected a string")
+            problems.add(rows, bad, col, rows[col], "wrong option type: expected a string")
             values = values.where(~bad, None)
         having = [
             e.name for e in ENDPOINTS.values() if any(f.name == wire for f in e.optional_fields)
         ]
         applies = pd.Series(
-            [n in having for n in df["_ep_name"].tolist()], index=df.index, dtype=bool
+            [n in having for n in rows["_ep_name"].tolist()], index=rows.index, dtype=bool
         )
-        if has_ep_col:
+        if per_row:
             problems.add(
-                df,
+                rows,
                 values.notna() & ~applies & ~bad_ep,
                 col,
                 values,
-                df["_ep_name"].map(lambda n: f"option does not apply to endpoint {n}"),
+                rows["_ep_name"].map(lambda n: f"option does not apply to endpoint {n}"),
             )
         elif not applies.any() and values.notna().any():
-            problems.add(df, values.notna(), col, values, "option applies to none of endpoints=")
+            problems.add(rows, values.notna(), col, values, "option applies to none of endpoints=")
         options[wire] = values.where(applies, None)
-
-    # /tle query columns
-    if is_tle.any():
-        for q in _TLE_COLUMNS:
-            if q not in cols:
-                problems.add(df, is_tle, q, None, "missing column (required for tle rows)")
-                continue
-            v = _text(df[q])
-            problems.add(df, is_tle & v.isna().to_numpy(), q, v, "missing field")
-            nonstr = _not_text(v)
-            problems.add(df, is_tle & nonstr.to_numpy(), q, v, _type_reason(v))
-
-    table = problems.table()
-    bad_rows = set(table["row"].dropna().astype(int)) if len(table) else set()
-    valid = ~np.isin(df["_row"].to_numpy(), np.fromiter(bad_rows, dtype=np.int64))
-    reqs, payloads = _build(df, valid, options)
-
-    # duplicates among the valid requests
-    dup = reqs["request_key"].duplicated(keep="first")
-    if dup.any():
-        first = reqs.drop_duplicates("request_key").set_index("request_key")["row"]
-        d = reqs.loc[dup]
-        dframe = pd.DataFrame(
-            {
-                "table": "manifest",
-                "row": d["row"].to_numpy(),
-                "patient_id": d["patient_id"].to_numpy(),
-                "timestamp": d["timestamp"].to_numpy(),
-                "endpoint": d["endpoint"].to_numpy(),
-                "field": "request",
-                "path": "request",
-                "value": d["endpoint"].to_numpy(),
-                "reason": [
-                    f"duplicate request (same endpoint, patient, timestamp, image and options as row {first[k]})"
-                    for k in d["request_key"]
-                ],
-            }
-        )
-        table = pd.concat([table, dframe], ignore_index=True) if len(table) else dframe
-        keep = ~dup.to_numpy()
-        reqs = reqs.loc[keep].reset_index(drop=True)
-        payloads = [p for p, k in zip(payloads, keep, strict=True) if k]
-    table = table.sort_values(["row", "field"], kind="stable").reset_index(drop=True)
-    return Plan(reqs, payloads, table)
+    return options
 
 
-def _build(
-    df: pd.DataFrame, valid: np.ndarray, options: dict[str, pd.Series]
+def _check_tle_queries(rows: pd.DataFrame, columns: set[Any], problems: _Problems) -> None:
+    """Collect the problems of the ``p01`` … ``p11`` cells of ``/tle`` rows (all required text)."""
+    is_tle = _is_tle(rows)
+    if not is_tle.any():
+        return
+    for q in _TLE_COLUMNS:
+        if q not in columns:
+            problems.add(rows, is_tle, q, None, "missing column (required for tle rows)")
+            continue
+        v = _text(rows[q])
+        problems.add(rows, is_tle & v.isna().to_numpy(), q, v, "missing field")
+        nonstr = _not_text(v)
+        problems.add(rows, is_tle & nonstr.to_numpy(), q, v, _type_reason(v))
+
+
+def _valid(rows: pd.DataFrame, problems: pd.DataFrame) -> np.ndarray:
+    """Boolean mask of the rows that no problem names (a row's every endpoint is dropped)."""
+    bad_rows = set(problems["row"].dropna().astype(int)) if len(problems) else set()
+    return ~np.isin(rows["_row"].to_numpy(), np.fromiter(bad_rows, dtype=np.int64))
+
+
+def _build_requests(
+    rows: pd.DataFrame, valid: np.ndarray, options: dict[str, pd.Series]
 ) -> tuple[pd.DataFrame, list[Any]]:
-    sub = df.loc[valid]
+    """The requests table and the payloads (``(endpoint, body, query)``) of the valid rows.
+
+    An image request's body carries the key cells and the options that are set, and its
+    store key is its HTTP key. A ``/tle`` request's query carries ``p01`` … ``p11`` only, so
+    its store key adds the session to its HTTP key (:func:`session_request_key`).
+    """
+    sub = rows.loc[valid]
     opt_frame = pd.DataFrame({k: v.loc[valid] for k, v in options.items()}, index=sub.index)
-    tle_cols = [c for c in _TLE_COLUMNS if c in df.columns]
+    tle_cols = [c for c in _TLE_COLUMNS if c in rows.columns]
     records = []
     payloads: list[Any] = []
     opt_records = opt_frame.to_dict("records") if len(opt_frame.columns) else [{}] * len(sub)
@@ -487,3 +559,37 @@ def _build(
         ],
     )
     return reqs, payloads
+
+
+def _drop_duplicates(
+    reqs: pd.DataFrame, payloads: list[Any]
+) -> tuple[pd.DataFrame, list[Any], pd.DataFrame | None]:
+    """Keep the first of requests with the same store key; report the others.
+
+    Returns the kept requests and payloads, and a problems frame (None without
+    duplicates) naming, for each dropped request, the row it repeats.
+    """
+    dup = reqs["request_key"].duplicated(keep="first")
+    if not dup.any():
+        return reqs, payloads, None
+    first = reqs.drop_duplicates("request_key").set_index("request_key")["row"]
+    d = reqs.loc[dup]
+    duplicates = pd.DataFrame(
+        {
+            "table": "manifest",
+            "row": d["row"].to_numpy(),
+            "patient_id": d["patient_id"].to_numpy(),
+            "timestamp": d["timestamp"].to_numpy(),
+            "endpoint": d["endpoint"].to_numpy(),
+            "field": "request",
+            "path": "request",
+            "value": d["endpoint"].to_numpy(),
+            "reason": [
+                f"duplicate request (same endpoint, patient, timestamp, image and options as row {first[k]})"
+                for k in d["request_key"]
+            ],
+        }
+    )
+    keep = ~dup.to_numpy()
+    kept = reqs.loc[keep].reset_index(drop=True)
+    return kept, [p for p, k in zip(payloads, keep, strict=True) if k], duplicates

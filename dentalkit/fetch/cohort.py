@@ -351,6 +351,256 @@ def _add_lost_requests(plan: Any, store: ResponseStore, done: set[str]) -> set[s
     return set(lost["request_key"])
 
 
+@dataclass
+class _Selection:
+    """What a run sends: the plan minus the stored requests minus the failures to keep.
+
+    Attributes
+    ----------
+    requests : DataFrame
+        The plan's requests (see :func:`~dentalkit.fetch._manifest.plan_requests`), with the
+        requests of quarantined parts that the manifest lacks added at the end (``row`` 0).
+    payloads : list
+        ``(endpoint, body, query)`` of each row of ``requests``.
+    todo : list of int
+        Positions in ``requests`` of the requests to send, in plan order.
+    already_stored : int
+        Requests the store holds (skipped without any HTTP request or cache lookup).
+    skipped_failed : int
+        Requests an earlier run failed that this run does not send (``retry_failed=False``).
+    previous : DataFrame
+        The store's failures table without the requests stored since.
+    lost_keys : set of str
+        Keys of the rows quarantined parts held and the store no longer has.
+    """
+
+    requests: pd.DataFrame
+    payloads: list[Any]
+    todo: list[int]
+    already_stored: int
+    skipped_failed: int
+    previous: pd.DataFrame
+    lost_keys: set[str]
+
+
+def _select_requests(plan: Any, store: ResponseStore, retry_failed: bool) -> _Selection:
+    """Choose the requests to send: the plan, plus lost requests, minus stored, minus failed.
+
+    A request is sent when the store does not hold it and, unless ``retry_failed``, no
+    earlier run failed it; with ``retry_failed`` only the earlier failures are sent. A 401
+    (``AuthError``) concerns the key, not the request, so it never keeps a request back.
+    Requests that quarantined parts held come back through :func:`_add_lost_requests`.
+    """
+    done = store.done
+    lost_keys = _add_lost_requests(plan, store, done)
+    reqs = plan.requests
+    previous = store.read_failures()
+    previous = previous[~_member(previous["request_key"], done)]
+    stored_mask = _member(reqs["request_key"], done)
+    # a 401 concerns the key, not the request: once the key is fixed, a rerun sends it again
+    request_specific = previous["error_type"].astype("object") != "AuthError"
+    failed_before = _member(reqs["request_key"], set(previous.loc[request_specific, "request_key"]))
+    todo = ~stored_mask & (failed_before if retry_failed else ~failed_before)
+    return _Selection(
+        requests=reqs,
+        payloads=plan.payloads,
+        todo=[int(i) for i in todo.nonzero()[0]],
+        already_stored=int(stored_mask.sum()),
+        skipped_failed=0 if retry_failed else int((~stored_mask & failed_before).sum()),
+        previous=previous,
+        lost_keys=lost_keys,
+    )
+
+
+class _Scheduler:
+    """Send the selected requests on an executor and store the answers as they arrive.
+
+    One object per run owns what the sending loop needs, so the loop reads as
+    "submit, wait, receive, flush":
+
+    * **the executor and its tasks**: the built-in thread pool (``max_workers`` threads, shut
+      down at the end) sends one request per task; an ``executor`` you pass gets
+      ``batch_size`` requests per task (default :func:`_auto_batch`), run by
+      :func:`_fetch_batch` with the picklable :class:`ClientSpec` unless it is a thread pool.
+      At most ``max(2 × workers, 4)`` tasks are in flight. ``/tle`` rows of several sessions
+      with the same query share one HTTP request (one group per ``http_key``) and each
+      session still gets its own row;
+    * **the flush cadence**: answers are buffered and written as one Parquet part every
+      ``flush_every`` answers, whenever ``flush_interval`` seconds have passed since the last
+      flush (the wait for answers times out at that interval), and at :meth:`close`;
+    * **the progress bar** (tqdm): one step per request, cache hits and failures as postfix;
+    * **the early stop**: no new task is submitted after the first failure in
+      ``errors="raise"`` mode (:attr:`first_error`) or after a failure that every other
+      request would share (:func:`stop_reason`: ``report.stopped``). Tasks already in flight
+      are still received.
+
+    Counts go straight into ``report`` (``stored``, ``from_cache``, ``failed``,
+    ``recovered``, ``stopped``, ``stop_reason``); :attr:`failures` and :attr:`attempted`
+    feed :func:`_merge_failures`.
+    """
+
+    def __init__(
+        self,
+        selection: _Selection,
+        store: ResponseStore,
+        report: FetchReport,
+        client: Client,
+        *,
+        executor: Executor | None,
+        max_workers: int | None,
+        batch_size: int | None,
+        flush_every: int | None,
+        flush_interval: float | None,
+        errors: Errors,
+        progress: bool,
+    ) -> None:
+        self.store, self.report, self.errors = store, report, errors
+        self.payloads = selection.payloads
+        self.lost_keys = selection.lost_keys
+        workers = max_workers or settings.max_workers
+        self.own_executor = executor is None
+        self.pool = executor or ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix="dentalkit"
+        )
+        self.worker_client: Client | ClientSpec = (
+            client if isinstance(self.pool, ThreadPoolExecutor) else client.spec
+        )
+        if self.worker_client is client.spec and client.spec.cache is None:
+            log.warning(
+                "an in-memory cache is not shared with worker processes; use SQLite or Redis"
+            )
+        self.every = flush_every or settings.flush_every
+        self.interval = flush_interval if flush_interval is not None else settings.flush_interval
+
+        indices = selection.todo
+        self.records = dict(
+            zip(indices, selection.requests.iloc[indices].to_dict("records"), strict=True)
+        )
+        self.buffer: list[dict[str, Any]] = []
+        #: Failure records of this run (columns of the store's failures table).
+        self.failures: list[dict[str, Any]] = []
+        #: Store keys of every request this run received an outcome for.
+        self.attempted: set[str] = set()
+        self.last_flush = time.monotonic()
+        #: The first failure in ``errors="raise"`` mode (raised by fetch_cohort at the end).
+        self.first_error: Exception | None = None
+        self.bar = _progress(len(indices), progress)
+        groups: dict[str, list[int]] = {}
+        http_keys = selection.requests["http_key"].tolist()
+        for i in indices:
+            groups.setdefault(http_keys[i], []).append(i)
+        self.pending: dict[Future, list[list[int]]] = {}
+        self.window = max(2 * workers, 4)
+        if self.own_executor:
+            batch = 1
+        elif batch_size is None:
+            batch = _auto_batch(len(groups), workers)
+        else:
+            batch = batch_size
+        ordered = list(groups.values())
+        self.queue = iter([ordered[k : k + batch] for k in range(0, len(ordered), batch)])
+
+    def run(self) -> None:
+        """Send every batch and receive every answer, unless the run stops early."""
+        while True:
+            self._submit()
+            if not self.pending:
+                break
+            finished, _ = wait(self.pending, timeout=self.interval, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                self._receive(fut)
+            if finished:
+                report = self.report
+                self.bar.set_postfix(cache=report.from_cache, failed=report.failed, refresh=False)
+            if time.monotonic() - self.last_flush >= self.interval:
+                self._flush()
+
+    def close(self) -> None:
+        """Cancel tasks not started, shut down the own thread pool, flush, close the bar."""
+        for fut in self.pending:
+            fut.cancel()
+        if self.own_executor:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+        self._flush()
+        self.bar.close()
+
+    def _stopping(self) -> bool:
+        """True once no new task may be submitted (``errors="raise"`` failure or a stop)."""
+        return self.first_error is not None or self.report.stopped is not None
+
+    def _submit(self) -> None:
+        """Fill the window of tasks in flight from the queue of batches."""
+        while len(self.pending) < self.window and not self._stopping():
+            chunk = next(self.queue, None)
+            if chunk is None:
+                break
+            payloads = [self.payloads[group[0]] for group in chunk]
+            self.pending[self.pool.submit(_fetch_batch, self.worker_client, payloads)] = chunk
+
+    def _receive(self, fut: Future) -> None:
+        """Record the outcome of every request of a finished task (a crash fails them all)."""
+        chunk = self.pending.pop(fut)
+        try:
+            results = fut.result()
+        except Exception as exc:  # a worker crash: record it like any failure
+            results = [exc] * len(chunk)
+        for group, res in zip(chunk, results, strict=True):
+            for i in group:
+                req = self.records[i]
+                self.attempted.add(req["request_key"])
+                if isinstance(res, ApiResult):
+                    self._answered(req, res)
+                else:
+                    self._failed(req, res)
+            self.bar.update(len(group))
+
+    def _answered(self, req: dict[str, Any], res: ApiResult) -> None:
+        """Buffer an answer as a responses row; flush when ``flush_every`` rows wait."""
+        self.buffer.append(_row(req, res))
+        self.report.from_cache += res.from_cache
+        if len(self.buffer) >= self.every:
+            self._flush()
+
+    def _failed(self, req: dict[str, Any], exc: Exception) -> None:
+        """Record a failure; decide whether the run stops (see :func:`stop_reason`)."""
+        report = self.report
+        self.failures.append(_failure(req, exc))
+        report.failed += 1
+        why = stop_reason(exc, bool(report.stored or self.buffer))
+        if why and report.stopped is None:
+            report.stopped, report.stop_reason = why, str(exc)
+            log.error("fetch_cohort stops sending: %s (%s)", _STOPPED[why], exc)
+        if self.errors == "raise" and self.first_error is None:
+            self.first_error = exc
+
+    def _flush(self) -> None:
+        """Write the buffered answers as one Parquet part (atomically) and restart the clock."""
+        buffer = self.buffer
+        if buffer:
+            self.store.append(buffer)
+            self.report.stored += len(buffer)
+            if self.lost_keys:
+                self.report.recovered += sum(r["request_key"] in self.lost_keys for r in buffer)
+            buffer.clear()
+        self.last_flush = time.monotonic()
+
+
+def _merge_failures(
+    previous: pd.DataFrame, failures: list[dict[str, Any]], attempted: set[str]
+) -> pd.DataFrame:
+    """The store's failures table after a run.
+
+    Earlier failures (``previous``, already without the requests stored since) are kept
+    unless this run attempted the request again: then its new outcome counts (a new failure
+    record, or none when it was answered). Sorted by manifest row, then endpoint.
+    """
+    kept = previous[~_member(previous["request_key"], attempted)]
+    fresh = pd.DataFrame(failures, columns=FAILURES_SCHEMA.names)
+    frames = [d for d in (kept, fresh) if len(d)]
+    merged = pd.concat(frames, ignore_index=True) if frames else fresh
+    return merged.sort_values(["row", "endpoint"], kind="stable", ignore_index=True)
+
+
 def fetch_cohort(
     manifest: Any,
     endpoints: str | Sequence[str] | None = None,
@@ -381,7 +631,7 @@ def fetch_cohort(
     client : Client, optional
         Default ``Client()`` from :mod:`dentalkit.settings` and the environment.
     max_workers : int, optional
-        Concurrent requests (default :data:`dentalkit.settings.max_workers`).
+        Concurrent requests, at least 1 (default :data:`dentalkit.settings.max_workers`).
     executor : concurrent.futures.Executor, optional
         Run requests on this executor instead of a thread pool — e.g. a
         ``ProcessPoolExecutor`` or ``dask.distributed.Client.get_executor()``. Workers rebuild
@@ -450,6 +700,13 @@ def fetch_cohort(
     errors = "collect" if errors is None else check_errors(errors, "dentalkit.fetch_cohort")
     if batch_size is not None and not (isinstance(batch_size, int) and batch_size >= 1):
         raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
+    if max_workers is not None and not (
+        isinstance(max_workers, int) and not isinstance(max_workers, bool) and max_workers >= 1
+    ):
+        raise InputError(
+            f"max_workers must be a positive integer (requests in flight), got {max_workers!r}; "
+            "leave it out for settings.max_workers"
+        )
     started = time.perf_counter()
     plan = plan_requests(read_manifest(manifest), endpoints)
     if len(plan.problems) and errors == "raise":
@@ -458,19 +715,11 @@ def fetch_cohort(
     store = _open_store(out, client)  # holds the write lock until store.close()
     report = FetchReport(out=store.out, requested=len(plan.requests), problems=plan.problems)
 
-    done = store.done
-    lost_keys = _add_lost_requests(plan, store, done)
-    report.requested = len(plan.requests)
-    reqs = plan.requests
-    previous = store.read_failures()
-    previous = previous[~_member(previous["request_key"], done)]
-    stored_mask = _member(reqs["request_key"], done)
-    # a 401 concerns the key, not the request: once the key is fixed, a rerun sends it again
-    request_specific = previous["error_type"].astype("object") != "AuthError"
-    failed_before = _member(reqs["request_key"], set(previous.loc[request_specific, "request_key"]))
-    todo = ~stored_mask & (failed_before if retry_failed else ~failed_before)
-    report.already_stored = int(stored_mask.sum())
-    report.skipped_failed = 0 if retry_failed else int((~stored_mask & failed_before).sum())
+    # (a) what to send
+    selection = _select_requests(plan, store, retry_failed)
+    report.requested = len(selection.requests)
+    report.already_stored = selection.already_stored
+    report.skipped_failed = selection.skipped_failed
     if report.skipped_failed:
         log.warning(
             "%d request(s) failed in an earlier run and are skipped; "
@@ -478,108 +727,28 @@ def fetch_cohort(
             report.skipped_failed,
             store.out / "failures.parquet",
         )
-    indices = [int(i) for i in todo.nonzero()[0]]
-    report.sent = len(indices)
+    report.sent = len(selection.todo)
 
-    workers = max_workers or settings.max_workers
-    own_executor = executor is None
-    pool = executor or ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dentalkit")
-    worker_client: Client | ClientSpec = (
-        client if isinstance(pool, ThreadPoolExecutor) else client.spec
+    # (b) send it, storing answers as they arrive
+    scheduler = _Scheduler(
+        selection,
+        store,
+        report,
+        client,
+        executor=executor,
+        max_workers=max_workers,
+        batch_size=batch_size,
+        flush_every=flush_every,
+        flush_interval=flush_interval,
+        errors=errors,
+        progress=progress,
     )
-    if worker_client is client.spec and client.spec.cache is None:
-        log.warning("an in-memory cache is not shared with worker processes; use SQLite or Redis")
-    every = flush_every or settings.flush_every
-    interval = flush_interval if flush_interval is not None else settings.flush_interval
-
-    records = dict(zip(indices, reqs.iloc[indices].to_dict("records"), strict=True))
-    buffer: list[dict[str, Any]] = []
-    new_failures: list[dict[str, Any]] = []
-    attempted: set[str] = set()
-    last_flush = time.monotonic()
-    first_error: Exception | None = None
-    bar = _progress(len(indices), progress)
-    # one HTTP request per distinct request: /tle rows of several sessions with the same
-    # query share one call, and each session still gets its own row
-    groups: dict[str, list[int]] = {}
-    http_keys = reqs["http_key"].tolist()
-    for i in indices:
-        groups.setdefault(http_keys[i], []).append(i)
-    pending: dict[Future, list[list[int]]] = {}
-    window = max(2 * workers, 4)
-    if own_executor:
-        batch = 1
-    elif batch_size is None:
-        batch = _auto_batch(len(groups), workers)
-    elif isinstance(batch_size, int) and batch_size >= 1:
-        batch = batch_size
-    else:
-        raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
-    ordered = list(groups.values())
-    queue = iter([ordered[k : k + batch] for k in range(0, len(ordered), batch)])
-
-    def flush() -> None:
-        nonlocal last_flush
-        if buffer:
-            store.append(buffer)
-            report.stored += len(buffer)
-            if lost_keys:
-                report.recovered += sum(r["request_key"] in lost_keys for r in buffer)
-            buffer.clear()
-        last_flush = time.monotonic()
-
     try:
-        while True:
-            while len(pending) < window and first_error is None and report.stopped is None:
-                chunk = next(queue, None)
-                if chunk is None:
-                    break
-                payloads = [plan.payloads[group[0]] for group in chunk]
-                pending[pool.submit(_fetch_batch, worker_client, payloads)] = chunk
-            if not pending:
-                break
-            finished, _ = wait(pending, timeout=interval, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                chunk = pending.pop(fut)
-                try:
-                    results = fut.result()
-                except Exception as exc:  # a worker crash: record it like any failure
-                    results = [exc] * len(chunk)
-                for group, res in zip(chunk, results, strict=True):
-                    for i in group:
-                        req = records[i]
-                        attempted.add(req["request_key"])
-                        if isinstance(res, ApiResult):
-                            buffer.append(_row(req, res))
-                            report.from_cache += res.from_cache
-                            if len(buffer) >= every:
-                                flush()
-                        else:
-                            new_failures.append(_failure(req, res))
-                            report.failed += 1
-                            why = stop_reason(res, bool(report.stored or buffer))
-                            if why and report.stopped is None:
-                                report.stopped, report.stop_reason = why, str(res)
-                                log.error("fetch_cohort stops sending: %s (%s)", _STOPPED[why], res)
-                            if errors == "raise" and first_error is None:
-                                first_error = res
-                    bar.update(len(group))
-            if finished:
-                bar.set_postfix(cache=report.from_cache, failed=report.failed, refresh=False)
-            if time.monotonic() - last_flush >= interval:
-                flush()
+        scheduler.run()
     finally:
-        for fut in pending:
-            fut.cancel()
-        if own_executor:
-            pool.shutdown(wait=True, cancel_futures=True)
-        flush()
-        bar.close()
-        kept = previous[~_member(previous["request_key"], attempted)]
-        fresh = pd.DataFrame(new_failures, columns=FAILURES_SCHEMA.names)
-        frames = [d for d in (kept, fresh) if len(d)]
-        failures = pd.concat(frames, ignore_index=True) if frames else fresh
-        failures = failures.sort_values(["row", "endpoint"], kind="stable", ignore_index=True)
+        scheduler.close()
+        # (c) the failures table: earlier failures not sent again, plus this run's
+        failures = _merge_failures(selection.previous, scheduler.failures, scheduler.attempted)
         if len(failures) or (store.out / "failures.parquet").exists():
             store.write_failures(failures)
         report.failures = failures
@@ -589,8 +758,8 @@ def fetch_cohort(
         store.close()
         report.seconds = time.perf_counter() - started
     log.info("fetch_cohort: %s", report.summary())
-    if first_error is not None:
-        raise first_error
+    if scheduler.first_error is not None:
+        raise scheduler.first_error
     n_problems = len(report.problems) + int(report.failed)
     if n_problems and legacy:
         warn_default_change("dentalkit.fetch_cohort", "collect", n_problems)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import warnings
 
 import pandas as pd
 import pytest
@@ -125,6 +126,30 @@ def test_tle_rows_need_the_eleven_query_columns():
     assert plan.requests["image_url"].isna().all()
     bad = plan_requests(m.drop(columns="p07"), "tle").problems
     assert bad[["row", "field"]].to_numpy().tolist() == [[1, "p07"]]
+
+
+@pytest.mark.parametrize(
+    ("column", "endpoints", "fields"),
+    [
+        ("patient_id", "classifier", ["patient_id"]),
+        ("image_url", "classifier", ["image_url"]),
+        ("endpoint", None, ["endpoint"]),
+        ("standard_name", "frontal_segmentation", []),  # an unset option is no problem
+        ("p03", "tle", ["p03"]),
+    ],
+)
+def test_a_column_of_float_nan_is_missing_without_a_pandas_warning(column, endpoints, fields):
+    # a DataFrame column built from np.nan only is float64: every cell is "missing", and the
+    # checks must not lean on pandas filling booleans into it (deprecated, an error in pandas 4)
+    m = _manifest(2, **{f"p{i:02d}": ["1", "1"] for i in range(1, 12)})
+    m[column] = [float("nan")] * 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plan = plan_requests(m, endpoints)
+    assert plan.problems[["row", "field", "reason"]].to_numpy().tolist() == [
+        [row, f, "missing field"] for row in (1, 2) for f in fields
+    ]
+    assert len(plan.requests) == (0 if fields else 2)
 
 
 @pytest.mark.parametrize(

@@ -207,6 +207,14 @@ def test_batch_size_must_be_positive(make_client, tmp_path):
         fetch_cohort(manifest(2), "classifier", tmp_path / "out", client=make_client(), executor=pool, batch_size=0, progress=False)  # fmt: skip
 
 
+@pytest.mark.parametrize("workers", [0, -1, 2.5, True])
+def test_max_workers_must_be_positive_before_anything_is_opened(make_client, tmp_path, workers):
+    # -1 reached ThreadPoolExecutor as a bare ValueError after the store had been locked
+    with pytest.raises(InputError, match="max_workers must be a positive integer"):
+        fetch_cohort(manifest(2), "classifier", tmp_path / "out", client=make_client(), max_workers=workers, progress=False)  # fmt: skip
+    assert not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize(
     ("n", "workers", "batch"),
     [
