@@ -335,8 +335,9 @@ def export(
 
     Writes ``<name>.csv`` (and/or ``<name>.parquet``) per table plus
     ``data_dictionary.csv`` and ``data_dictionary.json``: per column the table, name,
-    type, pandas dtype, unit, description, allowed values (categoricals, booleans) and
-    missing count. Descriptions and units come from dentalkit's declarations — the
+    type, pandas dtype, unit, description, allowed values (the declared vocabulary;
+    ``true``/``false`` for booleans), levels (of a categorical, in order) and missing
+    count. Descriptions and units come from dentalkit's declarations — the
     data contract's schemas for ``landmarks``, ``teeth`` …, the column catalogue for the
     analysis tables named in ``docs/columns.md`` (``ceph_measures``, ``arch_fits`` …),
     the TLE codebook and the measure reference — so a reviewer can trace every column.
@@ -351,7 +352,10 @@ def export(
     formats : sequence of {"csv", "parquet"}
         CSV as described in the module notes (geometry as WKT, ISO 8601 UTC times,
         ``true``/``false``, empty = missing); Parquet keeps the exact dtypes (geometry
-        also as WKT text, so any Parquet reader can load it).
+        also as WKT text, so any Parquet reader can load it) and, for the tables
+        dentalkit declares, is written with the declared schema: Arrow types,
+        non-null where declared, field metadata ``description``, ``unit`` (yours where
+        given) and ``values``.
     descriptions, units : mapping of str to str, optional
         Entries for your own columns (``{"sex": "sex at birth"}``) or overrides, keyed
         ``"table.column"`` or ``"column"``.
@@ -365,6 +369,14 @@ def export(
     -----
     DentalkitWarning
         Naming every exported column that has no description (pass ``descriptions=``).
+
+    Raises
+    ------
+    InputError
+        A table dentalkit declares holds a value its declaration does not allow (named
+        by table and column): a label outside its vocabulary is found before any file
+        is written; a null in a non-null column or a fraction in a count when its
+        Parquet copy is built.
 
     Examples
     --------
