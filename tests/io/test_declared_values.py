@@ -158,6 +158,7 @@ def test_every_vocabulary_is_checked_here_or_open_by_design():
         # values the study below shows (computed names: "up-lo", "box_" prefix removed)
         ("arch_measures", "arch"),
         ("comparisons", "arch"),
+        ("descriptives", "arch"),
         ("finding_box_sizes", "measure"),
         # the generic class column is the ANB class of ceph_classes
         ("*", "skeletal_class"),
@@ -188,6 +189,14 @@ def test_study_tables_hold_only_declared_values(study):
     assert "up-lo" in set(analysis["arch_measures"]["arch"].astype(str))
     assert set(analysis["finding_box_sizes"]["measure"].astype(str)) == {"width", "height", "area"}
     assert declared("ceph_classes", "skeletal_class") == declared("*", "skeletal_class")
+    # the generic outputs carry the grouping columns they were given: arch dimensions
+    # described or compared by arch hold "up-lo", and are written with their declaration
+    from dentalkit import stats
+    from dentalkit.io import arrow_table
+
+    described = stats.describe(analysis["arch_measures"], "value", ["measure", "arch"])
+    assert "up-lo" in set(described["arch"].astype(str))
+    assert arrow_table(described, "descriptives").num_rows == len(described)
 
 
 def test_dictionary_takes_allowed_values_from_the_declarations_not_the_data():
