@@ -125,6 +125,10 @@ def test_class_vocabularies_are_the_shipped_class_bands():
         ("growth_models", "status", "dentalkit/stats/_growth_fit.py", "status"),
         ("growth_variance", "kind", "dentalkit/stats/_growth_fit.py", "kind"),
         ("missing_per_patient", "category", "dentalkit/teeth/_missing.py", "category"),
+        ("comparisons", "statistic_name", "dentalkit/stats/_tests.py", "statistic_name"),
+        ("comparisons", "effect_size_name", "dentalkit/stats/_tests.py", "effect_size_name"),
+        ("comparisons", "difference_name", "dentalkit/stats/_tests.py", "difference_name"),
+        ("growth_fixed", "statistic_name", "dentalkit/stats/_growth_fit.py", "statistic_name"),
     ],
 )
 def test_vocabulary_holds_every_literal_the_code_writes(table, column, module, key):
@@ -154,6 +158,10 @@ def test_every_vocabulary_is_checked_here_or_open_by_design():
         ("growth_models", "status"),
         ("growth_variance", "kind"),
         ("missing_per_patient", "category"),
+        ("comparisons", "statistic_name"),
+        ("comparisons", "effect_size_name"),
+        ("comparisons", "difference_name"),
+        ("growth_fixed", "statistic_name"),
         ("tle_calibration", "statistic"),
         # values the study below shows (computed names: "up-lo", "box_" prefix removed)
         ("arch_measures", "arch"),
