@@ -390,6 +390,11 @@ def arrow_table(df: pd.DataFrame, table: str) -> pa.Table:
         if isinstance(dtype, pd.CategoricalDtype) and dtype.ordered == ordered:
             if values is None or _fits(dtype, values, ordered):
                 continue
+        elif isinstance(dtype, np.dtype) and dtype.kind in "fiub" and cols[i].isna().all():
+            # no label at all, held as NaN (e.g. a name column of comparisons that had
+            # none to report): nulls of the declared type
+            changed[i] = pd.Series(None, index=cols[i].index, dtype=object)
+            continue
         elif not ordered:
             # text: pyarrow dictionary-encodes it (an unordered dictionary's order means
             # nothing); the values present are checked against the vocabulary below
