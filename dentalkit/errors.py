@@ -43,6 +43,10 @@ checked by :func:`check_errors`:
 Every problems table has the columns :data:`PROBLEM_COLUMNS`, typed as
 :data:`PROBLEM_SCHEMA` declares (build or conform one with :func:`problems_frame`);
 some producers append context columns after them (``view``, ``landmark``, ``side`` …).
+The declared columns are scalars (text, an integer row, the severity), so the problems
+tables of every producer concatenate on them; a context column belongs to its producer
+and holds what its cells are: ``measures`` of :func:`dentalkit.ceph.measure` is a list of
+measure ids per row (in Parquet an Arrow ``list<string>``), not joined text.
 """
 
 from __future__ import annotations

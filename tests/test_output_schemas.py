@@ -149,6 +149,8 @@ def test_loose_columns_are_written_with_their_declared_types(tmp_path):
             "n_units_per_group": [[8, 4], [8, 4]],
             "note": [None, None],
             "p_value": [0.5, np.nan],
+            # a declared vocabulary with no value at all, as float NaN (ANOVA rows)
+            "difference_name": [np.nan, np.nan],
         }
     )
     path = io.write_parquet(cmp, tmp_path / "arch_compare.parquet", name="arch_compare")
@@ -160,6 +162,8 @@ def test_loose_columns_are_written_with_their_declared_types(tmp_path):
     assert schema.field("groups").nullable is False
     assert schema.field("unit_of_analysis").type == pa.dictionary(pa.int32(), pa.string())
     assert schema.field("n_units").nullable is False
+    assert schema.field("difference_name").type == pa.dictionary(pa.int32(), pa.string())
+    assert pq.read_table(path).column("difference_name").null_count == 2
     meta = schema.field("paired").metadata
     assert meta[b"description"].startswith(b"column pairing the observations")
 

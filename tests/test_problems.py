@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 import shapely
 
-from dentalkit import agreement, ceph, convert, fetch_cohort, findings, teeth, tle
+from dentalkit import agreement, arch, ceph, convert, fetch_cohort, findings, teeth, tle
 from dentalkit.arch import align
 from dentalkit.convert import schemas
 from dentalkit.errors import (
@@ -170,6 +170,24 @@ def _tle_estimate():
     return tle.problems(tle.estimate(patients, NO_ANSWERS, errors="collect"))
 
 
+def _arch_points(x_last: float) -> pd.DataFrame:
+    x = [-20.0, -15.0, -8.0, 0.0, 8.0, 15.0, x_last]
+    return pd.DataFrame(
+        {
+            "patient_id": "P1",
+            "timestamp": "2024",
+            "arch": "up",
+            "index": range(7),
+            "x": x,
+            "y": [0.05 * v * v for v in x],
+        }
+    )
+
+
+def _arch():
+    return arch.problems(arch.fit(_arch_points(np.nan), "parabola", errors="collect"))
+
+
 PRODUCERS = {
     "convert.tables": _convert,
     "manifest (fetch_cohort)": _manifest,
@@ -182,6 +200,7 @@ PRODUCERS = {
     "agreement.measure": _agreement_measures,
     "tle.encode": _tle_encode,
     "tle.estimate": _tle_estimate,
+    "arch.fit": _arch,
 }
 
 
@@ -210,7 +229,13 @@ def test_every_producer_fills_the_one_declared_schema(producer):
     assert table["reason"].str.len().gt(0).all()
     # per-row problems name the patient of the offending row (tle inputs here have no
     # patient_id; agreement aggregates a landmark missing from whole sessions in one row)
-    if producer in ("convert.tables", "teeth.measure", "findings.prevalence", "ceph.measure"):
+    if producer in (
+        "convert.tables",
+        "teeth.measure",
+        "findings.prevalence",
+        "ceph.measure",
+        "arch.fit",
+    ):
         assert table["patient_id"].notna().all(), producer
 
 
@@ -221,6 +246,7 @@ def test_empty_problem_tables_have_the_schema_too():
         )["problems"],
         "teeth": teeth.measure(_teeth_ok(), errors="collect")[1],
         "tle": tle.encode(pd.DataFrame([TLE_BASE]), errors="collect")[1],
+        "arch": arch.problems(arch.fit(_arch_points(20.0), "parabola", errors="collect")),
         "ceph": ceph.measure(_landmarks([("p1", "t", "S", 0.0, 0.0)]), ["S_N"], errors="collect")[
             1
         ].iloc[:0],

@@ -20,6 +20,8 @@ curve
 measure
     Intercanine and intermolar width, arch depth, arch perimeter, upper/lower
     compatibility; px or mm.
+problems
+    The input rows behind ``status="bad_input"`` fits, in the one problems schema.
 mean_form
     Mean arch form per group with a pointwise confidence band.
 compare
@@ -33,7 +35,7 @@ from __future__ import annotations
 from dentalkit._deprecate import deprecated_alias
 from dentalkit.arch._compare import compare
 from dentalkit.arch._curve import curve
-from dentalkit.arch._fit import fit
+from dentalkit.arch._fit import fit, problems
 from dentalkit.arch._frame import Alignment, align, to_canonical, to_image
 from dentalkit.arch._mean_form import mean_form
 from dentalkit.arch._measures import MEASURES, ArchMeasure, measure
@@ -56,6 +58,7 @@ __all__ = [
     "mean_form",
     "measure",
     "measures",  # deprecated alias of measure (one release)
+    "problems",
     "to_canonical",
     "to_image",
 ]

@@ -29,7 +29,8 @@ from dentalkit.arch._frame import (
 )
 from dentalkit.arch._models import MODELS, PARAM_COLUMNS, ArchModel
 from dentalkit.arch._tables import Errors, Stacked, stack_points
-from dentalkit.errors import InputError
+from dentalkit.errors import PROBLEM_COLUMNS as _DECLARED_PROBLEMS
+from dentalkit.errors import InputError, problems_frame
 
 #: Iterations of the free-pose parabola pre-fit that refines the starting frame (a frame
 #: needs no more; the parabola model itself continues from it to convergence).
@@ -159,9 +160,77 @@ def fit(
     st = stack_points(arch_points, mm_per_px=mm_per_px, errors=errors, point_keys=point_keys)
     if not 0.0 < level < 1.0:
         raise InputError(f"level must be between 0 and 1, got {level!r}")
-    return _fit_stacked(
+    out = _fit_stacked(
         st, models, pose, residual, tooth_keypoints, first_point_side, max_iter, level=level
     )
+    out.attrs["problems"] = st.problems  # plain records: comparable, survive copies
+    return out
+
+
+#: Columns of :func:`problems`: the one problems schema, then ``arch`` and ``index_label``.
+PROBLEM_COLUMNS = (*_DECLARED_PROBLEMS, "arch", "index_label")
+
+
+def problems(fits: pd.DataFrame) -> pd.DataFrame:
+    """The problems table of an :func:`fit` result: one row per offending point row.
+
+    With ``errors="collect"`` or ``"warn"``, an arch with bad point rows (non-finite
+    ``x``/``y``, a repeated point number) stays in the fit table as a row with
+    ``status="bad_input"`` and NaN parameters (the shape of a results table, where each
+    arch says what became of it); this table lists the input rows behind those arches in
+    dentalkit's one problems schema, so they join the problems of every other producer.
+
+    Parameters
+    ----------
+    fits : pandas.DataFrame
+        A result of :func:`fit` (or a frame derived from it that kept its ``attrs``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns :data:`dentalkit.errors.PROBLEM_COLUMNS` (``table`` ``"arch_points"``,
+        ``row`` the 0-based position of the point row, ``field`` ``x``, ``y`` or the point
+        number column, ``value`` the value found, ``severity`` ``"error"``), then
+        ``arch`` and ``index_label`` (the row's label in your index). Empty when every
+        point row was usable.
+
+    Raises
+    ------
+    InputError
+        ``fits`` carries no problems record (not a result of :func:`fit`, or pandas
+        dropped its ``attrs``, as it does when concatenating results whose problems
+        differ).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from dentalkit import arch
+    >>> x = [-20.0, -15.0, -8.0, 0.0, 8.0, 15.0, float("nan")]
+    >>> pts = pd.DataFrame(
+    ...     {
+    ...         "patient_id": "P1",
+    ...         "timestamp": "t",
+    ...         "arch": "up",
+    ...         "index": range(7),
+    ...         "x": x,
+    ...         "y": [0.05 * v * v for v in x],
+    ...     }
+    ... )
+    >>> f = arch.fit(pts, "parabola", errors="collect")
+    >>> f["status"].tolist()
+    ['bad_input']
+    >>> arch.problems(f)[["row", "field", "value", "arch"]].values.tolist()
+    [[6, 'x', 'nan', 'up']]
+    """
+    records = getattr(fits, "attrs", {}).get("problems")
+    if records is None:
+        raise InputError(
+            "this table carries no arch problems record: pass a result of arch.fit (pandas "
+            "drops attrs when concatenated results differ in them; collect "
+            "arch.problems(fits) before concatenating)"
+        )
+    table = pd.DataFrame.from_records(list(records), columns=list(PROBLEM_COLUMNS))
+    return problems_frame(table, table="arch_points", severity="error")
 
 
 @dataclass

@@ -153,6 +153,10 @@ class Stacked:
     fdi : ndarray of bool, shape (m,)
         True where the point numbers were read as FDI tooth numbers (then the
         first point is on the patient's right).
+    problems : tuple of dict
+        One record per offending input row (``errors="collect"``/``"warn"``) in the
+        columns of :data:`dentalkit.errors.PROBLEM_SCHEMA` plus ``arch`` and
+        ``index_label`` (see :func:`dentalkit.arch.problems`).
     """
 
     keys: pd.DataFrame
@@ -165,6 +169,7 @@ class Stacked:
     row_arch: np.ndarray
     row_pos: np.ndarray
     fdi: np.ndarray
+    problems: tuple[dict, ...] = ()
 
 
 def first_per_group(table: pd.DataFrame, gid: np.ndarray, m: int) -> pd.DataFrame:
@@ -252,6 +257,7 @@ def stack_points(
     n = mask.sum(axis=1)
 
     bad = np.full(m, None, dtype=object)
+    records: list[dict] = []
     nonfinite = ~(np.isfinite(xs) & np.isfinite(ys))
     dup = np.r_[False, (gid[1:] == gid[:-1]) & (rank[1:] == rank[:-1])]
     for flag, what in ((nonfinite, "non-finite x/y"), (dup, "repeated point number")):
@@ -270,6 +276,7 @@ def stack_points(
             r = rows[gid[flag] == g]
             text = f"{what} at {name} row(s) {r[:10].tolist()}"
             bad[g] = text if bad[g] is None else f"{bad[g]}; {text}"
+        records += _problem_records(points, name, keys, order[flag], gid[flag], what)
         # keep the arrays finite-or-NaN but exclude the arch from every computation
     if errors == "warn" and any(b is not None for b in bad):
         flagged = [b for b in bad if b is not None]
@@ -290,7 +297,45 @@ def stack_points(
         row_arch=row_arch,
         row_pos=row_pos,
         fdi=fdi,
+        problems=tuple(sorted(records, key=lambda r: r["row"])),
     )
+
+
+def _problem_records(
+    points: pd.DataFrame,
+    name: str,
+    keys: pd.DataFrame,
+    positions: np.ndarray,
+    arches: np.ndarray,
+    what: str,
+) -> list[dict]:
+    """Problems rows (one per offending point row) of :func:`stack_points`."""
+    field = "index" if "index" in points.columns else "point"
+    out = []
+    for pos, g in zip(positions.tolist(), arches.tolist(), strict=True):
+        key = keys.iloc[g]
+        row = points.iloc[pos]
+        if what == "non-finite x/y":
+            x_bad = not np.isfinite(pd.to_numeric(row["x"], errors="coerce"))
+            col = "x" if x_bad else "y"
+        else:
+            col = field
+        label = points.index[pos]
+        out.append(
+            {
+                "table": name,
+                "patient_id": str(key["patient_id"]),
+                "timestamp": str(key["timestamp"]),
+                "row": int(pos),
+                "field": col,
+                "value": str(row[col]),
+                "reason": f"{what}: arch {key['arch']} left out (status bad_input, NaN fits)",
+                "severity": "error",
+                "arch": str(key["arch"]),
+                "index_label": label.item() if isinstance(label, np.generic) else label,
+            }
+        )
+    return out
 
 
 def calibration(

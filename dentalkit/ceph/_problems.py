@@ -13,8 +13,17 @@ from dentalkit.errors import PROBLEM_COLUMNS as _DECLARED
 __all__ = ["PROBLEM_COLUMNS", "problems_table"]
 
 #: Columns of the problems table: dentalkit's one problems schema
-#: (:data:`dentalkit.errors.PROBLEM_SCHEMA`), then view, landmark, measures.
+#: (:data:`dentalkit.errors.PROBLEM_SCHEMA`), then view, landmark, measures (context: the
+#: measure ids left NaN, a list of str per row).
 PROBLEM_COLUMNS = [*_DECLARED, "view", "landmark", "measures"]
+
+
+def _lists(values) -> np.ndarray:
+    """An object array with one fresh list per cell (numpy would stack equal-length lists)."""
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = list(v)
+    return out
 
 
 def problems_table(
@@ -38,7 +47,6 @@ def problems_table(
     used = np.array([bool(uses[n]) for n in names], dtype=bool)
     keep = used[p_idx] if len(names) else np.zeros(0, bool)
     s_idx, p_idx, dup = s_idx[keep], p_idx[keep], dup[keep]
-    measures_txt = np.array([", ".join(uses[n]) for n in names], dtype=object)
     absent_txt = np.array(
         [f"landmark {n!r} absent (or non-finite x/y): NaN for {', '.join(uses[n])}" for n in names],
         dtype=object,
@@ -56,7 +64,7 @@ def problems_table(
             {
                 "s": s_idx,
                 "landmark": name_arr[p_idx] if len(p_idx) else np.zeros(0, object),
-                "measures": measures_txt[p_idx] if len(p_idx) else np.zeros(0, object),
+                "measures": _lists([uses[names[p]] for p in p_idx]),
                 "reason": np.where(dup, dup_txt[p_idx], absent_txt[p_idx])
                 if len(p_idx)
                 else np.zeros(0, object),
@@ -71,7 +79,7 @@ def problems_table(
                 {
                     "s": s,
                     "landmark": None,
-                    "measures": ", ".join(lengths),
+                    "measures": list(lengths),
                     "reason": "no valid mm_per_px for this session: length measures are NaN",
                 }
             )
@@ -88,7 +96,7 @@ def problems_table(
                 "assumed (lateral: the S-N, Po-Or or PNS-ANS pair points anterior in the "
                 "image; frontal: patient's right on the image left)"
             )
-        recs.append({"s": s, "landmark": None, "measures": ", ".join(chiral), "reason": reason})
+        recs.append({"s": s, "landmark": None, "measures": list(chiral), "reason": reason})
     # degenerate geometry: NaN although every needed landmark is present
     out_vals = values[:, compiled.output]
     rows_nan = np.flatnonzero(np.isnan(out_vals).any(axis=1))
@@ -104,7 +112,7 @@ def problems_table(
                 {
                     "s": int(rows_nan[s]),
                     "landmark": None,
-                    "measures": out_ids[m],
+                    "measures": [out_ids[m]],
                     "reason": f"degenerate geometry (coincident landmarks) for {out_ids[m]}: NaN",
                 }
             )
@@ -139,7 +147,7 @@ def problems_table(
             "severity": "error",
             "view": view,
             "landmark": prob["landmark"].to_numpy(),
-            "measures": prob["measures"].to_numpy(),
+            "measures": _lists(prob["measures"]),
         }
     )
     for c in session_cols:

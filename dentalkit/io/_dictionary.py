@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -50,6 +51,7 @@ __all__ = [
     "declared_field",
     "is_declared_table",
     "load_catalogue",
+    "partition_writer",
 ]
 
 #: Analysis tables the catalogue describes: export name → (what produces it, one row per).
@@ -103,6 +105,7 @@ DICTIONARY_COLUMNS = (
     "unit",
     "description",
     "allowed_values",
+    "levels",
     "n_missing",
 )
 
@@ -330,17 +333,7 @@ def _fit_categories(
         return col
     if is_cat and col.dtype.ordered == ordered and tuple(col.cat.categories) == values:
         return col
-    if is_cat:
-        codes = np.unique(col.cat.codes.to_numpy())
-        present = col.cat.categories[codes[codes >= 0]]
-    else:
-        present = pd.unique(col.to_numpy(dtype=object))
-    extra = sorted({str(v) for v in present if not pd.isna(v)} - set(values))
-    if extra:
-        raise InputError(
-            f"table {table!r}: column {field.name!r} has value(s) {extra} outside its "
-            f"declared values {list(values)} (dentalkit/data/columns.csv)"
-        )
+    _check_values(table, field.name, values, col)
     if is_cat:
         return col.cat.set_categories(list(values), ordered=ordered)
     return col.astype(_category_dtype(values, ordered))
@@ -397,6 +390,11 @@ def arrow_table(df: pd.DataFrame, table: str) -> pa.Table:
         if isinstance(dtype, pd.CategoricalDtype) and dtype.ordered == ordered:
             if values is None or _fits(dtype, values, ordered):
                 continue
+        elif isinstance(dtype, np.dtype) and dtype.kind in "fiub" and cols[i].isna().all():
+            # no label at all, held as NaN (e.g. a name column of comparisons that had
+            # none to report): nulls of the declared type
+            changed[i] = pd.Series(None, index=cols[i].index, dtype=object)
+            continue
         elif not ordered:
             # text: pyarrow dictionary-encodes it (an unordered dictionary's order means
             # nothing); the values present are checked against the vocabulary below
@@ -419,6 +417,57 @@ def arrow_table(df: pd.DataFrame, table: str) -> pa.Table:
                 f"declared values {list(values)} (dentalkit/data/columns.csv)"
             )
     return out
+
+
+def _check_values(table: str, column: str, values: tuple[str, ...], col: pd.Series) -> None:
+    """Refuse a value of ``col`` outside its declared vocabulary (named, with the fix)."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes = np.unique(col.cat.codes.to_numpy())
+        present = col.cat.categories[codes[codes >= 0]]
+    else:
+        present = pd.unique(col.to_numpy(dtype=object))
+    extra = sorted({str(v) for v in present if not pd.isna(v)} - set(values))
+    if extra:
+        raise InputError(
+            f"table {table!r}: column {column!r} has value(s) {extra} outside its "
+            f"declared values {list(values)} (dentalkit/data/columns.csv)"
+        )
+
+
+def partition_writer(name: str | None, folder: str) -> Callable[[pd.DataFrame, Path], None]:
+    """The default file writer of :func:`dentalkit.distributed.write_partitioned`.
+
+    Each part is written with the declaration of table ``name`` (:func:`arrow_table`:
+    declared types, nullability, field metadata), so every part of a partitioned table has
+    the one declared schema — categoricals with the declared vocabulary get the same
+    dictionary in every file. Without ``name``, the folder's name is the table's when it
+    is a declared table (``landmarks/``, ``ceph_measures/`` …); otherwise pyarrow infers
+    the types, as for :func:`dentalkit.io.write_parquet` without a name.
+
+    Parameters
+    ----------
+    name : str or None
+        The table's name in the column catalogue, or None.
+    folder : str
+        The partitioned table's folder name.
+
+    Returns
+    -------
+    callable
+        ``writer(frame, file_path)``.
+    """
+    import pyarrow.parquet as pq
+
+    table = name if name is not None else folder if is_declared_table(folder) else None
+
+    def write(frame: pd.DataFrame, path: Path) -> None:
+        if table is None:
+            arrow = pa.Table.from_pandas(frame, preserve_index=False)
+        else:
+            arrow = arrow_table(frame, table)
+        pq.write_table(arrow, path)
+
+    return write
 
 
 def _from_pandas(
@@ -779,14 +828,37 @@ def _override(mapping: Mapping[str, str] | None, table: str, column: str) -> str
 
 
 def _allowed(table: str, column: str, col: pd.Series) -> list[str]:
-    if table in schemas.SCHEMAS and column in schemas.SCHEMAS[table].names:
-        fixed = schemas.categories(table, column)
-        if fixed is not None:
-            return list(fixed)
+    """The declared vocabulary of ``table.column`` (``true``/``false`` for booleans).
+
+    Taken from the declarations only (:data:`dentalkit.convert.schemas.SCHEMAS`, the
+    ``values`` of ``columns.csv``), never from the data: a declared table whose column
+    holds a value outside it is refused. In a table dentalkit does not declare, a generic
+    (``*``) vocabulary is listed only when the column's values fit it; otherwise the
+    column is the user's own and has none.
+    """
+    try:
+        type_, _, values = _declared_type(table, column)
+    except KeyError:
+        type_, values = None, None
+    if values is not None:
+        if is_declared_table(table):
+            _check_values(table, column, values, col)
+        else:
+            try:
+                _check_values(table, column, values, col)
+            except InputError:
+                values = None
+    if values is not None:
+        return list(values)
+    if type_ == pa.bool_() or pd.api.types.is_bool_dtype(col.dtype):
+        return ["true", "false"]
+    return []
+
+
+def _levels(col: pd.Series) -> list[str]:
+    """The categories of a categorical column in their order (an R factor's levels)."""
     if isinstance(col.dtype, pd.CategoricalDtype):
         return [str(c) for c in col.cat.categories]
-    if pd.api.types.is_bool_dtype(col.dtype):
-        return ["true", "false"]
     return []
 
 
@@ -816,8 +888,18 @@ def data_dictionary(
         (:func:`column_type`; ``geometry`` for shapely columns, ``list`` for columns of
         lists such as ``groups`` or ``missing_fdi``), ``pandas_dtype`` the
         exact dtype (what :func:`dentalkit.io.read_export` restores), ``allowed_values``
-        a list (categories in order; ``true``/``false`` for booleans), ``n_missing`` the
-        null count. A column nobody describes has an empty description.
+        the declared vocabulary as a list (the ``values`` of ``columns.csv`` or the data
+        contract's categories, in their order; ``true``/``false`` for booleans; empty
+        where the values are open, e.g. patient ids or measure ids), ``levels`` the
+        categories of a categorical column as written (an R factor's levels, in order;
+        empty for other columns), ``n_missing`` the null count. A column nobody
+        describes has an empty description.
+
+    Raises
+    ------
+    InputError
+        A declared table's column holds a value outside its declared vocabulary (the
+        column and the values are named): the dictionary would otherwise be false.
     """
     rows = []
     for table, df in tables.items():
@@ -846,6 +928,7 @@ def data_dictionary(
                     "unit": _unit_text(unit, df),
                     "description": desc,
                     "allowed_values": _allowed(table, column, col),
+                    "levels": _levels(col),
                     "n_missing": int(col.isna().sum()),
                 }
             )

@@ -11,8 +11,9 @@ CSV conventions (also written into ``data_dictionary.json``):
 * booleans ``true`` / ``false``;
 * date-times ISO 8601 in UTC with a ``Z`` (``2024-03-05T10:00:00Z``; fractional seconds
   to the microsecond when present); naive date-times without a zone;
-* categorical columns as their labels; the dictionary lists the allowed values in
-  their order (the levels of an R factor, SPSS value labels);
+* categorical columns as their labels; the dictionary lists their levels in order
+  (``levels``: an R factor's levels, SPSS value labels) and, where dentalkit declares one,
+  the vocabulary (``allowed_values``, from ``dentalkit/data/columns.csv``);
 * geometry columns as WKT (``POLYGON ((…))``) at full precision;
 * list columns (``groups``, ``n_units_per_group``, ``missing_fdi`` …) as JSON arrays
   (``[12, 18]``, ``["Class I", "Class II"]``; ``[]`` is an empty list, an empty field a
@@ -71,7 +72,10 @@ _CONVENTIONS = {
     "missing": "empty field",
     "boolean": "true / false",
     "datetime": "ISO 8601; UTC with Z (2024-03-05T10:00:00Z); naive values without a zone",
-    "categorical": "labels as text; allowed_values lists the levels in order",
+    "categorical": (
+        "labels as text; levels lists the column's levels in order (an R factor's), "
+        "allowed_values the declared vocabulary (empty: open, e.g. ids)"
+    ),
     "geometry": "WKT (OGC Well-Known Text), pixel or mm coordinates as the unit says",
     "list": 'JSON array ([12, 18] or ["Class I", "Class II"]); [] is an empty list',
     "numbers": "shortest text that reads back to the same IEEE 754 double",
@@ -237,6 +241,61 @@ def _list_field(table: str, column: str, col: pd.Series, df: pd.DataFrame) -> pa
     return pa.field(column, inferred)
 
 
+def _parquet_table(
+    name: str,
+    df: pd.DataFrame,
+    frame: pd.DataFrame,
+    types: Mapping[str, str],
+    rows: pd.DataFrame,
+) -> pa.Table:
+    """The Parquet copy of one exported table, written with its declaration.
+
+    A table dentalkit declares (:func:`dentalkit.io._dictionary.is_declared_table`) gets
+    its declared Arrow types and nullability (:func:`~dentalkit.io.arrow_table`); another
+    table keeps the types pyarrow infers. Geometry is WKT text (``string``) and other
+    objects JSON text, as in the CSV. Every field carries the dictionary's
+    ``description`` and ``unit`` (your ``descriptions=``/``units=`` included) and, where
+    declared, ``values``; a pseudonymized table says so in the schema metadata.
+    """
+    from dentalkit.io._dictionary import arrow_table, is_declared_table
+
+    special = [c for c in df.columns if types[str(c)] == "geometry"]
+    typed = df.drop(columns=special)
+    typed.attrs = {}
+    for column in [str(c) for c in typed.columns if types[str(c)] == "text"]:
+        typed[column] = frame[column]  # as in the CSV: text as is, other objects as JSON
+    lists = [str(c) for c in typed.columns if types[str(c)] == "list"]
+    for column in lists:  # stays a list: Arrow list<…>, read as a list by R/DuckDB
+        typed[column] = typed[column].map(_plain, na_action="ignore")
+    if is_declared_table(name):
+        arrow = arrow_table(typed, name)
+    else:
+        arrow = pa.Table.from_pandas(typed, preserve_index=False)
+        for column in lists:
+            field = _list_field(name, column, df[column], df)
+            i = arrow.schema.get_field_index(column)
+            arrow = arrow.set_column(i, field, arrow.column(i).cast(field.type))
+    for column in special:  # back in place, as the CSV's WKT
+        i = df.columns.get_loc(column)
+        text = pa.array(frame[column].astype(object), type=pa.string(), from_pandas=True)
+        arrow = arrow.add_column(i, pa.field(str(column), pa.string()), text)
+    described = {
+        c: (d, u) for c, d, u in zip(rows["column"], rows["description"], rows["unit"], strict=True)
+    }
+    fields = []
+    for field in arrow.schema:
+        meta = {k.decode(): v.decode() for k, v in (field.metadata or {}).items()}
+        meta["description"], meta["unit"] = described[field.name]
+        fields.append(field.with_metadata(meta))
+    schema = pa.schema(fields, metadata=arrow.schema.metadata)
+    pseudo = df.attrs.get(PSEUDONYM_ATTR)
+    if pseudo:
+        schema = schema.with_metadata(
+            {**(schema.metadata or {}), b"dentalkit_pseudonymized": json.dumps(pseudo)}
+        )
+    return pa.Table.from_arrays(arrow.columns, schema=schema)
+
+
 def _check_tables(tables: Mapping[str, pd.DataFrame]) -> None:
     if not isinstance(tables, Mapping) or not tables:
         raise InputError(
@@ -276,8 +335,9 @@ def export(
 
     Writes ``<name>.csv`` (and/or ``<name>.parquet``) per table plus
     ``data_dictionary.csv`` and ``data_dictionary.json``: per column the table, name,
-    type, pandas dtype, unit, description, allowed values (categoricals, booleans) and
-    missing count. Descriptions and units come from dentalkit's declarations — the
+    type, pandas dtype, unit, description, allowed values (the declared vocabulary;
+    ``true``/``false`` for booleans), levels (of a categorical, in order) and missing
+    count. Descriptions and units come from dentalkit's declarations — the
     data contract's schemas for ``landmarks``, ``teeth`` …, the column catalogue for the
     analysis tables named in ``docs/columns.md`` (``ceph_measures``, ``arch_fits`` …),
     the TLE codebook and the measure reference — so a reviewer can trace every column.
@@ -292,7 +352,10 @@ def export(
     formats : sequence of {"csv", "parquet"}
         CSV as described in the module notes (geometry as WKT, ISO 8601 UTC times,
         ``true``/``false``, empty = missing); Parquet keeps the exact dtypes (geometry
-        also as WKT text, so any Parquet reader can load it).
+        also as WKT text, so any Parquet reader can load it) and, for the tables
+        dentalkit declares, is written with the declared schema: Arrow types,
+        non-null where declared, field metadata ``description``, ``unit`` (yours where
+        given) and ``values``.
     descriptions, units : mapping of str to str, optional
         Entries for your own columns (``{"sex": "sex at birth"}``) or overrides, keyed
         ``"table.column"`` or ``"column"``.
@@ -306,6 +369,14 @@ def export(
     -----
     DentalkitWarning
         Naming every exported column that has no description (pass ``descriptions=``).
+
+    Raises
+    ------
+    InputError
+        A table dentalkit declares holds a value its declaration does not allow (named
+        by table and column): a label outside its vocabulary is found before any file
+        is written; a null in a non-null column or a fraction in a count when its
+        Parquet copy is built.
 
     Examples
     --------
@@ -367,24 +438,15 @@ def export(
             _write_text(path, csv_text(safe, text_cols))
             written[path.name] = path
         if "parquet" in formats:
-            typed = df.copy()
-            typed.attrs = {k: v for k, v in df.attrs.items() if k == PSEUDONYM_ATTR}
-            lists = {}
-            for column, kind in types.items():
-                if kind in ("geometry", "text"):
-                    typed[column] = frame[column].astype("str")
-                elif kind == "list":  # stays a list: Arrow list<…>, read as a list by R/DuckDB
-                    typed[column] = df[column].map(_plain, na_action="ignore")
-                    lists[column] = _list_field(name, column, df[column], df)
-            arrow = pa.Table.from_pandas(typed, preserve_index=False)
-            for column, field in lists.items():
-                i = arrow.schema.get_field_index(column)
-                arrow = arrow.set_column(i, field, arrow.column(i).cast(field.type))
+            arrow = _parquet_table(name, df, frame, types, dictionary[dictionary["table"] == name])
             path = out / f"{name}.parquet"
             atomic_write(path, lambda tmp, arrow=arrow: pq.write_table(arrow, tmp))
             written[path.name] = path
 
-    csv_dict = dictionary.assign(allowed_values=dictionary["allowed_values"].map("|".join))
+    csv_dict = dictionary.assign(
+        allowed_values=dictionary["allowed_values"].map("|".join),
+        levels=dictionary["levels"].map("|".join),
+    )
     text_cols = [c for c in csv_dict.columns if not pd.api.types.is_numeric_dtype(csv_dict[c])]
     csv_dict = safe_csv_frame(csv_dict, "data_dictionary", text_cols)
     path = out / "data_dictionary.csv"
@@ -434,7 +496,8 @@ def _json_dictionary(
 def _restore(col: pd.Series, rec: Mapping[str, Any]) -> pd.Series:
     kind, dtype = rec["type"], rec["pandas_dtype"]
     if kind in ("categorical", "ordered categorical"):
-        cats = pd.Index(list(rec["allowed_values"]), dtype="str")
+        # dictionaries written before "levels" existed listed the levels as allowed_values
+        cats = pd.Index(list(rec.get("levels", rec["allowed_values"])), dtype="str")
         ordered = kind == "ordered categorical"
         return col.astype("str").astype(pd.CategoricalDtype(cats, ordered=ordered))
     if kind == "boolean":
@@ -467,7 +530,7 @@ def read_export(
 ) -> dict[str, pd.DataFrame]:
     """Read CSV tables written by :func:`export` back with their original dtypes.
 
-    The dictionary's ``pandas_dtype`` and ``allowed_values`` restore categoricals (all
+    The dictionary's ``pandas_dtype`` and ``levels`` restore categoricals (all
     levels, in order), booleans, nullable integers, UTC date-times and geometries (from
     WKT) and list columns (from their JSON arrays, as Python lists). Round trip: floats,
     integers, booleans, strings, categories, lists and WKT geometries come back equal;

@@ -46,8 +46,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from dentalkit._atomic import fsync_path
 from dentalkit.errors import InputError, require
@@ -151,10 +149,6 @@ def patient_bucket(
     return per_unique[codes]
 
 
-def _arrow_writer(frame: pd.DataFrame, path: Path) -> None:
-    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
-
-
 def write_partitioned(
     table: pd.DataFrame,
     path: str | os.PathLike[str],
@@ -163,6 +157,7 @@ def write_partitioned(
     by: str = "patient_id",
     overwrite: bool = False,
     writer: Callable[[pd.DataFrame, Path], Any] | None = None,
+    name: str | None = None,
 ) -> Path:
     """Write a table as Parquet files partitioned by a stable hash of ``by`` (patient id).
 
@@ -186,9 +181,14 @@ def write_partitioned(
     overwrite : bool
         Replace an existing folder (it is swapped out only after the new one is complete).
     writer : callable, optional
-        ``writer(frame, file_path)`` writes one file; default pyarrow
-        (``pyarrow.parquet.write_table``). Pass e.g. ``dentalkit.io.write_geoparquet`` for
+        ``writer(frame, file_path)`` writes one file; default pyarrow with the table's
+        declared schema (``name``). Pass e.g. ``dentalkit.io.write_geoparquet`` for
         the ``teeth`` table, or ``lambda f, p: f.to_parquet(p)`` for a GeoDataFrame.
+    name : str, optional
+        The table's name in the column catalogue (``landmarks``, ``ceph_measures`` …):
+        every part is written with its declared Arrow types, nullability and field
+        metadata (description, unit, values), like :func:`dentalkit.io.write_parquet`.
+        Default: the folder's name when it is a declared table, else pyarrow infers.
 
     Returns
     -------
@@ -211,7 +211,9 @@ def write_partitioned(
     if target.exists() and not overwrite:
         raise InputError(f"{target} exists; pass overwrite=True to replace it")
     bucket = patient_bucket(table[by], buckets)
-    write = writer or _arrow_writer
+    from dentalkit.io._dictionary import partition_writer  # here: dentalkit.io imports us
+
+    write = writer or partition_writer(name, target.name)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex}"
     staging.mkdir()

@@ -194,3 +194,36 @@ def test_bad_input_gives_rows_with_reasons_never_solver_errors():
     assert (by.loc["nan"] == "bad_input").all()
     assert (by.loc["few"] == "too_few_points").all()
     assert f.loc[f["status"] != "ok", "reason"].notna().all()
+
+
+def test_bad_point_rows_are_also_rows_of_the_one_problems_table():
+    from dentalkit.errors import PROBLEM_COLUMNS, InputError
+
+    x = np.linspace(-100, 100, 11)
+    good = arch_table(x, 0.01 * x**2, patient="good")
+    nonfinite = arch_table(x, 0.01 * x**2, patient="nan", arch="lo")
+    nonfinite.loc[3, "y"] = np.nan
+    dup = arch_table(x, 0.01 * x**2, patient="dup")
+    dup.loc[5, "index"] = dup.loc[4, "index"]
+    pts = pd.concat([good, nonfinite, dup], ignore_index=True)
+    pts.index = [f"r{i}" for i in range(len(pts))]  # labels differ from positions
+    f = arch.fit(pts, "parabola", errors="collect")
+    # the fit table is as before: one status row per arch × model
+    by = f.set_index("patient_id")["status"].astype(str)
+    assert by.to_dict() == {"dup": "bad_input", "good": "ok", "nan": "bad_input"}
+    prob = arch.problems(f)
+    assert tuple(prob.columns) == (*PROBLEM_COLUMNS, "arch", "index_label")
+    # one row per offending input row, at its 0-based position (counted by hand above);
+    # of two rows with one point number the repeat is the offending one, as in the error
+    assert prob["row"].tolist() == [11 + 3, 22 + 5]
+    assert prob["index_label"].tolist() == ["r14", "r27"]
+    assert prob["patient_id"].tolist() == ["nan", "dup"]
+    assert prob["arch"].tolist() == ["lo", "up"]
+    assert prob["field"].tolist() == ["y", "index"]
+    assert prob["value"].tolist() == ["nan", "24"]
+    assert (prob["table"] == "arch_points").all() and (prob["severity"] == "error").all()
+    assert prob["reason"].str.contains("bad_input").all()
+    # no problem: an empty table of the same shape; a table not from fit: a named error
+    assert len(arch.problems(arch.fit(good, "parabola", errors="collect"))) == 0
+    with pytest.raises(InputError, match=r"arch\.fit"):
+        arch.problems(pd.DataFrame({"x": [1]}))

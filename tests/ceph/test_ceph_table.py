@@ -102,7 +102,7 @@ def test_missing_landmark_gives_nan_and_a_problem_row():
     row = prob[prob["landmark"] == "B"]
     assert len(row) == 1
     assert row["patient_id"].item() == "p1"
-    assert row["measures"].item() == "SNB, ANB, Wits"
+    assert row["measures"].item() == ["SNB", "ANB", "Wits"]  # a list column, not joined text
     assert "B" in row["reason"].item()
 
 
@@ -242,3 +242,21 @@ def test_mm_per_px_table_form_matches_the_series_form():
     pd.testing.assert_frame_equal(a, b)
     with pytest.raises(InputError, match="several rows for the same key"):
         measure(t, ["S_N"], mm_per_px=pd.concat([frame, frame]), view="lateral")
+
+
+def test_problem_rows_list_the_measures_they_leave_nan():
+    # context column 'measures' is a list per row (issue 23), whatever the problem
+    a = image_table(LATERAL, patient_id="p1", timestamp="2020-01-01").assign(cal=np.nan)
+    b = image_table(LATERAL, patient_id="p2", timestamp="2021-05-01").assign(cal=np.nan)
+    b = b[b["name"] != "B"]
+    out, prob = measure(pd.concat([a, b]), IDS, mm_per_px="cal", errors="collect")
+    lengths = out[out["unit"].astype(str) == "mm"]["measure"].astype(str).unique().tolist()
+    assert sorted(lengths) == ["S_N", "Wits"]  # the length measures among IDS
+    cal = prob[prob["reason"].str.startswith("no valid mm_per_px")]
+    assert len(cal) == 2
+    assert all(cell == ["S_N", "Wits"] for cell in cal["measures"])
+    cal["measures"].iloc[0].append("changed")  # one fresh list per row
+    assert cal["measures"].iloc[1] == ["S_N", "Wits"]
+    absent = prob[prob["landmark"] == "B"]
+    assert absent["measures"].item() == ["SNB", "ANB", "Wits"]
+    assert all(isinstance(cell, list) for cell in prob["measures"])

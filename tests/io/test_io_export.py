@@ -196,7 +196,10 @@ def test_json_dictionary(study, exported):
     measure = next(c for c in tables["ceph_measures"]["columns"] if c["column"] == "measure")
     ref = reference_table().set_index("id")
     assert measure["value_labels"]["SNA"]["label"] == ref.loc["SNA", "label"]
-    assert set(measure["value_labels"]) == set(measure["allowed_values"])
+    # measure ids are an open vocabulary: the labels describe the column's levels, and
+    # nothing is declared as allowed (the dictionary does not take vocabularies from data)
+    assert set(measure["value_labels"]) == set(measure["levels"])
+    assert measure["allowed_values"] == []
 
 
 def test_pseudonymized_tables_export_without_the_secret(study, tmp_path):
@@ -312,3 +315,62 @@ def test_read_export_errors(tmp_path):
     with pytest.raises(InputError, match="no table 'u'"):
         io.read_export(tmp_path, ["u"])
     assert np.array_equal(io.read_export(tmp_path)["t"]["n"], [1])
+
+
+def test_parquet_copy_is_written_with_the_declarations(study, exported):
+    # read back with pyarrow and compared with the declaration of each table, like the
+    # files of dentalkit's own writers (tests/test_output_schemas.py); the one deliberate
+    # difference: geometry is WKT text in an export (any Parquet reader loads it)
+    from tests.schema_check import check_file
+
+    duckdb = pytest.importorskip("duckdb")
+    contract, analysis = study
+    out, _ = exported
+    errors = []
+    for name in {**contract, **analysis}:
+        path = out / f"{name}.parquet"
+        errors += [
+            e
+            for e in check_file(path, name)
+            if not (name == "teeth" and "'geometry'" in e)
+            # declared without a type: numbers or labels, as the varied column holds
+            and not (name == "tle_sensitivity" and "'value' is not declared" in e)
+        ]
+    assert not errors, "\n".join(errors)
+    geometry = pq.read_schema(out / "teeth.parquet").field("geometry")
+    assert geometry.type == pa.string()
+    assert (
+        geometry.metadata[b"description"]
+        == schemas.SCHEMAS["teeth"].field("geometry").metadata[b"doc"]
+    )
+    # non-null where declared, and DuckDB sees the declared types
+    fits = pq.read_schema(out / "arch_fits.parquet")
+    assert fits.field("status").nullable is False and fits.field("n_points").type == pa.int64()
+    con = duckdb.connect()
+    described = dict(
+        (r[0], r[1])
+        for r in con.execute(
+            f"DESCRIBE SELECT * FROM read_parquet('{out / 'comparisons.parquet'}')"
+        ).fetchall()
+    )
+    assert described["groups"] == "VARCHAR[]" and described["n_units"] == "BIGINT"
+
+
+def test_parquet_copy_carries_your_descriptions_and_units(tmp_path):
+    df = pd.DataFrame({"patient_id": ["a"], "bmi": [21.5]})
+    io.export(
+        {"mine": df},
+        tmp_path,
+        formats=("parquet",),
+        descriptions={"bmi": "body-mass index"},
+        units={"bmi": "kg/m²"},
+    )
+    field = pq.read_schema(tmp_path / "mine.parquet").field("bmi")
+    assert field.metadata == {b"description": b"body-mass index", b"unit": "kg/m²".encode()}
+
+
+def test_parquet_copy_refuses_a_value_outside_the_vocabulary(tmp_path):
+    fits = pd.DataFrame({"model": ["catenary"], "status": ["exploded"]})
+    with pytest.raises(InputError, match="exploded"):
+        io.export({"arch_fits": fits}, tmp_path, formats=("parquet",))
+    assert not list(tmp_path.iterdir())
