@@ -469,6 +469,9 @@ def tables(
             "first one."
         ),
     ] = ErrorsMode.collect,
+    progress: Annotated[
+        bool, typer.Option(help="Show a progress bar of the responses converted.")
+    ] = True,
 ) -> None:
     """Convert stored responses into tidy tables (one Parquet file per table).
 
@@ -490,7 +493,7 @@ def tables(
                 f"run `dentalkit fetch MANIFEST --out {store}` first; nothing was written"
             )
         with Stage("tables", _err, f"converting {len(responses):,} responses from {store}") as st:
-            result = convert.tables(responses, errors=errors.value)
+            result = convert.tables(responses, errors=errors.value, progress=progress)
             st.result = f"{len(result)} tables, {len(result['problems'])} problem(s)"
     except DentalkitError as exc:
         raise _fail(str(exc)) from None
@@ -732,7 +735,7 @@ def demo(
         ),
     ] = 8766,
     progress: Annotated[
-        bool, typer.Option(help="Show the progress bars (fetch and figures).")
+        bool, typer.Option(help="Show the progress bars (fetch, tables and figures).")
     ] = True,
     dpi: Annotated[
         int, typer.Option(min=300, max=1200, help="Figure resolution (PNG, images in PDFs).")
