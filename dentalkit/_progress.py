@@ -52,9 +52,15 @@ def bar(total: int | None, desc: str, unit: str, enabled: bool = True) -> Any:
     (True, 3)
     >>> b.close()
     """
+    if not enabled:
+        # tqdm.auto is not imported for a bar never drawn: in a notebook without
+        # ipywidgets its import alone warns ("IProgress not found").
+        from tqdm.std import tqdm as plain
+
+        return plain(total=total, desc=desc, unit=unit, disable=True)
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, unit=unit, disable=None if enabled else True, leave=False)
+    return tqdm(total=total, desc=desc, unit=unit, disable=None, leave=False)
 
 
 class Stage:
