@@ -5,7 +5,7 @@ with what it made and how long it took (``"figures: 15 in out/figures [12.3 s]"`
 lines go to the ``echo`` callable the caller gives (``typer.echo`` in the CLI, the demo's
 ``echo``) or, without one, to the ``dentalkit.progress`` logger at INFO level, so library
 code never prints. Steps over many items show a tqdm bar of their own (the fetch, the
-figures).
+table conversion, the figures; :func:`bar`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,53 @@ import logging
 import time
 from collections.abc import Callable
 from types import TracebackType
+from typing import Any
 
-__all__ = ["Stage"]
+__all__ = ["Stage", "bar"]
 
 log = logging.getLogger("dentalkit.progress")
+
+
+def bar(total: int | None, desc: str, unit: str, enabled: bool = True) -> Any:
+    """A tqdm bar on stderr over ``total`` items, shown only where someone watches.
+
+    The bar is drawn when ``enabled`` and stderr is a terminal (tqdm's ``disable=None``);
+    in a pipe, a log file or CI it draws nothing, so that captured output holds the
+    :class:`Stage` lines only. It disappears when closed (``leave=False``): the stage's
+    finish line says what was done.
+
+    Parameters
+    ----------
+    total : int or None
+        Number of items (``None`` when unknown: tqdm counts without a percentage).
+    desc : str
+        Label before the bar (``"tables"``, ``"figures"``).
+    unit : str
+        What one item is (``"response"``, ``"fig"``).
+    enabled : bool
+        ``False`` never draws (``--no-progress``, ``progress=False``).
+
+    Returns
+    -------
+    tqdm.tqdm
+        The bar: call ``update(n)``, ``set_postfix_str(name)`` and ``close()``.
+
+    Examples
+    --------
+    >>> b = bar(3, "tables", "response", enabled=False)
+    >>> b.disable, b.total
+    (True, 3)
+    >>> b.close()
+    """
+    if not enabled:
+        # tqdm.auto is not imported for a bar never drawn: in a notebook without
+        # ipywidgets its import alone warns ("IProgress not found").
+        from tqdm.std import tqdm as plain
+
+        return plain(total=total, desc=desc, unit=unit, disable=True)
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, disable=None, leave=False)
 
 
 class Stage:

@@ -11,11 +11,17 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import math
+import os
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal, NamedTuple
 
 import typer
+
+from dentalkit import settings
+from dentalkit.endpoints import ENDPOINTS
+from dentalkit.sandbox.drift import SCENARIOS
 
 app = typer.Typer(
     help="dentalkit: tidy tables, measurements and figures from the Dental Image Analysis Service v2.",
@@ -38,6 +44,60 @@ class ErrorsMode(StrEnum):
     raise_ = "raise"
 
 
+#: Choices built from the declarations, so that they cannot drift from them: a new
+#: registry endpoint or sandbox drift scenario is a new choice without a CLI edit, and a
+#: wrong value gets the framework's "Invalid value … is not one of …" message (exit 2).
+EndpointName = StrEnum("EndpointName", {name: name for name in ENDPOINTS})
+DriftScenario = StrEnum("DriftScenario", {name: name for name in (*SCENARIOS, "all")})
+DRIFT_HELP = f"one of {', '.join(SCENARIOS)}, or all for every one; see docs/real-service.md"
+
+#: The addresses ``dentalkit sandbox`` may bind: loopback only.
+LoopbackHost = Literal["127.0.0.1", "localhost", "::1"]
+
+
+class Calibration(NamedTuple):
+    """One ``--mm-per-px ENDPOINT=MM_PER_PX`` value, parsed by the CLI framework."""
+
+    endpoint: str
+    mm_per_px: float
+
+
+def _parse_mm_per_px(text: str) -> Calibration:
+    """``ENDPOINT=MM_PER_PX`` → :class:`Calibration`; a wrong value is a usage error."""
+    name, sep, value = text.partition("=")
+    if not sep:
+        raise typer.BadParameter(
+            f"'{text}' is not of the form ENDPOINT=MM_PER_PX; write, for example, "
+            "ceph_lateral_points=0.1."
+        )
+    if name not in ENDPOINTS:
+        raise typer.BadParameter(
+            f"'{name}' is not an endpoint name; the endpoints are {', '.join(ENDPOINTS)}."
+        )
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number > 0):
+        raise typer.BadParameter(
+            f"'{value}' for {name} is not a positive number of millimetres per pixel "
+            "(for example 0.1)."
+        )
+    return Calibration(name, number)
+
+
+def _one_value_per_endpoint(values: list[Calibration] | None) -> list[Calibration] | None:
+    """Refuse two different calibrations of one endpoint (which one would be meant?)."""
+    seen: dict[str, float] = {}
+    for cal in values or []:
+        if seen.setdefault(cal.endpoint, cal.mm_per_px) != cal.mm_per_px:
+            raise typer.BadParameter(
+                f"{cal.endpoint} is given twice, as {seen[cal.endpoint]:g} and "
+                f"{cal.mm_per_px:g} mm per pixel; give each endpoint one value."
+            )
+    return values
+
+
 def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     """Print ``error: message`` on stderr; return the Exit to raise (``raise _fail(...)``)."""
     typer.echo(f"error: {message}", err=True)
@@ -47,6 +107,18 @@ def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
 def _err(line: str) -> None:
     """Progress lines go to stderr, so that stdout holds only the results."""
     typer.echo(line, err=True)
+
+
+def _service_url(base_url: str | None) -> str:
+    """The service URL from --base-url, the settings or DENTALKIT_BASE_URL, or exit 2."""
+    url = base_url or settings.base_url or os.environ.get(settings.base_url_env)
+    if not url:
+        raise _fail(
+            f"no service URL: pass --base-url URL (it ends in /api/v2) or set "
+            f"{settings.base_url_env}. To try dentalkit without the service, run "
+            "`dentalkit demo`, or `dentalkit sandbox` and pass the URL it prints"
+        )
+    return url
 
 
 #: Options shared by the commands that talk to a service (one declaration, one help text).
@@ -64,17 +136,21 @@ CacheOption = Annotated[
 
 @app.command()
 def sandbox(
-    host: Annotated[str, typer.Option(help="Loopback address to bind.")] = "127.0.0.1",
+    host: Annotated[
+        LoopbackHost,
+        typer.Option(help="Loopback address to bind (the sandbox serves loopback only)."),
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8765,
     noise: Annotated[bool, typer.Option(help="Add the simulator's measurement noise.")] = True,
     latency: Annotated[
         float, typer.Option(min=0.0, help="Seconds of simulated latency per request.")
     ] = 0.0,
     drift: Annotated[
-        list[str] | None,
+        list[DriftScenario] | None,
         typer.Option(
-            help="Answer as a changed service could: a drift scenario (repeatable; 'all' for "
-            "every one; see docs/real-service.md). Off by default."
+            metavar="SCENARIO",
+            help=f"Answer as a changed service could, by a drift scenario (repeatable): "
+            f"{DRIFT_HELP}. Off by default.",
         ),
     ] = None,
 ) -> None:
@@ -83,14 +159,7 @@ def sandbox(
     from dentalkit.sandbox.app import BANNER
     from dentalkit.sandbox.drift import check_scenarios
 
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        typer.echo("the sandbox serves loopback only; use 127.0.0.1, localhost or ::1", err=True)
-        raise typer.Exit(2)
-    try:
-        scenarios = check_scenarios(drift)
-    except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    scenarios = check_scenarios([d.value for d in drift] if drift else None)
     typer.echo(BANNER)
     if scenarios:
         typer.echo(f"drift mode: answering as a changed service ({', '.join(scenarios)})")
@@ -145,9 +214,12 @@ def fetch(
         ),
     ],
     endpoint: Annotated[
-        list[str] | None,
+        list[EndpointName] | None,
         typer.Option(
-            help="Endpoint for every row (repeatable); omit when the manifest has an endpoint column."
+            metavar="ENDPOINT",
+            help="Endpoint for every row, by its registry name such as ceph_lateral_points "
+            "(repeatable; a wrong name lists them all); omit when the manifest has an "
+            "endpoint column.",
         ),
     ] = None,
     base_url: ServiceUrlOption = None,
@@ -191,10 +263,12 @@ def fetch(
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     client = None
     try:
-        client = Client(base_url, heal_cache=True, **({} if cache is None else {"cache": cache}))
+        client = Client(
+            _service_url(base_url), heal_cache=True, **({} if cache is None else {"cache": cache})
+        )
         report = fetch_cohort(
             manifest,
-            endpoint or None,
+            [e.value for e in endpoint] if endpoint else None,
             out,
             client=client,
             max_workers=workers,
@@ -320,7 +394,7 @@ def first_contact(
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        client = Client(base_url, **({} if cache is None else {"cache": cache}))
+        client = Client(_service_url(base_url), **({} if cache is None else {"cache": cache}))
         plan = first_contact_plan(manifest)
         stored: set[str] = set()
         if (out / "_dentalkit.json").exists():
@@ -379,7 +453,12 @@ def contract(
     out: Annotated[Path, typer.Option(help="Folder for contract.md and contract.parquet.")],
     tmj_phrases: Annotated[
         list[Path] | None,
-        typer.Option(help="Extra TMJ phrases CSV (repeatable), added to the shipped phrases."),
+        typer.Option(
+            metavar="CSV",
+            exists=True,
+            dir_okay=False,
+            help="Extra TMJ phrases CSV (repeatable), added to the shipped phrases.",
+        ),
     ] = None,
 ) -> None:
     """Report what the service sent against the endpoint registry, per endpoint.
@@ -469,6 +548,9 @@ def tables(
             "first one."
         ),
     ] = ErrorsMode.collect,
+    progress: Annotated[
+        bool, typer.Option(help="Show a progress bar of the responses converted.")
+    ] = True,
 ) -> None:
     """Convert stored responses into tidy tables (one Parquet file per table).
 
@@ -490,7 +572,7 @@ def tables(
                 f"run `dentalkit fetch MANIFEST --out {store}` first; nothing was written"
             )
         with Stage("tables", _err, f"converting {len(responses):,} responses from {store}") as st:
-            result = convert.tables(responses, errors=errors.value)
+            result = convert.tables(responses, errors=errors.value, progress=progress)
             st.result = f"{len(result)} tables, {len(result['problems'])} problem(s)"
     except DentalkitError as exc:
         raise _fail(str(exc)) from None
@@ -510,27 +592,9 @@ def _echo_counts(tables: dict, what: str) -> None:
     typer.echo(f"wrote {len(tables)} {what}")
 
 
-def _calibration(pairs: list[str] | None) -> dict[str, float]:
-    """Parse ``ENDPOINT=MM_PER_PX`` options into a calibration mapping (or exit 2)."""
-    from dentalkit.endpoints import ENDPOINTS
-
-    cal: dict[str, float] = {}
-    for pair in pairs or []:
-        name, sep, value = pair.partition("=")
-        try:
-            number = float(value)
-        except ValueError:
-            number = float("nan")
-        if not sep or name not in ENDPOINTS or not number > 0:
-            typer.echo(
-                f"error: --mm-per-px {pair!r}: expected ENDPOINT=VALUE with a registry endpoint "
-                f"name (e.g. ceph_lateral_points=0.1) and a positive number of millimetres "
-                "per pixel",
-                err=True,
-            )
-            raise typer.Exit(2)
-        cal[name] = number
-    return cal
+def _calibration(values: list[Calibration] | None) -> dict[str, float]:
+    """The parsed ``--mm-per-px`` values as the pipeline's mapping, endpoint → mm per px."""
+    return {cal.endpoint: cal.mm_per_px for cal in values or []}
 
 
 def _read_tables_or_fail(folder: Path) -> dict:
@@ -548,17 +612,24 @@ def _read_tables_or_fail(folder: Path) -> dict:
     return tables
 
 
-MM_PER_PX_HELP = (
-    "Calibration ENDPOINT=MM_PER_PX (repeatable, e.g. ceph_lateral_points=0.1); "
-    "endpoints without one stay in pixels."
-)
+#: ``--mm-per-px`` of ``analyze`` and ``figures``: parsed and checked by the framework.
+MmPerPxOption = Annotated[
+    list[Calibration] | None,
+    typer.Option(
+        metavar="ENDPOINT=MM_PER_PX",
+        parser=_parse_mm_per_px,
+        callback=_one_value_per_endpoint,
+        help="Calibration of an endpoint's images in millimetres per pixel, for example "
+        "ceph_lateral_points=0.1 (repeatable); endpoints without one stay in pixels.",
+    ),
+]
 
 
 @app.command()
 def analyze(
     tables_dir: Annotated[Path, typer.Argument(help="Folder written by `dentalkit tables`.")],
     out: Annotated[Path, typer.Option(help="Folder for the analysis tables (Parquet).")],
-    mm_per_px: Annotated[list[str] | None, typer.Option(help=MM_PER_PX_HELP)] = None,
+    mm_per_px: MmPerPxOption = None,
     store: Annotated[
         Path | None,
         typer.Option(help="Store folder: lists the analysed images (findings denominators)."),
@@ -618,7 +689,7 @@ def figures(
     tables_dir: Annotated[Path, typer.Argument(help="Folder written by `dentalkit tables`.")],
     analyses_dir: Annotated[Path, typer.Argument(help="Folder written by `dentalkit analyze`.")],
     out: Annotated[Path, typer.Option(help="Folder for the figures (PDF and PNG).")],
-    mm_per_px: Annotated[list[str] | None, typer.Option(help=MM_PER_PX_HELP)] = None,
+    mm_per_px: MmPerPxOption = None,
     dpi: Annotated[
         int, typer.Option(min=300, max=1200, help="Resolution of the PNGs (and PDF images).")
     ] = 600,
@@ -666,7 +737,11 @@ def figures(
 def export(
     folders: Annotated[
         list[Path],
-        typer.Argument(help="Folders of Parquet tables (from `tables` and/or `analyze`)."),
+        typer.Argument(
+            exists=True,
+            file_okay=False,
+            help="Folders of Parquet tables (from `tables` and/or `analyze`).",
+        ),
     ],
     out: Annotated[Path, typer.Option(help="Folder for CSV files and the data dictionary.")],
     secret_env: Annotated[
@@ -692,9 +767,7 @@ def export(
 
     try:
         tables: dict[str, pd.DataFrame] = {}
-        for folder in folders:
-            if not folder.is_dir():
-                raise FileNotFoundError(f"{folder} is not a folder")
+        for folder in folders:  # the framework checked that each is a folder
             contract = io.read_tables(folder)  # contract tables with their exact dtypes
             for path in sorted(folder.glob("*.parquet")):
                 name = path.stem
@@ -732,16 +805,17 @@ def demo(
         ),
     ] = 8766,
     progress: Annotated[
-        bool, typer.Option(help="Show the progress bars (fetch and figures).")
+        bool, typer.Option(help="Show the progress bars (fetch, tables and figures).")
     ] = True,
     dpi: Annotated[
         int, typer.Option(min=300, max=1200, help="Figure resolution (PNG, images in PDFs).")
     ] = 600,
     drift: Annotated[
-        list[str] | None,
+        list[DriftScenario] | None,
         typer.Option(
-            help="Sandbox drift scenario (repeatable, or 'all'): answer as a changed service "
-            "could; use a fresh --out. See docs/real-service.md."
+            metavar="SCENARIO",
+            help=f"Let the sandbox answer as a changed service could, by a drift scenario "
+            f"(repeatable; use a fresh --out): {DRIFT_HELP}.",
         ),
     ] = None,
 ) -> None:
@@ -755,11 +829,7 @@ def demo(
     from dentalkit.sandbox.drift import check_scenarios
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        scenarios = check_scenarios(drift)
-    except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    scenarios = check_scenarios([d.value for d in drift] if drift else None)
     try:
         run_demo(
             patients=patients,

@@ -170,7 +170,7 @@ def run_demo(
         same ``out``: a store belongs to one service address, and the HTTP cache is keyed
         by it.
     progress : bool
-        Show the fetch progress bar.
+        Show the progress bars (fetch, tables, figures).
     dpi : int
         Figure resolution (PNG and images inside PDFs), 300–1200.
     drift : tuple of str
@@ -231,7 +231,7 @@ def run_demo(
             client.close()
     responses = report.responses()
     step = Stage("tables", echo, f"converting {len(responses)} responses")
-    tables = convert.tables(responses, errors="collect")
+    tables = convert.tables(responses, errors="collect", progress=progress)
     io.write_tables(tables, out / "tables")
     step.done(
         ", ".join(f"{name} {len(t)}" for name, t in tables.items() if name != "problems")

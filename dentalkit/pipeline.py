@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dentalkit._progress import bar
 from dentalkit.errors import DentalkitWarning, InputError, MixedVersionsWarning
 
 __all__ = [
@@ -660,8 +661,9 @@ def make_figures(
         Resolution of the PNG files and of images embedded in the PDFs (300–1200;
         default 600, the usual requirement for combination artwork).
     progress : bool
-        Show a tqdm bar on stderr that counts the figures as they are drawn (each one
-        takes about a second at 600 dpi).
+        Show a tqdm bar on stderr that counts the figures as they are drawn, out of the
+        number planned (each one takes about a second at 600 dpi); only when stderr is
+        a terminal.
     figures : sequence of FigureSpec
         The figure set, declared as data (default :data:`FIGURES`; the demo adds its
         treatment-length figures, :data:`dentalkit.demo.DEMO_FIGURES`).
@@ -676,12 +678,23 @@ def make_figures(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, list[Path]] = {}
-    from tqdm.auto import tqdm
+    inputs = FigureInputs(tables, analyses, dict(mm_per_px or {}), image_for)
+    # Plan every figure first: the bar's total is what will be drawn (the declared set,
+    # less the figures whose inputs are missing or whose plan finds nothing to show).
+    todo: list[tuple[str, Callable[[Any], Any], str]] = []
+    for spec in figures:
+        if any(tables.get(t) is None for t in spec.tables) or any(
+            analyses.get(a) is None for a in spec.analyses
+        ):
+            continue
+        fn = spec.plan(inputs)
+        if fn is not None:
+            todo.append((spec.name, fn, spec.width))
+    todo += [(name, fn, "single") for name, fn in (extra or {}).items()]
+    counter = bar(len(todo), "figures", "fig", enabled=progress)
 
-    bar = tqdm(desc="figures", unit="fig", disable=not progress, leave=False)
-
-    def draw(name: str, fn: Callable[[Any], Any], width: str = "single") -> None:
-        bar.set_postfix_str(name)
+    def draw(name: str, fn: Callable[[Any], Any], width: str) -> None:
+        counter.set_postfix_str(name)
         try:
             with plot.style():
                 fig = plot.figure(width)
@@ -694,20 +707,11 @@ def make_figures(
         except Exception as exc:  # one bad figure must not cost the others
             plt.close("all")
             log.warning("figure %s was not drawn: %s", name, exc)
-        bar.update(1)
+        counter.update(1)
 
-    inputs = FigureInputs(tables, analyses, dict(mm_per_px or {}), image_for)
-    for spec in figures:
-        if any(tables.get(t) is None for t in spec.tables) or any(
-            analyses.get(a) is None for a in spec.analyses
-        ):
-            continue
-        fn = spec.plan(inputs)
-        if fn is not None:
-            draw(spec.name, fn, width=spec.width)
-    for name, fn in (extra or {}).items():
-        draw(name, fn)
-    bar.close()
+    for name, fn, width in todo:
+        draw(name, fn, width)
+    counter.close()
     return written
 
 

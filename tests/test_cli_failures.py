@@ -117,12 +117,117 @@ def test_tables_on_a_folder_that_is_not_a_store_is_an_error(tmp_path):
         (["sandbox", "--latency", "-1"], "--latency"),
         (["figures", "t", "a", "--out", "f", "--dpi", "72"], "--dpi"),
         (["analyze", "t", "--out", "a", "--patients", "no-such-file.csv"], "--patients"),
+        (["contract", "s", "--out", "o", "--tmj-phrases", "no-such-file.csv"], "--tmj-phrases"),
+        (["export", "no-such-folder", "--out", "o"], "folders"),
     ],
 )
 def test_bad_option_values_are_refused_by_the_cli_framework(args, option, tmp_path):
     code, out = _run(args)
     assert code == 2, out
     assert f"Invalid value for '{option}'" in out
+
+
+def _one_line(out: str) -> str:
+    """The framework's error box as one line of text (frame and wrapping removed)."""
+    return " ".join(re.sub("[│╭╮╰╯─]", " ", out).split())
+
+
+@pytest.mark.parametrize(
+    ("args", "option", "wrong"),
+    [
+        (["demo", "--drift", "typo"], "--drift", "typo"),
+        (["sandbox", "--drift", "all", "--drift", "typo"], "--drift", "typo"),
+        (["sandbox", "--host", "0.0.0.0"], "--host", "0.0.0.0"),
+        (["fetch", "m.csv", "--out", "o", "--endpoint", "ceph"], "--endpoint", "ceph"),
+    ],
+)
+def test_choices_come_from_the_declarations(args, option, wrong):
+    from dentalkit.endpoints import ENDPOINTS
+    from dentalkit.sandbox.drift import SCENARIOS
+
+    code, out = _run(args, terminal_width=200)
+    assert code == 2, out
+    text = _one_line(out)
+    assert f"Invalid value for '{option}'" in text
+    declared = {
+        "--drift": [*SCENARIOS, "all"],
+        "--host": ["127.0.0.1", "localhost", "::1"],
+        "--endpoint": list(ENDPOINTS),
+    }[option]
+    choices = ", ".join(f"'{c}'" for c in declared)
+    assert f"'{wrong}' is not one of {choices}." in text  # every declared choice, in order
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("0.1", "'0.1' is not of the form ENDPOINT=MM_PER_PX; write, for example, "
+         "ceph_lateral_points=0.1."),
+        ("ceph=0.1", "'ceph' is not an endpoint name; the endpoints are clinical_images,"),
+        ("ceph_lateral_points=0", "'0' for ceph_lateral_points is not a positive number"),
+        ("ceph_lateral_points=-0.1", "'-0.1' for ceph_lateral_points is not a positive number"),
+        ("ceph_lateral_points=nan", "'nan' for ceph_lateral_points is not a positive number"),
+        ("ceph_lateral_points=inf", "'inf' for ceph_lateral_points is not a positive number"),
+        ("ceph_lateral_points=", "'' for ceph_lateral_points is not a positive number"),
+        ("ceph_lateral_points=0,1", "'0,1' for ceph_lateral_points is not a positive number"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("command", ["analyze", "figures"])
+def test_bad_calibrations_are_refused_by_the_framework_with_a_sentence(command, value, message):
+    folders = ["t"] if command == "analyze" else ["t", "a"]
+    code, out = _run([command, *folders, "--out", "o", "--mm-per-px", value], terminal_width=200)
+    assert code == 2, out
+    assert f"Invalid value for '--mm-per-px': {message}" in _one_line(out)
+    assert not PYTHON_NAMES.search(out)
+
+
+def test_one_endpoint_calibrated_twice_is_refused_unless_the_values_agree(tmp_path, monkeypatch):
+    _empty_tables(tmp_path / "tables")
+    seen = []
+
+    def analyze(tables, cal, **kw):
+        seen.append(cal)
+        return {}
+
+    monkeypatch.setattr(pipeline, "analyze", analyze)
+    args = ["analyze", str(tmp_path / "tables"), "--out", str(tmp_path / "a")]
+    twice = ["--mm-per-px", "ceph_lateral_points=0.1", "--mm-per-px", "ceph_lateral_points=0.2"]
+    code, out = _run([*args, *twice], terminal_width=200)
+    assert code == 2 and "ceph_lateral_points is given twice, as 0.1 and 0.2" in _one_line(out)
+    assert seen == []
+    ok = ["--mm-per-px", "ceph_lateral_points=0.1", "--mm-per-px=pano_segmentation=0.25"]
+    code, out = _run([*args, *ok, "--mm-per-px", "ceph_lateral_points=0.1"])
+    assert code == 1, out  # parsed; the (patched) analysis found nothing to write
+    assert seen == [{"ceph_lateral_points": 0.1, "pano_segmentation": 0.25}]
+
+
+def test_drift_all_reaches_the_sandbox_as_every_scenario(monkeypatch):
+    import dentalkit.sandbox
+    from dentalkit.sandbox.drift import SCENARIOS
+
+    served = {}
+    monkeypatch.setattr(dentalkit.sandbox, "serve", lambda **kw: served.update(kw))
+    code, out = _run(["sandbox", "--drift", "new_labels", "--drift", "other_version"])
+    assert code == 0, out
+    assert served["drift"] == ("new_labels", "other_version") and served["host"] == "127.0.0.1"
+    code, out = _run(["sandbox", "--drift", "all", "--host", "localhost"])
+    assert code == 0, out
+    assert served["drift"] == tuple(SCENARIOS) and served["host"] == "localhost"
+
+
+def test_fetch_without_a_service_url_names_the_option_and_the_variable(tmp_path, monkeypatch):
+    from dentalkit import settings
+
+    monkeypatch.delenv(settings.base_url_env, raising=False)
+    monkeypatch.setattr(settings, "base_url", None)
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("patient_id,timestamp,image_url\nP1,2024-01-01,http://x.example/a\n")
+    for command in (["fetch", "--endpoint", "tle"], ["first-contact"]):
+        code, out = _run([command[0], str(manifest), "--out", str(tmp_path / "s"), *command[1:]])
+        assert code == 2, out
+        assert "no service URL: pass --base-url URL" in out and settings.base_url_env in out
+        assert not PYTHON_NAMES.search(out) and "settings." not in out
+    assert not (tmp_path / "s").exists()
 
 
 def test_manifest_errors_name_rows_and_fields_without_python_names(tmp_path, monkeypatch):
@@ -173,3 +278,4 @@ def test_help_texts_read_as_sentences():
         assert code == 0, (name, out)
         assert "``" not in out, name
         assert "…│" not in out, name  # no option help cut off by the layout
+        assert "<list[str]>" not in out, name  # repeatable options name what they take

@@ -24,7 +24,8 @@ Examples
 >>> from dentalkit import agreement
 >>> ref = pd.DataFrame({"patient_id": ["a", "b", "c"], "measure": "ANB", "value": [1.0, 3.0, 5.0]})
 >>> tst = ref.assign(value=[1.5, 3.0, 5.5])
->>> float(agreement.measure(ref, tst).summary["dahlberg"].iloc[0].round(4))
+>>> res = agreement.measure(ref, tst, errors="collect")
+>>> float(res.summary["dahlberg"].iloc[0].round(4))
 0.2887
 """
 

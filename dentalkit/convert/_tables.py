@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dentalkit._progress import bar
 from dentalkit.convert import (
     _classifier,
     _findings,
@@ -75,6 +76,7 @@ def tables(
     landmark_map: LandmarkMap = None,
     include: Iterable[str] | None = None,
     tmj_phrases: _tmj.PhrasesArg = None,
+    progress: bool = False,
 ) -> dict[str, pd.DataFrame]:
     """Convert a responses table into every dentalkit table, plus ``problems``.
 
@@ -90,6 +92,10 @@ def tables(
     tmj_phrases : path or list of paths, optional
         Extra TMJ phrases files added to the shipped ones (default:
         :data:`dentalkit.settings.tmj_phrases`); see :func:`dentalkit.convert.has_finding`.
+    progress : bool
+        Show a tqdm bar on stderr that counts the responses as each endpoint kind's are
+        converted (only when stderr is a terminal; the CLI's ``tables`` and the demo turn
+        it on). Default False: a library call prints nothing.
 
     Returns
     -------
@@ -127,7 +133,7 @@ def tables(
             raise InputError(f"include: unknown table(s) {unknown}; tables are {', '.join(wanted)}")
         wanted = tuple(t for t in wanted if t in include)
     errors = check_errors(errors, "dentalkit.convert.tables")
-    out, problems = _run(responses, errors, landmark_map, wanted, tmj_phrases)
+    out, problems = _run(responses, errors, landmark_map, wanted, tmj_phrases, progress)
     problems.warn(stacklevel=3)
     out["problems"] = problems.frame(wanted)
     if errors == "warn" and len(out["problems"]):
@@ -152,13 +158,14 @@ def _run(
     landmark_map: LandmarkMap,
     wanted: tuple[str, ...],
     tmj_phrases: _tmj.PhrasesArg = None,
+    progress: bool = False,
 ) -> tuple[dict[str, pd.DataFrame], Problems]:
     problems = Problems(errors)
     names = _landmark_names(landmark_map) if "landmarks" in wanted else {}
     req = prepare(responses, problems)
     kinds = {TABLE_KINDS[t] for t in wanted}
     with gc_paused():
-        built = _convert_kinds(req, kinds, problems, names, tmj_phrases)
+        built = _convert_kinds(req, kinds, problems, names, tmj_phrases, progress)
     return {t: built[t] for t in wanted}, problems
 
 
@@ -168,12 +175,14 @@ def _convert_kinds(
     problems: Problems,
     names: dict[str, dict[str, str]],
     tmj_phrases: _tmj.PhrasesArg = None,
+    progress: bool = False,
 ) -> dict[str, pd.DataFrame]:
+    """Build the tables of ``kinds``, one endpoint kind at a time (a bar counts responses)."""
     built: dict[str, pd.DataFrame] = {}
-    for kind in Kind:
-        if kind not in kinds:
-            continue
-        idx = req.of_kind(kind)
+    todo = {kind: req.of_kind(kind) for kind in Kind if kind in kinds}
+    counter = bar(sum(len(i) for i in todo.values()), "tables", "response", enabled=progress)
+    for kind, idx in todo.items():
+        counter.set_postfix_str(kind.value)
         if kind is Kind.LANDMARKS:
             built["landmarks"] = _landmarks.convert(req, idx, problems, names)
         elif kind is Kind.SEGMENTATION:
@@ -188,6 +197,8 @@ def _convert_kinds(
             built["tmj"] = _tmj.convert(req, idx, problems, tmj_phrases)
         elif kind is Kind.TLE:
             built["tle"] = _tle.convert(req, idx, problems)
+        counter.update(len(idx))
+    counter.close()
     return built
 
 

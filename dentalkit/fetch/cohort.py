@@ -256,9 +256,13 @@ def _failure(req: dict[str, Any], exc: Exception) -> dict[str, Any]:
 
 
 def _progress(total: int, enabled: bool) -> Any:
+    if not enabled:  # no tqdm.auto import: in a notebook without ipywidgets it warns
+        from tqdm.std import tqdm as plain
+
+        return plain(total=total, disable=True)
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, unit="req", desc="fetch", disable=not enabled, smoothing=0.1)
+    return tqdm(total=total, unit="req", desc="fetch", smoothing=0.1)
 
 
 def _open_store(out: str | os.PathLike[str], client: Client) -> ResponseStore:

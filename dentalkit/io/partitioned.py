@@ -345,7 +345,7 @@ def map_partitions(ddf: Any, func: Callable[..., pd.DataFrame], *args: Any, **kw
     This helper obtains them by calling ``func`` on the empty frame with ``ddf``'s dtypes, so
     no partition is computed twice and the dtypes are exactly ``func``'s. ``func`` must
     accept an empty table (dentalkit's analyses do) and return a DataFrame — e.g.
-    ``ceph.measure`` with ``errors="warn"``, ``"ignore"`` or ``"raise"``, not ``"collect"``.
+    ``ceph.measure`` with ``errors="warn"`` or ``"raise"``, not ``"collect"``.
 
     Examples
     --------

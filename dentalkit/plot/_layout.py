@@ -235,6 +235,13 @@ def settle_pixel_views(fig: Any) -> None:
     off centre and beyond the box — when a figure is drawn at several sizes (``savefig``
     resizes it). Setting the limits to the box widened once, symmetrically, to the axes
     box's aspect leaves matplotlib nothing to change. Limits the caller set are kept.
+
+    Once pinned, an axes keeps its aspect with ``adjustable="box"``: its limits are fixed
+    now, and with ``"datalim"`` matplotlib would override fixed limits (logging "Ignoring
+    fixed x limits to fulfill fixed data aspect …") whenever a later layout pass, or the
+    text metrics of another output format, moves the box by a hair. With ``"box"`` the box
+    gives way by that hair instead. The box is measured as the layout placed it
+    (``get_position(original=True)``), before any aspect adjustment.
     """
     pixel = [(ax, PIXEL_VIEWS[ax]) for ax in fig.axes if ax in PIXEL_VIEWS]
     if not pixel:  # nothing to settle: no layout passes for other figures
@@ -249,17 +256,21 @@ def settle_pixel_views(fig: Any) -> None:
             elif ours != (ax.get_xlim(), ax.get_ylim()):
                 continue  # changed by the caller since we set them
             x0, y0, x1, y1 = view
-            box_w, box_h = axes_box_inches(ax)
+            pos = ax.get_position(original=True)  # the layout's box, before the aspect
+            box_w, box_h = pos.width * fig.get_figwidth(), pos.height * fig.get_figheight()
             if not (box_w > 0 and box_h > 0 and x1 > x0 and y1 > y0):
                 continue
-            w, h = x1 - x0, y1 - y0
-            if h / w < box_h / box_w:
-                h = w * box_h / box_w
-            else:
-                w = h * box_w / box_h
+            # widen one direction, centred, to the box's shape; the other is the view itself
             cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-            ax.set_xlim(cx - w / 2, cx + w / 2)
-            ax.set_ylim(cy + h / 2, cy - h / 2)  # y down
+            if (y1 - y0) / (x1 - x0) < box_h / box_w:
+                half = (x1 - x0) * box_h / box_w / 2
+                ax.set_xlim(x0, x1)
+                ax.set_ylim(cy + half, cy - half)  # y down
+            else:
+                half = (y1 - y0) * box_w / box_h / 2
+                ax.set_xlim(cx - half, cx + half)
+                ax.set_ylim(y1, y0)  # y down
+            ax.set_adjustable("box")  # fixed limits: the box keeps the aspect from now on
             _SETTLED[ax] = (ax.get_xlim(), ax.get_ylim())
 
 

@@ -18,7 +18,7 @@ Examples
 >>> from dentalkit import agreement
 >>> from dentalkit.plot import agreement as plot_agreement
 >>> ref = pd.DataFrame({"patient_id": list("abcd"), "measure": "SNA", "value": [80.0, 82, 84, 86]})
->>> res = agreement.measure(ref, ref.assign(value=[81.0, 82, 85, 86]))
+>>> res = agreement.measure(ref, ref.assign(value=[81.0, 82, 85, 86]), errors="collect")
 >>> ax = plot_agreement.bland_altman(res, "SNA")
 >>> ax.get_ylabel()
 'Test − reference'

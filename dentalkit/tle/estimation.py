@@ -140,7 +140,7 @@ def estimate(
     >>> from dentalkit.sandbox import running
     >>> with running() as sb:  # doctest: +SKIP
     ...     fetcher = Fetcher("study-store", Client(sb.base_url, api_key=sb.api_key))
-    ...     est = tle.estimate(tle.example_patients(20), fetcher)
+    ...     est = tle.estimate(tle.example_patients(20), fetcher, errors="collect")
     """
     legacy = errors is None
     errors = "warn" if legacy else check_errors(errors, "dentalkit.tle.estimate")

@@ -102,7 +102,7 @@ def test_calibration_as_column_and_as_series():
 def test_session_without_calibration_is_reported_not_guessed():
     series = pd.Series([0.1], index=pd.Index(["p1"], name="patient_id"))
     with pytest.warns(DentalkitWarning, match="problem"):
-        res = agreement.landmarks(REF, TEST, mm_per_px=series, frame="image")
+        res = agreement.landmarks(REF, TEST, mm_per_px=series, frame="image", errors="warn")
     assert set(res.pairs["patient_id"]) == {"p1"}
     assert res.problems["reason"].str.contains("mm_per_px").any()
 
@@ -141,7 +141,7 @@ def test_every_unpaired_or_unusable_landmark_is_listed():
         ignore_index=True,
     )
     with pytest.warns(DentalkitWarning, match="problem"):
-        res = agreement.landmarks(ref, tst, mm_per_px=0.1, frame="image")
+        res = agreement.landmarks(ref, tst, mm_per_px=0.1, frame="image", errors="warn")
     text = _reasons(res)
     assert "unmapped" in text
     assert "missing or non-finite" in text
@@ -164,7 +164,9 @@ def test_subset_compares_only_those_landmarks_and_reports_missing_requests():
         res = agreement.landmarks(REF, tst, mm_per_px=0.1, subset=["S", "N"], frame="image")
     assert res.problems.empty
     with pytest.warns(DentalkitWarning):
-        res = agreement.landmarks(REF, tst, mm_per_px=0.1, subset=["S", "Po"], frame="image")
+        res = agreement.landmarks(
+            REF, tst, mm_per_px=0.1, subset=["S", "Po"], frame="image", errors="warn"
+        )
     assert "'Po' requested in subset but in neither table" in _reasons(res)
 
 
@@ -266,7 +268,7 @@ def test_undetermined_handedness_is_reported():
     ref = fx.tracing("p1")
     ref = ref[ref["name"].isin(["Ls", "Li"])]  # no S/N/Po/Or/PNS/ANS: handedness unknown
     with pytest.warns(DentalkitWarning):
-        res = agreement.landmarks(ref, ref, mm_per_px=0.1)
+        res = agreement.landmarks(ref, ref, mm_per_px=0.1, errors="warn")
     assert "handedness not determined" in _reasons(res)
 
 

@@ -110,7 +110,7 @@ def test_nan_unpaired_and_small_groups_are_problems():
     ref = pd.concat([_long([1.0, 2.0, np.nan, 4.0], "A"), _long([5.0], "C")])
     tst = pd.concat([_long([1.0, 2.5, 3.0], "A"), _long([5.5], "C")])
     with pytest.warns(DentalkitWarning):
-        res = agreement.measure(ref, tst)
+        res = agreement.measure(ref, tst, errors="warn")
     text = " | ".join(res.problems["reason"])
     assert "value is NaN" in text
     assert "session only in the reference table" in text  # the test has no s03
@@ -170,7 +170,7 @@ def test_classification_needs_calibrated_lengths():
     ref = _ceph({"ANB": [1.0, 2.0, 5.0]}).assign(unit="deg")
     wits = _long([1.0, -3.0, 3.0], "Wits", "px")
     with pytest.warns(DentalkitWarning):
-        res = agreement.measure(pd.concat([ref, wits]), pd.concat([ref, wits]))
+        res = agreement.measure(pd.concat([ref, wits]), pd.concat([ref, wits]), errors="warn")
     assert list(res.classification["scheme"]) == ["skeletal_class"]
     assert "Wits is in px" in " ".join(res.problems["reason"])
     with pytest.raises(InputError, match="unknown scheme"):

@@ -76,7 +76,9 @@ def test_service_against_a_simulated_examiner(tables):
     isbi = ["S", "N", "Or", "Po", "A", "B", "Pog", "Me", "Gn", "Go", "L1_tip", "U1_tip",
             "Ls", "Li", "Sn", "Pog'", "PNS", "ANS", "Ar"]  # fmt: skip
     with pytest.warns(DentalkitWarning, match="session only in the test table"):
-        agreement.landmarks(examiner, served, mm_per_px=MM_PER_PX, subset=isbi)  # + frontal
+        agreement.landmarks(
+            examiner, served, mm_per_px=MM_PER_PX, subset=isbi, errors="warn"
+        )  # + frontal
     res = agreement.landmarks(
         examiner, served[served["view"] == "lateral"], mm_per_px=MM_PER_PX, subset=isbi
     )

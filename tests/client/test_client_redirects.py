@@ -86,7 +86,7 @@ def test_fetch_records_a_refused_redirect_as_a_failure_without_the_key(tmp_path)
                 {"patient_id": ["P1", "P2"], "timestamp": "2024-01-01", "image_url": URL}
             )
             with Client(svc.base_url, api_key=CANARY, cache=tmp_path / "c.sqlite") as client:
-                rep = fetch_cohort(manifest, "classifier", tmp_path / "out", client=client, progress=False)  # fmt: skip
+                rep = fetch_cohort(manifest, "classifier", tmp_path / "out", client=client, progress=False, errors="collect")  # fmt: skip
         assert elsewhere.requests == []
     assert (rep.stored, rep.failed) == (0, 2)
     assert set(rep.failures["error_type"]) == {"RedirectRefusedError"}

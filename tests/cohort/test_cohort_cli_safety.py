@@ -103,7 +103,9 @@ def test_lone_surrogates_anywhere_in_a_manifest_become_problem_rows(make_client,
         bad = {**base, "endpoint": "classifier", field: base.get(field, "classifier") + SURROGATE}
         rows = [bad, {**good, "endpoint": "classifier"}]
         for manifest in (rows, pd.DataFrame(rows, dtype=object)):
-            rep = fetch_cohort(manifest, None, tmp_path / "out", client=client, progress=False)
+            rep = fetch_cohort(
+                manifest, None, tmp_path / "out", client=client, progress=False, errors="collect"
+            )
             assert rep.problems["field"].tolist() == [field], field
             assert rep.requested == 1
     with pytest.raises(ManifestError, match="column name is not valid Unicode"):

@@ -101,7 +101,9 @@ def test_damaged_failures_and_marker_are_named_and_healed(make_client, fresh, tm
     out = tmp_path / "out"
     fresh.set_faults(error_rate=1.0)
     client = make_client(max_retries=0)
-    rep = fetch_cohort(manifest(4), "classifier", out, client=client, progress=False)
+    rep = fetch_cohort(
+        manifest(4), "classifier", out, client=client, progress=False, errors="collect"
+    )
     assert rep.failed == 4
     fresh.set_faults(error_rate=0.0)
     KINDS[kind](out / "failures.parquet")

@@ -195,11 +195,11 @@ def comparable(m: pd.DataFrame) -> pd.DataFrame:
 
 def test_ceph_measure_over_dask_partitions_equals_single_machine(tmp_path, dask_client):
     lm = landmarks_table(12)
-    whole = measure(lm, mm_per_px="cal", errors="ignore")
+    whole = measure(lm, mm_per_px="cal", errors="warn")
     path = write_partitioned(lm, tmp_path / "landmarks", buckets=6)
     ddf = read_dask(path)
     assert ddf.npartitions > 1
-    lazy = map_partitions(ddf, measure, mm_per_px="cal", errors="ignore")
+    lazy = map_partitions(ddf, measure, mm_per_px="cal", errors="warn")
     out = lazy.compute()  # runs on the LocalCluster (the default scheduler while it is open)
     assert len(out) == len(whole) > 0
     pd.testing.assert_frame_equal(comparable(out), comparable(whole), check_exact=True)

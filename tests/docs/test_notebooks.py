@@ -62,9 +62,58 @@ def test_notebook_uses_public_api_and_existing_docs(path: Path):
         assert (ROOT / "docs" / page).is_file(), f"{path.name} cites docs/{page}, which is missing"
 
 
+#: What a notebook's outputs must not show a reader: dentalkit's FutureWarning and
+#: DeprecationWarning (a notebook passes errors= and uses current names), matplotlib's
+#: "Ignoring fixed … limits" log line, and tqdm's ipywidgets warning for a bar never drawn.
+UNWANTED_OUTPUT = re.compile(
+    r"^(?=.*(?:FutureWarning|DeprecationWarning): )(?=.*(?:\bdentalkit\b|\berrors=))"
+    r"|Ignoring fixed [xy] limits|TqdmWarning"
+)
+
+
+def unwanted_outputs(path: Path) -> list[str]:
+    """Cells of an executed notebook whose outputs show an :data:`UNWANTED_OUTPUT` line."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    found = []
+    for i, cell in enumerate(nb["cells"]):
+        for out in cell.get("outputs", []):
+            text = out.get("text") or "".join(
+                out.get("data", {}).get("text/plain", "") or out.get("traceback", [])
+            )
+            text = "".join(text) if isinstance(text, list) else text
+            lines = [line for line in text.splitlines() if UNWANTED_OUTPUT.search(line)]
+            found += [f"{path.name} cell {i}: {line}" for line in lines]
+    return found
+
+
+def test_unwanted_outputs_are_recognised(tmp_path: Path):
+    shown = [
+        "/tmp/ipykernel_1/2.py:3: FutureWarning: dentalkit.ceph.measure met 2 problem(s) and "
+        "handled them with errors='warn', its default so far",
+        "/x/dentalkit/io/__init__.py:9: DeprecationWarning: dentalkit.client is deprecated",
+        "/x/dentalkit/stats/_units.py:9: FutureWarning: the default of observed=False",
+        "Ignoring fixed y limits to fulfill fixed data aspect with adjustable data limits.",
+        "/v/tqdm/auto.py:21: TqdmWarning: IProgress not found. Please update jupyter",
+    ]
+    fine = [
+        "/tmp/ipykernel_1/2.py:11: DentalkitWarning: include_unverified=True: z-scores use "
+        "norms not confirmed in a retrieved source",
+        "/v/pandas/core.py:1: FutureWarning: the default of observed=False is deprecated",
+    ]
+    stream = [{"output_type": "stream", "name": "stderr", "text": x + "\n"} for x in shown + fine]
+    cells = [{"cell_type": "code", "outputs": [out]} for out in stream]
+    path = tmp_path / "x.ipynb"
+    path.write_text(json.dumps({"cells": cells}), encoding="utf-8")
+    assert [f.split(": ", 1)[1] for f in unwanted_outputs(path)] == shown
+
+
 @pytest.mark.slow
 def test_notebooks_run(tmp_path: Path):
-    """All notebooks, executed by nbmake in one subprocess (two workers when xdist is there)."""
+    """All notebooks, executed by nbmake in one subprocess (two workers when xdist is there).
+
+    They run as copies (``--overwrite`` keeps each copy's outputs) so that the outputs a
+    reader would see can be checked: no :data:`UNWANTED_OUTPUT` line.
+    """
     pytest.importorskip("nbmake")
     pytest.importorskip("ipykernel")
     env = {
@@ -76,6 +125,10 @@ def test_notebooks_run(tmp_path: Path):
     # of start-up and nothing here needs them: load only nbmake (and xdist).
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     plugins = ["-p", "nbmake"]
+    (tmp_path / "notebooks").mkdir()
+    copies = [tmp_path / "notebooks" / p.name for p in NOTEBOOKS]
+    for src, dst in zip(NOTEBOOKS, copies, strict=True):
+        dst.write_bytes(src.read_bytes())
     if importlib.util.find_spec("xdist") is not None:
         plugins += ["-p", "xdist.plugin", "-n", "2"]
     cmd = [
@@ -89,10 +142,11 @@ def test_notebooks_run(tmp_path: Path):
         "no:cacheprovider",
         "-q",
         "--durations=0",
+        "--overwrite",
         f"--rootdir={tmp_path}",
         "-c",
         os.devnull,
-        *map(str, NOTEBOOKS),
+        *map(str, copies),
     ]
     t0 = time.perf_counter()
     proc = subprocess.run(
@@ -102,3 +156,5 @@ def test_notebooks_run(tmp_path: Path):
     assert proc.returncode == 0, f"notebooks failed:\n{proc.stdout[-8000:]}\n{proc.stderr[-2000:]}"
     assert f"{len(NOTEBOOKS)} passed" in proc.stdout, proc.stdout[-3000:]
     assert elapsed < TOTAL_BUDGET_S, f"notebooks took {elapsed:.0f} s:\n{proc.stdout[-3000:]}"
+    unwanted = [line for path in copies for line in unwanted_outputs(path)]
+    assert unwanted == [], "\n".join(unwanted)

@@ -73,3 +73,39 @@ def test_make_figures_walks_the_declaration(tmp_path, caplog):
 def test_standard_set_skips_figures_without_inputs(tmp_path):
     # No tables and no analyses: every declared figure lacks a required input.
     assert pipeline.make_figures({}, {}, tmp_path, dpi=300) == {}
+
+
+def test_figures_bar_counts_out_of_the_planned_figures(tmp_path, monkeypatch):
+    import io
+    import re
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:  # tqdm draws only on a terminal
+            return True
+
+    def line(inputs):
+        return lambda ax: ax.plot(inputs.analyses["a"]["x"])
+
+    figures = (
+        FigureSpec("one", line, analyses=("a",)),
+        FigureSpec("skipped", line, analyses=("b",)),  # input missing: not planned
+        FigureSpec("empty", lambda inputs: None, analyses=("a",)),  # nothing to show
+        FigureSpec("two", line, analyses=("a",)),
+    )
+    analyses = {"a": pd.DataFrame({"x": [1.0, 2.0]})}
+    err = Terminal()
+    monkeypatch.setattr(sys, "stderr", err)
+    extra = {"three": lambda ax: ax.plot([0, 1])}
+    written = make_figures(
+        {}, analyses, tmp_path, dpi=300, figures=figures, progress=True, extra=extra
+    )
+    assert list(written) == ["one", "two", "three"]
+    text = err.getvalue()
+    # the total is known from the start: two declared figures planned plus one extra
+    for done, name in ((0, "one"), (1, "two"), (2, "three")):
+        assert re.search(rf"figures: .*\b{done}/3 .*\b{name}\]", text), (name, text)
+    assert "skipped" not in text and "empty" not in text
+    err.truncate(0)
+    make_figures({}, analyses, tmp_path, dpi=300, figures=figures, progress=False)
+    assert err.getvalue() == ""

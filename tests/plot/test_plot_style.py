@@ -96,14 +96,14 @@ def test_savefig_writes_every_format_at_the_width(tmp_path):
     assert tuple(fig.get_size_inches()) == (4.0, 3.0)
     w_in, h_in = 85 / MM, 85 / MM * 3 / 4
 
-    png = Image.open(files[2])
-    assert abs(png.size[0] - w_in * 300) <= 1 and abs(png.size[1] - h_in * 300) <= 1
+    with Image.open(files[2]) as png:
+        assert abs(png.size[0] - w_in * 300) <= 1 and abs(png.size[1] - h_in * 300) <= 1
 
-    tif = Image.open(files[3])
-    assert tif.mode == "RGB"  # no alpha channel
-    assert tif.info["compression"] == "tiff_lzw"
-    assert tuple(round(v) for v in tif.info["dpi"]) == (300, 300)
-    assert abs(tif.size[0] - w_in * 300) <= 1
+    with Image.open(files[3]) as tif:
+        assert tif.mode == "RGB"  # no alpha channel
+        assert tif.info["compression"] == "tiff_lzw"
+        assert tuple(round(v) for v in tif.info["dpi"]) == (300, 300)
+        assert abs(tif.size[0] - w_in * 300) <= 1
 
     pdf = files[0].read_bytes()
     box = re.search(rb"/MediaBox \[\s*0 0 ([\d.]+) ([\d.]+)", pdf)

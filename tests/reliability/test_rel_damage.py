@@ -66,7 +66,9 @@ def test_every_kind_of_damage_to_every_store_file_heals_with_no_row_lost(frozen_
         )
 
     fetch(client)
-    fetch_cohort(BAD_TLE, None, out, client=client, progress=False)  # one failure row
+    fetch_cohort(
+        BAD_TLE, None, out, client=client, progress=False, errors="collect"
+    )  # one failure row
     damaged = recovered = 0
     kinds = list(KINDS)
     # round 1: four parts, one per kind of damage, and the failures table and the marker;
@@ -86,7 +88,9 @@ def test_every_kind_of_damage_to_every_store_file_heals_with_no_row_lost(frozen_
         assert set(found.loc[~found["ok"], "file"]) == expected
         sb.reset_stats()
         rep = fetch(client)
-        tle = fetch_cohort(BAD_TLE, None, out, client=client, progress=False)  # sent again
+        tle = fetch_cohort(
+            BAD_TLE, None, out, client=client, progress=False, errors="collect"
+        )  # sent again
         assert sb.stats()["total"] == 1  # the lost rows came from the cache; the tle 400
         assert rep.failed == 0 and tle.failed == 1 and len(rep.quarantined) == len(expected)
         assert rep.stored == 100 * len(parts) and rep.from_cache == rep.stored
@@ -153,7 +157,7 @@ def test_canary_key_is_nowhere_after_same_and_cross_origin_redirects(tmp_path, c
                 for name, base in (("same", same.base_url), ("cross", cross.base_url)):
                     for cache in (tmp_path / f"{name}.sqlite", tmp_path / f"{name}-fs"):
                         with Client(base, api_key=canary, cache=cache, max_retries=1, backoff_base=0.01) as c:  # fmt: skip
-                            rep = fetch_cohort(m, ENDPOINTS, tmp_path / f"out-{cache.name}", client=c, progress=False)  # fmt: skip
+                            rep = fetch_cohort(m, ENDPOINTS, tmp_path / f"out-{cache.name}", client=c, progress=False, errors="collect")  # fmt: skip
                             if name == "same":
                                 assert (rep.stored, rep.failed) == (40, 0)
                             else:

@@ -220,7 +220,9 @@ def test_hostile_responses_are_stored_losslessly_or_fail_cleanly(hostile_server,
             {"patient_id": [pid], "timestamp": ["t"], "image_url": ["https://a.b/c.png"]}
         )
         out = tmp_path / pid
-        report = fetch_cohort(manifest, "classifier", out, client=client, progress=False)
+        report = fetch_cohort(
+            manifest, "classifier", out, client=client, progress=False, errors="collect"
+        )
         try:
             parsed = json.loads(payload)
         except (ValueError, RecursionError):  # the test's own check, not dentalkit's

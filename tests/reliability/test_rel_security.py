@@ -73,7 +73,7 @@ def test_the_key_is_nowhere(sb, redis_server, dask_client, tmp_path, caplog):
     shared = Client(sb.base_url, api_key=SECRET, cache=redis_server.url, max_retries=1)
     pool = dask_client.get_executor(pure=False)
     rep = fetch_cohort(manifest, ["classifier", "pano_segmentation"], tmp_path / "out", client=shared, executor=pool, progress=False)  # fmt: skip
-    rep2 = fetch_cohort(pd.concat([tle, bad_tle]), None, tmp_path / "out", client=shared, executor=pool, progress=False)  # fmt: skip
+    rep2 = fetch_cohort(pd.concat([tle, bad_tle]), None, tmp_path / "out", client=shared, executor=pool, progress=False, errors="collect")  # fmt: skip
     assert (rep.stored, rep2.stored, rep2.failed) == (60, 1, 1)
     # 2. in this process, SQLite and filesystem caches
     for cache in (tmp_path / "http.sqlite", tmp_path / "fs-cache"):

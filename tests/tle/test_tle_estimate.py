@@ -145,7 +145,7 @@ def test_invalid_rows_are_not_sent(sb, client):
         estimate(rows, client, errors="raise")
     assert sb.stats()["total"] == 0
     with pytest.warns(DentalkitWarning, match="2 of 3 patient row"):
-        est = estimate(rows, client)
+        est = estimate(rows, client, errors="warn")
     assert sb.stats()["total"] == 1
     assert est["estimate_length_months"].isna().tolist() == [False, True, True]
     assert est.loc["b", PARAMS].isna().all() and est.loc["a", PARAMS].notna().all()
@@ -171,7 +171,7 @@ def test_repeated_index_labels_map_back_by_position(client):
         [BASE, {**BASE, "crowding": "severe"}, {**BASE, "sex": "?"}], index=[7, 7, 7]
     )
     with pytest.warns(DentalkitWarning):
-        est = estimate(rows, client)
+        est = estimate(rows, client, errors="warn")
     assert est.index.tolist() == [7, 7, 7]
     months = est["estimate_length_months"].to_numpy()
     assert months[1] > months[0] and np.isnan(months[2])
@@ -190,7 +190,7 @@ def test_failed_calls_are_collected_or_raised(tmp_path):
         c = Client(failing.base_url, api_key=failing.api_key, cache="memory", max_retries=0)
         fetcher = Fetcher(tmp_path / "store", c)
         with pytest.warns(DentalkitWarning, match="4 of 4 patient row"):
-            est = estimate(patients, fetcher)
+            est = estimate(patients, fetcher, errors="warn")
         assert est["estimate_length_months"].isna().all() and est["app"].isna().all()
         found = problems(est)
         assert len(found) == 4
@@ -299,7 +299,7 @@ def test_empty_and_all_invalid_tables_send_nothing(sb, client):
     assert len(out) == 0 and "estimate_length_months" in out.columns
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DentalkitWarning)
-        out = estimate(pd.DataFrame([{**BASE, "sex": "?"}]), client)
+        out = estimate(pd.DataFrame([{**BASE, "sex": "?"}]), client, errors="warn")
     assert out["estimate_length_months"].isna().all()
     assert sb.stats()["total"] == 0
 
@@ -356,7 +356,7 @@ def test_missing_answers_in_a_plain_responses_table_are_problems(client):
     patients = example_patients(3, seed=8)
     est = estimate(patients.iloc[:2], client)
     with pytest.warns(DentalkitWarning, match="1 of 3 patient row"):
-        partial = estimate(patients, client.stored())
+        partial = estimate(patients, client.stored(), errors="warn")
     assert partial["estimate_length_months"].isna().tolist() == [False, False, True]
     found = problems(partial)
     assert "no stored answer" in found["reason"].iloc[0] and "Fetcher" in found["reason"].iloc[0]
