@@ -264,7 +264,9 @@ def _progress(total: int, enabled: bool) -> Any:
 def _open_store(out: str | os.PathLike[str], client: Client) -> ResponseStore:
     """Take the store's write lock, heal the SQLite cache and open the store to heal it.
 
-    The lock is released by :meth:`ResponseStore.close` (or here, if opening fails).
+    The returned store holds the lock: use it as a context manager (``with _open_store(...)
+    as store:``), which releases the lock however the block ends. If opening fails, the lock
+    is released here.
     """
     from dentalkit.fetch._http import quarantine_cache, sqlite_cache_problem
 
@@ -297,11 +299,11 @@ def _open_store(out: str | os.PathLike[str], client: Client) -> ResponseStore:
         client.quarantined_cache = []  # reported once
         store = ResponseStore(out, client.base_url, heal=True)
         store.done = store.completed_keys()  # read (and healed) while the lock is released on error
+        store.quarantined[:0] = moved
+        store.lock = lock
     except BaseException:
         lock.release()
         raise
-    store.quarantined[:0] = moved
-    store.lock = lock
     return store
 
 
@@ -712,51 +714,51 @@ def fetch_cohort(
     if len(plan.problems) and errors == "raise":
         raise ManifestError(plan.problems)
     client = client or Client(heal_cache=True)
-    store = _open_store(out, client)  # holds the write lock until store.close()
-    report = FetchReport(out=store.out, requested=len(plan.requests), problems=plan.problems)
+    # The write lock is held from here to the end of the block, however the block ends.
+    with _open_store(out, client) as store:
+        report = FetchReport(out=store.out, requested=len(plan.requests), problems=plan.problems)
 
-    # (a) what to send
-    selection = _select_requests(plan, store, retry_failed)
-    report.requested = len(selection.requests)
-    report.already_stored = selection.already_stored
-    report.skipped_failed = selection.skipped_failed
-    if report.skipped_failed:
-        log.warning(
-            "%d request(s) failed in an earlier run and are skipped; "
-            "pass retry_failed=True to retry them (see %s)",
-            report.skipped_failed,
-            store.out / "failures.parquet",
-        )
-    report.sent = len(selection.todo)
+        # (a) what to send
+        selection = _select_requests(plan, store, retry_failed)
+        report.requested = len(selection.requests)
+        report.already_stored = selection.already_stored
+        report.skipped_failed = selection.skipped_failed
+        if report.skipped_failed:
+            log.warning(
+                "%d request(s) failed in an earlier run and are skipped; "
+                "pass retry_failed=True to retry them (see %s)",
+                report.skipped_failed,
+                store.out / "failures.parquet",
+            )
+        report.sent = len(selection.todo)
 
-    # (b) send it, storing answers as they arrive
-    scheduler = _Scheduler(
-        selection,
-        store,
-        report,
-        client,
-        executor=executor,
-        max_workers=max_workers,
-        batch_size=batch_size,
-        flush_every=flush_every,
-        flush_interval=flush_interval,
-        errors=errors,
-        progress=progress,
-    )
-    try:
-        scheduler.run()
-    finally:
-        scheduler.close()
-        # (c) the failures table: earlier failures not sent again, plus this run's
-        failures = _merge_failures(selection.previous, scheduler.failures, scheduler.attempted)
-        if len(failures) or (store.out / "failures.parquet").exists():
-            store.write_failures(failures)
-        report.failures = failures
-        report.quarantined = pd.DataFrame(
-            store.quarantined, columns=["file", "kind", "reason", "moved_to", "rows"]
+        # (b) send it, storing answers as they arrive
+        scheduler = _Scheduler(
+            selection,
+            store,
+            report,
+            client,
+            executor=executor,
+            max_workers=max_workers,
+            batch_size=batch_size,
+            flush_every=flush_every,
+            flush_interval=flush_interval,
+            errors=errors,
+            progress=progress,
         )
-        store.close()
-        report.seconds = time.perf_counter() - started
+        try:
+            scheduler.run()
+        finally:
+            scheduler.close()
+            # (c) the failures table: earlier failures not sent again, plus this run's
+            failures = _merge_failures(selection.previous, scheduler.failures, scheduler.attempted)
+            if len(failures) or (store.out / "failures.parquet").exists():
+                store.write_failures(failures)
+            report.failures = failures
+            report.quarantined = pd.DataFrame(
+                store.quarantined, columns=["file", "kind", "reason", "moved_to", "rows"]
+            )
+    report.seconds = time.perf_counter() - started
     log.info("fetch_cohort: %s", report.summary())
     if scheduler.first_error is not None:
         raise scheduler.first_error
