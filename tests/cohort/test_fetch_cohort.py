@@ -179,17 +179,17 @@ def test_external_executors_get_batches_of_requests(
 
 
 def test_a_failed_request_in_a_batch_fails_alone(make_client, fresh, tmp_path, monkeypatch):
-    import dentalkit.fetch.cohort as cohort
+    import dentalkit.fetch._schedule as schedule  # where _fetch_batch looks _fetch_one up
     from dentalkit.errors import TransportError
 
-    real = cohort._fetch_one
+    real = schedule._fetch_one
 
     def flaky(client, payload):  # the request of P002 fails, as a lost connection would
         if payload[1]["PatientID"] == "P002":
             return TransportError("simulated: connection reset")
         return real(client, payload)
 
-    monkeypatch.setattr(cohort, "_fetch_one", flaky)
+    monkeypatch.setattr(schedule, "_fetch_one", flaky)
     m = manifest(6)
     with CountingExecutor(max_workers=2) as pool:
         rep = fetch_cohort(m, "classifier", tmp_path / "out", client=make_client(), executor=pool, batch_size=3, progress=False)  # fmt: skip
@@ -225,7 +225,7 @@ def test_max_workers_must_be_positive_before_anything_is_opened(make_client, tmp
     ],
 )
 def test_automatic_batch_size_fills_the_last_round(n, workers, batch):
-    from dentalkit.fetch.cohort import _auto_batch
+    from dentalkit.fetch._schedule import _auto_batch
 
     assert _auto_batch(n, workers) == batch
 
