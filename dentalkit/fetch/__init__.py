@@ -5,7 +5,9 @@
 :mod:`~dentalkit.fetch._build`, one method per endpoint from :mod:`~dentalkit.fetch._methods`,
 HTTP plumbing in :mod:`~dentalkit.fetch._http`, the Redis cache backend in
 :mod:`~dentalkit.fetch._rediscache`) → :mod:`~dentalkit.fetch.cohort` (concurrent, resumable
-cohort fetch) → :mod:`~dentalkit.fetch.store` (the lossless responses store). Output images
+cohort fetch; its executor, batches, flushes and progress bar in
+:mod:`~dentalkit.fetch._schedule`) → :mod:`~dentalkit.fetch.store` (the lossless responses
+store). Output images
 behind their 72-hour links come through :mod:`~dentalkit.fetch._download`; one answer of the
 service is an :class:`ApiResult` (:mod:`~dentalkit.fetch._result`).
 

@@ -62,6 +62,7 @@ __all__ = [
     "QUARANTINE",
     "RESPONSES_SCHEMA",
     "ResponseStore",
+    "StoreLock",
     "parse_session_time",
     "read_failures",
     "read_responses",
@@ -196,13 +197,64 @@ def _read_failures_file(path: Path) -> pd.DataFrame:
         ) from None
 
 
-def store_lock(out: str | os.PathLike[str], timeout: float | None = 0.0) -> Any:
-    """The write lock of the store ``out`` (a ``filelock.FileLock``, acquired on return).
+class StoreLock:
+    """The held write lock of one store, as :func:`store_lock` returns it.
 
-    Hold it while writing the store and release it with ``lock.release()``. ``timeout``:
-    seconds to wait for another writer (``0``: refuse at once, ``None``: wait as long as it
-    takes). The lock is an OS file lock on ``out/.dentalkit.lock``: it is released when the
-    process ends, however it ends, and readers never take it.
+    Release it with :meth:`release`, or use it as a context manager (``with store_lock(out):``),
+    which releases it when the block ends, however it ends. Releasing twice is harmless.
+    """
+
+    def __init__(self, lock: Any, folder: Path) -> None:
+        self._lock = lock
+        self.folder = folder
+
+    @property
+    def is_locked(self) -> bool:
+        """True while this object holds the lock."""
+        return bool(self._lock.is_locked)
+
+    @property
+    def lock_file(self) -> str:
+        """The lock file, ``out/.dentalkit.lock``."""
+        return str(self._lock.lock_file)
+
+    def release(self) -> None:
+        """Release the lock (nothing happens when it is already released)."""
+        # force: filelock counts nested acquires; this object stands for one holder
+        self._lock.release(force=True)
+
+    def __enter__(self) -> StoreLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        state = "held" if self.is_locked else "released"
+        return f"StoreLock({str(self.folder)!r}, {state})"
+
+
+def store_lock(out: str | os.PathLike[str], timeout: float | None = 0.0) -> StoreLock:
+    """Take the write lock of the store ``out`` and return it, held.
+
+    Hold it while writing the store, and release it with ``lock.release()`` or by using it as
+    a context manager: ``with store_lock(out): ...`` releases it when the block ends, however
+    it ends. ``timeout``: seconds to wait for another writer (``0``: refuse at once, ``None``:
+    wait as long as it takes). The lock is an OS file lock (``filelock``) on
+    ``out/.dentalkit.lock``: it is released when the process ends, however it ends, and
+    readers never take it.
+
+    Parameters
+    ----------
+    out : path
+        The store folder (created when missing).
+    timeout : float or None
+        Seconds to wait for another writer.
+
+    Returns
+    -------
+    StoreLock
+        The held lock.
 
     Raises
     ------
@@ -224,7 +276,7 @@ def store_lock(out: str | os.PathLike[str], timeout: float | None = 0.0) -> Any:
             "folder; settings.store_lock_timeout sets how long a fetch waits. Reading the "
             "store (read_responses, `dentalkit tables`) does not need to wait"
         ) from None
-    return lock
+    return StoreLock(lock, folder)
 
 
 def quarantine(path: Path, folder: Path) -> Path:
@@ -244,6 +296,9 @@ def quarantine(path: Path, folder: Path) -> Path:
 
 class ResponseStore:
     """One ``out`` folder holding the answers of one service.
+
+    Used as a context manager, the store releases the write lock it holds (the fetch path's,
+    :attr:`lock`) when the ``with`` block ends, however it ends.
 
     Parameters
     ----------
@@ -265,7 +320,7 @@ class ResponseStore:
         #: Request columns of the rows that quarantined parts held (where readable).
         self.lost_rows: list[pd.DataFrame] = []
         #: The write lock, when the fetch path holds one (released by :meth:`close`).
-        self.lock: Any = None
+        self.lock: StoreLock | None = None
         #: Request keys read by the fetch path when it opened the store.
         self.done: set[str] = set()
         self.parts.mkdir(parents=True, exist_ok=True)
@@ -372,6 +427,13 @@ class ResponseStore:
         if self.lock is not None:
             self.lock.release()
             self.lock = None
+
+    def __enter__(self) -> ResponseStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Release the write lock (:meth:`close`) when the ``with`` block ends, however it ends."""
+        self.close()
 
     def read_failures(self) -> pd.DataFrame:
         """The failures table of the last run (empty when there is none).

@@ -82,17 +82,17 @@ def test_failures_are_recorded_skipped_on_rerun_and_retried_on_request(
 ):
     client = make_client(max_retries=0)
     fresh.set_faults(error_rate=1.0)
-    rep = fetch_cohort(manifest(3), "classifier", tmp_path / "out", client=client, progress=False)
+    rep = fetch_cohort(manifest(3), "classifier", tmp_path / "out", client=client, progress=False, errors="collect")  # fmt: skip
     assert (rep.failed, rep.stored) == (3, 0)
     fails = read_failures(tmp_path / "out")
     assert fails["error_type"].unique().tolist() == ["ServerError"]
     assert fails["status_code"].isin([500, 502, 503]).all()
     assert fails["row"].tolist() == [1, 2, 3]
     fresh.set_faults(error_rate=0.0)
-    rep = fetch_cohort(manifest(4), "classifier", tmp_path / "out", client=client, progress=False)
+    rep = fetch_cohort(manifest(4), "classifier", tmp_path / "out", client=client, progress=False, errors="collect")  # fmt: skip
     assert (rep.skipped_failed, rep.sent, rep.stored) == (3, 1, 1)
     assert len(read_failures(tmp_path / "out")) == 3
-    rep = fetch_cohort(manifest(4), "classifier", tmp_path / "out", client=client, progress=False, retry_failed=True)  # fmt: skip
+    rep = fetch_cohort(manifest(4), "classifier", tmp_path / "out", client=client, progress=False, retry_failed=True, errors="collect")  # fmt: skip
     assert (rep.sent, rep.stored, rep.failed) == (3, 3, 0)
     assert read_failures(tmp_path / "out").empty
     assert len(read_responses(tmp_path / "out")) == 4
@@ -116,7 +116,7 @@ def test_bad_manifest_raises_before_anything_is_sent(make_client, fresh, tmp_pat
     with pytest.raises(ManifestError, match="row 2"):
         fetch_cohort(m, "classifier", tmp_path / "out", client=make_client(), errors="raise", progress=False)  # fmt: skip
     assert fresh.stats()["total"] == 0
-    rep = fetch_cohort(m, "classifier", tmp_path / "out", client=make_client(), progress=False)
+    rep = fetch_cohort(m, "classifier", tmp_path / "out", client=make_client(), progress=False, errors="collect")  # fmt: skip
     assert rep.problems[["row", "field"]].to_numpy().tolist() == [[2, "image_url"]]
     assert rep.stored == 2
 
@@ -179,20 +179,20 @@ def test_external_executors_get_batches_of_requests(
 
 
 def test_a_failed_request_in_a_batch_fails_alone(make_client, fresh, tmp_path, monkeypatch):
-    import dentalkit.fetch.cohort as cohort
+    import dentalkit.fetch._schedule as schedule  # where _fetch_batch looks _fetch_one up
     from dentalkit.errors import TransportError
 
-    real = cohort._fetch_one
+    real = schedule._fetch_one
 
     def flaky(client, payload):  # the request of P002 fails, as a lost connection would
         if payload[1]["PatientID"] == "P002":
             return TransportError("simulated: connection reset")
         return real(client, payload)
 
-    monkeypatch.setattr(cohort, "_fetch_one", flaky)
+    monkeypatch.setattr(schedule, "_fetch_one", flaky)
     m = manifest(6)
     with CountingExecutor(max_workers=2) as pool:
-        rep = fetch_cohort(m, "classifier", tmp_path / "out", client=make_client(), executor=pool, batch_size=3, progress=False)  # fmt: skip
+        rep = fetch_cohort(m, "classifier", tmp_path / "out", client=make_client(), executor=pool, batch_size=3, progress=False, errors="collect")  # fmt: skip
     assert pool.tasks == 2
     stored = set(read_responses(tmp_path / "out")["patient_id"])
     failed = read_failures(tmp_path / "out")
@@ -225,7 +225,7 @@ def test_max_workers_must_be_positive_before_anything_is_opened(make_client, tmp
     ],
 )
 def test_automatic_batch_size_fills_the_last_round(n, workers, batch):
-    from dentalkit.fetch.cohort import _auto_batch
+    from dentalkit.fetch._schedule import _auto_batch
 
     assert _auto_batch(n, workers) == batch
 
