@@ -121,8 +121,6 @@ _SUFFIX_UNITS = (
     ("_pct", "%"),
 )
 _PLACEHOLDER = "{unit}"
-# values of a ``unit`` column that name the unit of analysis, not a unit of measurement
-_ANALYSIS_UNITS = frozenset({"patient", "session", "image"})
 
 
 #: Other names of analysis tables (as :func:`dentalkit.pipeline.analyze` names them).
@@ -243,21 +241,17 @@ def _static(table: str, column: str) -> tuple[pa.DataType, bool, tuple | None, s
 
 
 @cache
-def _field(table: str, column: str, unit: str, analysis_unit: bool) -> pa.Field | None:
+def _field(table: str, column: str, unit: str) -> pa.Field | None:
     static = _static(table, column)
     if static is None:
         return None
     type_, nullable, values, _, desc = static
-    if analysis_unit:
-        desc = "unit of analysis: patient, session or image"
     return pa.field(column, type_, nullable=nullable, metadata=_field_metadata(unit, desc, values))
 
 
 def _describe(table: str, column: str, df: pd.DataFrame | None) -> tuple[str, str]:
     """(unit, description) of a column as written: placeholders resolved against ``df``."""
     unit, desc = _lookup(table, column)
-    if column == "unit" and df is not None and "unit" in df.columns and _units_in(df) is None:
-        desc = "unit of analysis: patient, session or image"
     unit = unit or ""
     if df is not None:
         unit = _unit_text(unit, df)
@@ -282,13 +276,7 @@ def _declared(table: str, column: str, units: _Units) -> pa.Field | None:
         return None
     raw = static[3]
     unit = _resolve_unit(raw, units.get()) if _PLACEHOLDER in raw and units.df is not None else raw
-    analysis_unit = (
-        column == "unit"
-        and units.df is not None
-        and "unit" in units.df.columns
-        and units.get() is None
-    )
-    return _field(table, column, unit, analysis_unit)
+    return _field(table, column, unit)
 
 
 def declared_field(table: str, column: str, df: pd.DataFrame | None = None) -> pa.Field | None:
@@ -379,8 +367,7 @@ def arrow_table(df: pd.DataFrame, table: str) -> pa.Table:
         )
     else:
         key = _raw_units(table, columns)
-    analysis_unit = "unit" in columns and units.get() is None
-    plan = (table, columns, key, analysis_unit)
+    plan = (table, columns, key)
     schema, checks = _plan(*plan)
     cols = [col for _, col in df.items()]  # one Series per column, made once
     changed = {}
@@ -550,10 +537,10 @@ def _from_columns(
 
 @cache
 def _plan_types(
-    table: str, columns: tuple[str, ...], units: tuple[str | None, ...], analysis_unit: bool
+    table: str, columns: tuple[str, ...], units: tuple[str | None, ...]
 ) -> tuple[tuple[pa.DataType, bool], ...]:
     """(Arrow type, nullable) of each column of :func:`_plan`'s schema."""
-    schema, _ = _plan(table, columns, units, analysis_unit)
+    schema, _ = _plan(table, columns, units)
     return tuple((field.type, field.nullable) for field in schema)
 
 
@@ -631,7 +618,7 @@ def _statics(table: str, columns: tuple[str, ...]) -> tuple:
 
 @cache
 def _plan(
-    table: str, columns: tuple[str, ...], units: tuple[str | None, ...], analysis_unit: bool
+    table: str, columns: tuple[str, ...], units: tuple[str | None, ...]
 ) -> tuple[pa.Schema, tuple[tuple[int, tuple[str, ...] | None, bool], ...]]:
     """The schema (undeclared columns: a null placeholder) and the dictionary columns."""
     fields, checks = [], []
@@ -639,7 +626,7 @@ def _plan(
         if unit is None:
             fields.append(pa.field(name, pa.null()))  # replaced by the inferred field
             continue
-        field = _field(table, name, unit, analysis_unit and name == "unit")
+        field = _field(table, name, unit)
         fields.append(field)
         if pa.types.is_dictionary(field.type):
             checks.append((i, _static(table, name)[2], bool(field.type.ordered)))
@@ -760,10 +747,7 @@ def _units_in(df: pd.DataFrame) -> list[str] | None:
         present = col.cat.categories[codes[codes >= 0]]
     else:
         present = pd.unique(col.to_numpy(dtype=object))
-    units = sorted({str(u) for u in present if not pd.isna(u)})
-    if units and set(units) <= _ANALYSIS_UNITS:
-        return None
-    return units
+    return sorted({str(u) for u in present if not pd.isna(u)})
 
 
 def _unit_text(raw: str, df: pd.DataFrame) -> str:
@@ -907,8 +891,6 @@ def data_dictionary(
         for column, col in df.items():
             column = str(column)
             unit, desc = _lookup(table, column)
-            if column == "unit" and "unit" in df.columns and _units_in(df) is None:
-                desc = "unit of analysis: patient, session or image"
             desc = _override(descriptions, table, column) or desc or ""
             unit = _override(units, table, column) or unit or ""
             if pseudo.get("column") == column:
