@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dentalkit import arch, ceph, contract, tle
+from dentalkit import arch, ceph, contract, findings, teeth, tle
 from dentalkit.arch import _engine, _frame, _measures
 from dentalkit.ceph import summary
 from dentalkit.convert import schemas
@@ -105,6 +105,7 @@ FROM_CONSTANTS = [
     ("findings_prevalence", "source", FINDINGS_SOURCES),
     ("finding_boxes", "source", FINDINGS_SOURCES),
     ("finding_box_sizes", "source", FINDINGS_SOURCES),
+    ("findings_prevalence", "unit_of_analysis", findings.UNITS),
 ]
 
 
@@ -129,12 +130,44 @@ def test_class_vocabularies_are_the_shipped_class_bands():
         ("comparisons", "effect_size_name", "dentalkit/stats/_tests.py", "effect_size_name"),
         ("comparisons", "difference_name", "dentalkit/stats/_tests.py", "difference_name"),
         ("growth_fixed", "statistic_name", "dentalkit/stats/_growth_fit.py", "statistic_name"),
+        ("tmj_prevalence", "unit_of_analysis", "dentalkit/findings/_tmj.py", "unit_of_analysis"),
     ],
 )
 def test_vocabulary_holds_every_literal_the_code_writes(table, column, module, key):
     found = literals(module, key)
     assert found, f"no literal written under {key!r} in {module}: the scan is stale"
     assert found == set(declared(table, column))
+
+
+MISSING_TABLES = ("missing_by_fdi", "missing_by_type", "missing_by_arch", "missing_patterns")
+
+
+def test_missing_teeth_unit_of_analysis_is_the_level_each_session_choice_gives():
+    """teeth.missing names its level in a variable, so its tables are run, per choice."""
+    from tests.plot import plot_tables
+
+    two_sessions = pd.concat(
+        [plot_tables.teeth(ts="2024-03-01"), plot_tables.teeth(ts="2025-03-01")],
+        ignore_index=True,
+    )
+    seen: dict[str, set[str]] = {t: set() for t in MISSING_TABLES}
+    for session, level in (("first", "patient"), ("last", "patient"), ("all", "session")):
+        result = teeth.missing(two_sessions, session=session)
+        for table, frame in zip(
+            MISSING_TABLES,
+            (result.by_fdi, result.by_type, result.by_arch, result.patterns),
+            strict=True,
+        ):
+            assert set(frame["unit_of_analysis"].astype(str)) == {level}, (table, session)
+            seen[table] |= {level}
+    for table in MISSING_TABLES:
+        assert seen[table] == set(declared(table, "unit_of_analysis")), table
+
+
+@pytest.mark.parametrize("table", ["comparisons", "growth_fixed", "growth_models"])
+def test_unit_of_analysis_naming_a_column_is_open(table):
+    # there it names the caller's unit column (patient_id, or "row"): no fixed vocabulary
+    assert declared(table, "unit_of_analysis") is None
 
 
 def test_calibration_statistics_are_the_ones_calibration_reports():
@@ -163,6 +196,8 @@ def test_every_vocabulary_is_checked_here_or_open_by_design():
         ("comparisons", "difference_name"),
         ("growth_fixed", "statistic_name"),
         ("tle_calibration", "statistic"),
+        ("tmj_prevalence", "unit_of_analysis"),
+        *((t, "unit_of_analysis") for t in MISSING_TABLES),
         # values the study below shows (computed names: "up-lo", "box_" prefix removed)
         ("arch_measures", "arch"),
         ("comparisons", "arch"),
