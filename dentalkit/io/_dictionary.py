@@ -422,7 +422,7 @@ def _check_values(table: str, column: str, values: tuple[str, ...], col: pd.Seri
 
 
 def partition_writer(name: str | None, folder: str) -> Callable[[pd.DataFrame, Path], None]:
-    """The default file writer of :func:`dentalkit.distributed.write_partitioned`.
+    """The default file writer of :func:`dentalkit.io.write_partitioned`.
 
     Each part is written with the declaration of table ``name`` (:func:`arrow_table`:
     declared types, nullability, field metadata), so every part of a partitioned table has
