@@ -20,9 +20,9 @@ from dentalkit import arch, ceph, contract, findings, teeth, tle
 from dentalkit.arch import _engine, _frame, _measures
 from dentalkit.ceph import summary
 from dentalkit.convert import schemas
-from dentalkit.errors import InputError
+from dentalkit.errors import DentalkitWarning, InputError
 from dentalkit.io import data_dictionary
-from dentalkit.io._dictionary import _declared_type, load_catalogue
+from dentalkit.io._dictionary import _declared_type, _lookup, load_catalogue
 from dentalkit.stats import _compare
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -276,3 +276,51 @@ def test_a_users_own_table_keeps_its_own_values():
     dd = data_dictionary({"mine": mine, "also_mine": ours}).set_index(["table", "column"])
     assert dd.loc[("mine", "arch"), "allowed_values"] == []
     assert dd.loc[("also_mine", "arch"), "allowed_values"] == ["up", "lo"]
+
+
+def test_sex_is_open_and_described_as_each_producer_spells_it():
+    """``sex`` is the patient table's own spelling, passed through: no fixed vocabulary.
+
+    The sandbox's patient record says F/M, the treatment-length codebook labels
+    female/male (and accepts aliases), and ceph.zscores matches norms on several
+    spellings; the tables carry what they were given, so a declared vocabulary would refuse
+    one producer or the other. The descriptions name each producer's spelling.
+    """
+    import re
+
+    from dentalkit.ceph import norms
+    from dentalkit.demo import sandbox_patients
+    from dentalkit.io import arrow_table
+
+    def words(table: str) -> set[str]:
+        return set(re.findall(r"[\w/]+", _lookup(table, "sex")[1].lower()))
+
+    record = sandbox_patients([f"P{i:03d}" for i in range(40)])
+    typed = tle.example_patients(40)
+    p02 = tle.load_codebook()["p02"]
+    assert p02.column == "sex"
+    assert set(record["sex"]) == {"F", "M"}
+    assert set(typed["sex"].astype(str)) == set(p02.labels) == {"female", "male"}
+
+    for table in ("*", "ceph_zscores", "tle_estimates"):
+        assert declared(table, "sex") is None, table
+    assert {"f", "m", "female", "male"} <= words("*")
+    assert {*norms._SEX_CODES} <= words("ceph_zscores")
+    assert {*p02.labels, *p02.aliases, *(c.lower() for c in p02.codes)} <= words("tle_estimates")
+
+    # passed through unchanged: ceph.zscores keeps the record's spelling …
+    m = pd.DataFrame(
+        {"patient_id": ["a", "b"], "timestamp": "2024-03-05", "measure": "Co_Gn"}
+    ).assign(value=[134.3, 120.2], unit="mm")
+    spelled = pd.DataFrame({"patient_id": ["a", "b"], "sex": ["Male", "F"], "age": [30, 30]})
+    with pytest.warns(DentalkitWarning, match="include_unverified"):
+        z = ceph.zscores(m, patients=spelled, include_unverified=True)
+    assert z["sex"].astype(str).tolist() == ["Male", "F"]
+    assert z["z"].notna().all()  # both spellings matched their sex's norm
+    # … tle.estimate returns its input rows, whose spellings encode to the codes sent
+    aliased = typed.head(4).assign(sex=["F", "woman", "Male", "boy"])
+    assert tle.encode(aliased)["p02"].tolist() == ["F", "F", "M", "M"]
+    # … and every spelling is written under the declarations
+    assert arrow_table(z, "ceph_zscores").column("sex").to_pylist() == ["Male", "F"]
+    written = arrow_table(aliased, "tle_estimates").column("sex").to_pylist()
+    assert written == ["F", "woman", "Male", "boy"]
