@@ -399,10 +399,7 @@ def arrow_table(df: pd.DataFrame, table: str) -> pa.Table:
         present = {v for chunk in out.column(i).chunks for v in chunk.dictionary.to_pylist()}
         extra = sorted(present - set(values))
         if extra:
-            raise InputError(
-                f"table {table!r}: column {columns[i]!r} has value(s) {extra} outside its "
-                f"declared values {list(values)} (dentalkit/data/columns.csv)"
-            )
+            raise _outside(table, columns[i], values, extra, cols[i])
     return out
 
 
@@ -415,10 +412,19 @@ def _check_values(table: str, column: str, values: tuple[str, ...], col: pd.Seri
         present = pd.unique(col.to_numpy(dtype=object))
     extra = sorted({str(v) for v in present if not pd.isna(v)} - set(values))
     if extra:
-        raise InputError(
-            f"table {table!r}: column {column!r} has value(s) {extra} outside its "
-            f"declared values {list(values)} (dentalkit/data/columns.csv)"
-        )
+        raise _outside(table, column, values, extra, col)
+
+
+def _outside(
+    table: str, column: str, values: tuple[str, ...], extra: list[str], col: pd.Series
+) -> InputError:
+    """The error for values of ``col`` outside the vocabulary, naming the rows."""
+    rows = col.astype(object).map(str, na_action="ignore").isin(extra).to_numpy(dtype=bool)
+    return InputError(
+        f"table {table!r}: column {column!r} has value(s) {extra} outside its "
+        f"declared values {list(values)} in {_rows_text(rows, col.index)}; the vocabulary "
+        "is declared in dentalkit/data/columns.csv"
+    )
 
 
 def partition_writer(name: str | None, folder: str) -> Callable[[pd.DataFrame, Path], None]:
@@ -636,24 +642,69 @@ def _plan(
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError)
 
 
+def _rows_text(mask: np.ndarray, index: pd.Index) -> str:
+    """``row(s) 3, 7 (0-based positions; index labels …)``: where ``mask`` is true."""
+    rows = np.flatnonzero(mask)
+    shown = ", ".join(str(r) for r in rows[:5]) + (
+        f" … ({len(rows)} rows)" if len(rows) > 5 else ""
+    )
+    text = (
+        f"row{'s' if len(rows) > 1 else ''} {shown} (0-based position{'s' if len(rows) > 1 else ''}"
+    )
+    labels = index[rows[:5]]
+    if not (isinstance(index, pd.RangeIndex) and list(labels) == rows[:5].tolist()):
+        text += f"; index label{'s' if len(labels) > 1 else ''} {', '.join(map(repr, labels))}"
+    return text + ")"
+
+
+_CHUNK = 4096  # rows converted at once while looking for the first value a type refuses
+
+
+def _refused_rows(col: pd.Series, type_: pa.DataType) -> tuple[np.ndarray, str]:
+    """(mask of the first rows ``type_`` cannot hold, pyarrow's reason for the first one)."""
+    mask = np.zeros(len(col), dtype=bool)
+    reason = ""
+    for start in range(0, len(col), _CHUNK):
+        part = col.iloc[start : start + _CHUNK]
+        try:
+            pa.array(part, type=type_, from_pandas=True)
+            continue
+        except _ARROW_ERRORS:
+            pass
+        for j in range(len(part)):
+            try:
+                pa.array(part.iloc[j : j + 1], type=type_, from_pandas=True)
+            except _ARROW_ERRORS as exc:
+                mask[start + j] = True
+                reason = reason or str(exc.args[0] if exc.args else exc)
+        break  # the first chunk with a refused value names enough rows
+    return mask, reason
+
+
 def _misfit(table: str, frame: pd.DataFrame, schema: pa.Schema, exc: Exception) -> InputError:
-    """The error naming the first column whose values do not fit its declared type."""
+    """The error naming the first column whose values do not fit its declared type, and
+    the rows that hold them."""
     for i, field in enumerate(schema):
         col = frame.iloc[:, i]
-        if not field.nullable and col.isna().any():
+        nulls = col.isna().to_numpy(dtype=bool)
+        if not field.nullable and nulls.any():
             return InputError(
-                f"table {table!r}: column {field.name!r} may not be null "
-                f"({int(col.isna().sum())} null value(s)); it is declared non-null in "
-                "dentalkit/data/columns.csv"
+                f"table {table!r}: column {field.name!r} may not be null, but "
+                f"{_rows_text(nulls, frame.index)} hold{'s' if nulls.sum() == 1 else ''} "
+                f"no value ({int(nulls.sum())} in all); it is declared non-null in "
+                "dentalkit/data/columns.csv: fill or drop those rows"
             )
-    for field in schema:
+    for i, field in enumerate(schema):
+        col = frame.iloc[:, i]
         try:
-            pa.array(frame[field.name], type=field.type, from_pandas=True)
+            pa.array(col, type=field.type, from_pandas=True)
         except _ARROW_ERRORS as col_exc:
-            detail = col_exc.args[0] if col_exc.args else col_exc
+            mask, reason = _refused_rows(col, field.type)
+            detail = reason or (col_exc.args[0] if col_exc.args else col_exc)
+            where = f" in {_rows_text(mask, frame.index)}" if mask.any() else ""
             return InputError(
                 f"table {table!r}: column {field.name!r} (declared {field.type}) cannot hold "
-                f"its values: {detail}; fix the values or the declaration in "
+                f"its values{where}: {detail}; fix the values or the declaration in "
                 "dentalkit/data/columns.csv"
             )
     return InputError(
