@@ -642,26 +642,31 @@ def _plan(
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError)
 
 
-def _rows_text(mask: np.ndarray, index: pd.Index) -> str:
-    """``row(s) 3, 7 (0-based positions; index labels …)``: where ``mask`` is true."""
+def _rows_text(mask: np.ndarray, index: pd.Index, more: bool = False) -> str:
+    """``rows 3, 7 (0-based positions; index labels 'a', 'b')``: where ``mask`` is true.
+
+    At most five rows are named; ``more``: the mask was not searched to the end.
+    """
     rows = np.flatnonzero(mask)
-    shown = ", ".join(str(r) for r in rows[:5]) + (
-        f" … ({len(rows)} rows)" if len(rows) > 5 else ""
-    )
-    text = (
-        f"row{'s' if len(rows) > 1 else ''} {shown} (0-based position{'s' if len(rows) > 1 else ''}"
-    )
+    many = len(rows) > 1
+    shown = ", ".join(str(r) for r in rows[:5])
+    if len(rows) > 5:
+        shown += f" … ({len(rows)} rows)"
+    elif more:
+        shown += " and possibly more"
+    text = f"row{'s' if many else ''} {shown} (0-based position{'s' if many else ''}"
     labels = index[rows[:5]]
     if not (isinstance(index, pd.RangeIndex) and list(labels) == rows[:5].tolist()):
-        text += f"; index label{'s' if len(labels) > 1 else ''} {', '.join(map(repr, labels))}"
+        text += f"; index label{'s' if many else ''} {', '.join(map(repr, labels))}"
     return text + ")"
 
 
-_CHUNK = 4096  # rows converted at once while looking for the first value a type refuses
+_CHUNK = 4096  # rows converted at once while looking for the values a type refuses
 
 
-def _refused_rows(col: pd.Series, type_: pa.DataType) -> tuple[np.ndarray, str]:
-    """(mask of the first rows ``type_`` cannot hold, pyarrow's reason for the first one)."""
+def _refused_rows(col: pd.Series, type_: pa.DataType) -> tuple[np.ndarray, bool, str]:
+    """(mask of up to five rows ``type_`` cannot hold, whether the search stopped before
+    the end, pyarrow's reason for the first one). Runs on the error path only."""
     mask = np.zeros(len(col), dtype=bool)
     reason = ""
     for start in range(0, len(col), _CHUNK):
@@ -677,8 +682,9 @@ def _refused_rows(col: pd.Series, type_: pa.DataType) -> tuple[np.ndarray, str]:
             except _ARROW_ERRORS as exc:
                 mask[start + j] = True
                 reason = reason or str(exc.args[0] if exc.args else exc)
-        break  # the first chunk with a refused value names enough rows
-    return mask, reason
+                if mask.sum() == 5:
+                    return mask, start + j + 1 < len(col), reason
+    return mask, False, reason
 
 
 def _misfit(table: str, frame: pd.DataFrame, schema: pa.Schema, exc: Exception) -> InputError:
@@ -699,9 +705,9 @@ def _misfit(table: str, frame: pd.DataFrame, schema: pa.Schema, exc: Exception) 
         try:
             pa.array(col, type=field.type, from_pandas=True)
         except _ARROW_ERRORS as col_exc:
-            mask, reason = _refused_rows(col, field.type)
+            mask, more, reason = _refused_rows(col, field.type)
             detail = reason or (col_exc.args[0] if col_exc.args else col_exc)
-            where = f" in {_rows_text(mask, frame.index)}" if mask.any() else ""
+            where = f" in {_rows_text(mask, frame.index, more)}" if mask.any() else ""
             return InputError(
                 f"table {table!r}: column {field.name!r} (declared {field.type}) cannot hold "
                 f"its values{where}: {detail}; fix the values or the declaration in "

@@ -157,3 +157,6 @@ def test_the_writer_names_rows_by_position_and_index_label():
     counts = pd.DataFrame({"measure": "SNA", "n": np.r_[np.ones(9000), 0.5], "n_units": 1})
     with pytest.raises(InputError, match=r"column 'n' \(declared int64\).* in row 9000 "):
         io.arrow_table(counts, "ceph_summary")
+    fractions = pd.DataFrame({"measure": "SNA", "n": np.full(7, 0.5), "n_units": 1})
+    with pytest.raises(InputError, match=r"in rows 0, 1, 2, 3, 4 and possibly more \(0-based"):
+        io.arrow_table(fractions, "ceph_summary")
