@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 
@@ -68,3 +68,51 @@ def atomic_write(
         raise
     fsync_path(target.parent)
     return target
+
+
+def atomic_write_all(
+    folder: str | os.PathLike, writes: Mapping[str, Callable[[str], object]]
+) -> list[Path]:
+    """Write several files into ``folder`` so that they appear together or not at all.
+
+    Every ``write(tmp_path)`` first fills a temporary file in ``folder`` (fsynced); only
+    when all of them succeeded are the temporary files renamed over their targets, one
+    after another, and the folder flushed. If any write raises, every temporary file is
+    removed and no target is touched: the folder holds nothing new.
+
+    Parameters
+    ----------
+    folder : str or os.PathLike
+        Existing folder of the files.
+    writes : mapping of str to callable
+        File name → function writing that file's content to the path it is given.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The written files, in the order of ``writes``.
+
+    Notes
+    -----
+    The renames are atomic one by one, not as a group: a crash (or a failing rename, e.g.
+    a target that is a folder) between two of them leaves some files new and some old,
+    each of them whole.
+    """
+    folder = Path(folder)
+    staged: list[tuple[str, Path]] = []
+    try:
+        for name, write in writes.items():
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+            os.close(fd)
+            staged.append((tmp, folder / name))
+            write(tmp)
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+        for tmp, target in staged:
+            os.replace(tmp, target)
+    except BaseException:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_path(folder)
+    return [target for _, target in staged]

@@ -295,3 +295,30 @@ def test_analyses_write_unit_of_analysis_and_keep_unit_for_measurement():
     missing = teeth.missing(plot_tables.teeth())
     for frame in (missing.by_fdi, missing.by_type, missing.by_arch, missing.patterns):
         assert "unit" not in frame.columns and set(frame["unit_of_analysis"]) == {"patient"}
+
+
+def test_a_unit_column_is_read_as_the_unit_of_measurement_whatever_it_holds():
+    """No guess from the values: ``unit`` = "session" is a unit, not the unit of analysis.
+
+    The writer once took a ``unit`` column holding only patient/session/image for the
+    unit of analysis and dropped it from ``{unit}`` units; since the rename no dentalkit
+    table writes such a column, so the declared meaning holds for every value.
+    """
+    import pandas as pd
+
+    from dentalkit.io import arrow_table, data_dictionary
+
+    generic = next(r for r in _declarations() if r["table"] == "*" and r["column"] == "unit")
+    for held in (["session"], ["patient", "image"], ["mm"]):
+        df = pd.DataFrame({"group": ["a"] * len(held), "mean": 1.0, "unit": held})
+        meta = arrow_table(df, "descriptives").schema
+        unit_meta = {k.decode(): v.decode() for k, v in meta.field("unit").metadata.items()}
+        assert unit_meta["description"] == generic["description"], held
+        mean_unit = meta.field("mean").metadata[b"unit"].decode()
+        dd = data_dictionary({"descriptives": df}).set_index("column")
+        assert dd.loc["unit", "description"] == generic["description"], held
+        assert dd.loc["mean", "unit"] == mean_unit, held
+        if len(held) == 1:
+            assert mean_unit == held[0]  # {unit} resolved to the one unit named
+        else:
+            assert mean_unit == f"per row: column unit ({', '.join(sorted(held))})"

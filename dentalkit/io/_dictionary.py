@@ -121,8 +121,6 @@ _SUFFIX_UNITS = (
     ("_pct", "%"),
 )
 _PLACEHOLDER = "{unit}"
-# values of a ``unit`` column that name the unit of analysis, not a unit of measurement
-_ANALYSIS_UNITS = frozenset({"patient", "session", "image"})
 
 
 #: Other names of analysis tables (as :func:`dentalkit.pipeline.analyze` names them).
@@ -243,21 +241,17 @@ def _static(table: str, column: str) -> tuple[pa.DataType, bool, tuple | None, s
 
 
 @cache
-def _field(table: str, column: str, unit: str, analysis_unit: bool) -> pa.Field | None:
+def _field(table: str, column: str, unit: str) -> pa.Field | None:
     static = _static(table, column)
     if static is None:
         return None
     type_, nullable, values, _, desc = static
-    if analysis_unit:
-        desc = "unit of analysis: patient, session or image"
     return pa.field(column, type_, nullable=nullable, metadata=_field_metadata(unit, desc, values))
 
 
 def _describe(table: str, column: str, df: pd.DataFrame | None) -> tuple[str, str]:
     """(unit, description) of a column as written: placeholders resolved against ``df``."""
     unit, desc = _lookup(table, column)
-    if column == "unit" and df is not None and "unit" in df.columns and _units_in(df) is None:
-        desc = "unit of analysis: patient, session or image"
     unit = unit or ""
     if df is not None:
         unit = _unit_text(unit, df)
@@ -282,13 +276,7 @@ def _declared(table: str, column: str, units: _Units) -> pa.Field | None:
         return None
     raw = static[3]
     unit = _resolve_unit(raw, units.get()) if _PLACEHOLDER in raw and units.df is not None else raw
-    analysis_unit = (
-        column == "unit"
-        and units.df is not None
-        and "unit" in units.df.columns
-        and units.get() is None
-    )
-    return _field(table, column, unit, analysis_unit)
+    return _field(table, column, unit)
 
 
 def declared_field(table: str, column: str, df: pd.DataFrame | None = None) -> pa.Field | None:
@@ -379,8 +367,7 @@ def arrow_table(df: pd.DataFrame, table: str) -> pa.Table:
         )
     else:
         key = _raw_units(table, columns)
-    analysis_unit = "unit" in columns and units.get() is None
-    plan = (table, columns, key, analysis_unit)
+    plan = (table, columns, key)
     schema, checks = _plan(*plan)
     cols = [col for _, col in df.items()]  # one Series per column, made once
     changed = {}
@@ -412,10 +399,7 @@ def arrow_table(df: pd.DataFrame, table: str) -> pa.Table:
         present = {v for chunk in out.column(i).chunks for v in chunk.dictionary.to_pylist()}
         extra = sorted(present - set(values))
         if extra:
-            raise InputError(
-                f"table {table!r}: column {columns[i]!r} has value(s) {extra} outside its "
-                f"declared values {list(values)} (dentalkit/data/columns.csv)"
-            )
+            raise _outside(table, columns[i], values, extra, cols[i])
     return out
 
 
@@ -428,14 +412,23 @@ def _check_values(table: str, column: str, values: tuple[str, ...], col: pd.Seri
         present = pd.unique(col.to_numpy(dtype=object))
     extra = sorted({str(v) for v in present if not pd.isna(v)} - set(values))
     if extra:
-        raise InputError(
-            f"table {table!r}: column {column!r} has value(s) {extra} outside its "
-            f"declared values {list(values)} (dentalkit/data/columns.csv)"
-        )
+        raise _outside(table, column, values, extra, col)
+
+
+def _outside(
+    table: str, column: str, values: tuple[str, ...], extra: list[str], col: pd.Series
+) -> InputError:
+    """The error for values of ``col`` outside the vocabulary, naming the rows."""
+    rows = col.astype(object).map(str, na_action="ignore").isin(extra).to_numpy(dtype=bool)
+    return InputError(
+        f"table {table!r}: column {column!r} has value(s) {extra} outside its "
+        f"declared values {list(values)} in {_rows_text(rows, col.index)}; the vocabulary "
+        "is declared in dentalkit/data/columns.csv"
+    )
 
 
 def partition_writer(name: str | None, folder: str) -> Callable[[pd.DataFrame, Path], None]:
-    """The default file writer of :func:`dentalkit.distributed.write_partitioned`.
+    """The default file writer of :func:`dentalkit.io.write_partitioned`.
 
     Each part is written with the declaration of table ``name`` (:func:`arrow_table`:
     declared types, nullability, field metadata), so every part of a partitioned table has
@@ -550,10 +543,10 @@ def _from_columns(
 
 @cache
 def _plan_types(
-    table: str, columns: tuple[str, ...], units: tuple[str | None, ...], analysis_unit: bool
+    table: str, columns: tuple[str, ...], units: tuple[str | None, ...]
 ) -> tuple[tuple[pa.DataType, bool], ...]:
     """(Arrow type, nullable) of each column of :func:`_plan`'s schema."""
-    schema, _ = _plan(table, columns, units, analysis_unit)
+    schema, _ = _plan(table, columns, units)
     return tuple((field.type, field.nullable) for field in schema)
 
 
@@ -631,7 +624,7 @@ def _statics(table: str, columns: tuple[str, ...]) -> tuple:
 
 @cache
 def _plan(
-    table: str, columns: tuple[str, ...], units: tuple[str | None, ...], analysis_unit: bool
+    table: str, columns: tuple[str, ...], units: tuple[str | None, ...]
 ) -> tuple[pa.Schema, tuple[tuple[int, tuple[str, ...] | None, bool], ...]]:
     """The schema (undeclared columns: a null placeholder) and the dictionary columns."""
     fields, checks = [], []
@@ -639,7 +632,7 @@ def _plan(
         if unit is None:
             fields.append(pa.field(name, pa.null()))  # replaced by the inferred field
             continue
-        field = _field(table, name, unit, analysis_unit and name == "unit")
+        field = _field(table, name, unit)
         fields.append(field)
         if pa.types.is_dictionary(field.type):
             checks.append((i, _static(table, name)[2], bool(field.type.ordered)))
@@ -649,24 +642,75 @@ def _plan(
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError)
 
 
+def _rows_text(mask: np.ndarray, index: pd.Index, more: bool = False) -> str:
+    """``rows 3, 7 (0-based positions; index labels 'a', 'b')``: where ``mask`` is true.
+
+    At most five rows are named; ``more``: the mask was not searched to the end.
+    """
+    rows = np.flatnonzero(mask)
+    many = len(rows) > 1
+    shown = ", ".join(str(r) for r in rows[:5])
+    if len(rows) > 5:
+        shown += f" … ({len(rows)} rows)"
+    elif more:
+        shown += " and possibly more"
+    text = f"row{'s' if many else ''} {shown} (0-based position{'s' if many else ''}"
+    labels = index[rows[:5]]
+    if not (isinstance(index, pd.RangeIndex) and list(labels) == rows[:5].tolist()):
+        text += f"; index label{'s' if many else ''} {', '.join(map(repr, labels))}"
+    return text + ")"
+
+
+_CHUNK = 4096  # rows converted at once while looking for the values a type refuses
+
+
+def _refused_rows(col: pd.Series, type_: pa.DataType) -> tuple[np.ndarray, bool, str]:
+    """(mask of up to five rows ``type_`` cannot hold, whether the search stopped before
+    the end, pyarrow's reason for the first one). Runs on the error path only."""
+    mask = np.zeros(len(col), dtype=bool)
+    reason = ""
+    for start in range(0, len(col), _CHUNK):
+        part = col.iloc[start : start + _CHUNK]
+        try:
+            pa.array(part, type=type_, from_pandas=True)
+            continue
+        except _ARROW_ERRORS:
+            pass
+        for j in range(len(part)):
+            try:
+                pa.array(part.iloc[j : j + 1], type=type_, from_pandas=True)
+            except _ARROW_ERRORS as exc:
+                mask[start + j] = True
+                reason = reason or str(exc.args[0] if exc.args else exc)
+                if mask.sum() == 5:
+                    return mask, start + j + 1 < len(col), reason
+    return mask, False, reason
+
+
 def _misfit(table: str, frame: pd.DataFrame, schema: pa.Schema, exc: Exception) -> InputError:
-    """The error naming the first column whose values do not fit its declared type."""
+    """The error naming the first column whose values do not fit its declared type, and
+    the rows that hold them."""
     for i, field in enumerate(schema):
         col = frame.iloc[:, i]
-        if not field.nullable and col.isna().any():
+        nulls = col.isna().to_numpy(dtype=bool)
+        if not field.nullable and nulls.any():
             return InputError(
-                f"table {table!r}: column {field.name!r} may not be null "
-                f"({int(col.isna().sum())} null value(s)); it is declared non-null in "
-                "dentalkit/data/columns.csv"
+                f"table {table!r}: column {field.name!r} may not be null, but "
+                f"{_rows_text(nulls, frame.index)} hold{'s' if nulls.sum() == 1 else ''} "
+                f"no value ({int(nulls.sum())} in all); it is declared non-null in "
+                "dentalkit/data/columns.csv: fill or drop those rows"
             )
-    for field in schema:
+    for i, field in enumerate(schema):
+        col = frame.iloc[:, i]
         try:
-            pa.array(frame[field.name], type=field.type, from_pandas=True)
+            pa.array(col, type=field.type, from_pandas=True)
         except _ARROW_ERRORS as col_exc:
-            detail = col_exc.args[0] if col_exc.args else col_exc
+            mask, more, reason = _refused_rows(col, field.type)
+            detail = reason or (col_exc.args[0] if col_exc.args else col_exc)
+            where = f" in {_rows_text(mask, frame.index, more)}" if mask.any() else ""
             return InputError(
                 f"table {table!r}: column {field.name!r} (declared {field.type}) cannot hold "
-                f"its values: {detail}; fix the values or the declaration in "
+                f"its values{where}: {detail}; fix the values or the declaration in "
                 "dentalkit/data/columns.csv"
             )
     return InputError(
@@ -760,10 +804,7 @@ def _units_in(df: pd.DataFrame) -> list[str] | None:
         present = col.cat.categories[codes[codes >= 0]]
     else:
         present = pd.unique(col.to_numpy(dtype=object))
-    units = sorted({str(u) for u in present if not pd.isna(u)})
-    if units and set(units) <= _ANALYSIS_UNITS:
-        return None
-    return units
+    return sorted({str(u) for u in present if not pd.isna(u)})
 
 
 def _unit_text(raw: str, df: pd.DataFrame) -> str:
@@ -907,8 +948,6 @@ def data_dictionary(
         for column, col in df.items():
             column = str(column)
             unit, desc = _lookup(table, column)
-            if column == "unit" and "unit" in df.columns and _units_in(df) is None:
-                desc = "unit of analysis: patient, session or image"
             desc = _override(descriptions, table, column) or desc or ""
             unit = _override(units, table, column) or unit or ""
             if pseudo.get("column") == column:

@@ -34,7 +34,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +44,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dentalkit._atomic import atomic_write
+from dentalkit._atomic import atomic_write_all
 from dentalkit.errors import InputError
-from dentalkit.io._dictionary import data_dictionary, value_labels
+from dentalkit.io._dictionary import data_dictionary, is_declared_table, value_labels
 from dentalkit.io._pseudonymize import PSEUDONYM_ATTR
 
 __all__ = [
@@ -257,7 +258,7 @@ def _parquet_table(
     ``description`` and ``unit`` (your ``descriptions=``/``units=`` included) and, where
     declared, ``values``; a pseudonymized table says so in the schema metadata.
     """
-    from dentalkit.io._dictionary import arrow_table, is_declared_table
+    from dentalkit.io._dictionary import arrow_table
 
     special = [c for c in df.columns if types[str(c)] == "geometry"]
     typed = df.drop(columns=special)
@@ -319,10 +320,6 @@ def _check_tables(tables: Mapping[str, pd.DataFrame]) -> None:
             raise InputError(f"table {name!r} has repeated column names {dup}")
 
 
-def _write_text(path: Path, text: str) -> None:
-    atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8", newline=""))
-
-
 def export(
     tables: Mapping[str, pd.DataFrame],
     out_dir: str | os.PathLike,
@@ -348,7 +345,10 @@ def export(
         Tables by name (the file name). Pseudonymize first
         (:func:`dentalkit.io.pseudonymize`) when they leave the study team.
     out_dir : path-like
-        Folder (created). Files of the same names are replaced, each atomically.
+        Folder (created). Files of the same names are replaced. Every table is checked
+        and every file's content made before the first file is written, and the files
+        appear together (each written to a temporary file first, then renamed): an
+        export that fails leaves nothing new in the folder.
     formats : sequence of {"csv", "parquet"}
         CSV as described in the module notes (geometry as WKT, ISO 8601 UTC times,
         ``true``/``false``, empty = missing); Parquet keeps the exact dtypes (geometry
@@ -373,10 +373,11 @@ def export(
     Raises
     ------
     InputError
-        A table dentalkit declares holds a value its declaration does not allow (named
-        by table and column): a label outside its vocabulary is found before any file
-        is written; a null in a non-null column or a fraction in a count when its
-        Parquet copy is built.
+        Before any file is written: a table dentalkit declares holds a value its
+        declaration does not allow — a label outside its vocabulary, a null in a
+        non-null column, a value its declared type cannot hold (a fraction in a count);
+        or a text cell holds a control character. The error names the table, the
+        column and the rows (CSV or Parquet alike).
 
     Examples
     --------
@@ -419,29 +420,21 @@ def export(
             DentalkitWarning,
             stacklevel=2,
         )
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written: dict[str, Path] = {}
+    # every file's content is made (and every table checked) before the first is written
+    writes: dict[str, Callable[[str], object]] = {}
     for name, df in tables.items():
-        types = dict(
-            zip(
-                dictionary.loc[dictionary["table"] == name, "column"],
-                dictionary.loc[dictionary["table"] == name, "type"],
-                strict=True,
-            )
-        )
+        rows = dictionary[dictionary["table"] == name]
+        types = dict(zip(rows["column"], rows["type"], strict=True))
         frame = _csv_frame(df, types)
         if "csv" in formats:
             text_cols = [c for c in df.columns if types[str(c)] in _TEXT_KINDS]
-            safe = safe_csv_frame(frame, name, text_cols)
-            path = out / f"{name}.csv"
-            _write_text(path, csv_text(safe, text_cols))
-            written[path.name] = path
+            safe = safe_csv_frame(frame, name, text_cols)  # refuses control characters
+            writes[f"{name}.csv"] = partial(_csv_file, safe, text_cols)
         if "parquet" in formats:
-            arrow = _parquet_table(name, df, frame, types, dictionary[dictionary["table"] == name])
-            path = out / f"{name}.parquet"
-            atomic_write(path, lambda tmp, arrow=arrow: pq.write_table(arrow, tmp))
-            written[path.name] = path
+            arrow = _parquet_table(name, df, frame, types, rows)  # refuses misfits
+            writes[f"{name}.parquet"] = partial(pq.write_table, arrow)
+        elif is_declared_table(name):
+            _check_declared(name, df, frame, types, rows)
 
     csv_dict = dictionary.assign(
         allowed_values=dictionary["allowed_values"].map("|".join),
@@ -449,17 +442,55 @@ def export(
     )
     text_cols = [c for c in csv_dict.columns if not pd.api.types.is_numeric_dtype(csv_dict[c])]
     csv_dict = safe_csv_frame(csv_dict, "data_dictionary", text_cols)
-    path = out / "data_dictionary.csv"
-    _write_text(path, csv_text(csv_dict, text_cols))
-    written[path.name] = path
-    path = out / "data_dictionary.json"
-    _write_text(
-        path,
-        json.dumps(_json_dictionary(tables, dictionary, formats), indent=2, ensure_ascii=False)
-        + "\n",
-    )
-    written[path.name] = path
-    return dict(sorted(written.items()))
+    writes["data_dictionary.csv"] = partial(_csv_file, csv_dict, text_cols)
+    doc = json.dumps(_json_dictionary(tables, dictionary, formats), indent=2, ensure_ascii=False)
+    writes["data_dictionary.json"] = partial(_text_file, doc + "\n")
+
+    out = Path(out_dir)
+    created = [p for p in (out, *out.parents) if not p.exists()]
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        paths = atomic_write_all(out, writes)
+    except BaseException:
+        for folder in created:  # folders this call made, deepest first, if still empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise
+    return dict(sorted((path.name, path) for path in paths))
+
+
+def _text_file(text: str, path: str) -> None:
+    Path(path).write_text(text, encoding="utf-8", newline="")
+
+
+def _csv_file(frame: pd.DataFrame, text_columns: list, path: str) -> None:
+    _text_file(csv_text(frame, text_columns), path)
+
+
+def _check_declared(
+    name: str,
+    df: pd.DataFrame,
+    frame: pd.DataFrame,
+    types: Mapping[str, str],
+    rows: pd.DataFrame,
+) -> None:
+    """Refuse a declared table whose declared columns do not fit their declaration.
+
+    The same check its Parquet copy makes (a null in a non-null column, a value the
+    declared type cannot hold, e.g. a fraction in a count), on the declared columns only:
+    the CSV of a column dentalkit does not declare is written as it is.
+    """
+    from dentalkit.io._dictionary import declared_field
+
+    cols = [c for c in df.columns if declared_field(name, str(c)) is not None]
+    if cols:
+        sub = df[cols]
+        sub.attrs = {}
+        _parquet_table(
+            name, sub, frame[cols], types, rows[rows["column"].isin([str(c) for c in cols])]
+        )
 
 
 def _json_dictionary(

@@ -258,9 +258,21 @@ def _partitioning(path: Path) -> dict[str, Any]:
     if not meta_path.exists():
         raise InputError(
             f"{path} is not a partitioned dentalkit table (no {PARTITIONING_FILE}); "
-            "write it with dentalkit.distributed.write_partitioned"
+            "write it with dentalkit.io.write_partitioned"
         )
-    return json.loads(meta_path.read_text())
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(
+            f"{meta_path} is not valid JSON ({exc}); the partitioned table's description is "
+            "damaged: write the table again with dentalkit.io.write_partitioned"
+        ) from exc
+    if not isinstance(meta, dict):
+        raise InputError(
+            f"{meta_path} holds {type(meta).__name__}, not the partitioned table's description "
+            "(a JSON object): write the table again with dentalkit.io.write_partitioned"
+        )
+    return meta
 
 
 def partition_files(

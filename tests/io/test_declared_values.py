@@ -16,13 +16,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dentalkit import arch, ceph, contract, tle
+from dentalkit import arch, ceph, contract, findings, teeth, tle
 from dentalkit.arch import _engine, _frame, _measures
 from dentalkit.ceph import summary
 from dentalkit.convert import schemas
-from dentalkit.errors import InputError
+from dentalkit.errors import DentalkitWarning, InputError
 from dentalkit.io import data_dictionary
-from dentalkit.io._dictionary import _declared_type, load_catalogue
+from dentalkit.io._dictionary import _declared_type, _lookup, load_catalogue
 from dentalkit.stats import _compare
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,6 +105,7 @@ FROM_CONSTANTS = [
     ("findings_prevalence", "source", FINDINGS_SOURCES),
     ("finding_boxes", "source", FINDINGS_SOURCES),
     ("finding_box_sizes", "source", FINDINGS_SOURCES),
+    ("findings_prevalence", "unit_of_analysis", findings.UNITS),
 ]
 
 
@@ -129,12 +130,44 @@ def test_class_vocabularies_are_the_shipped_class_bands():
         ("comparisons", "effect_size_name", "dentalkit/stats/_tests.py", "effect_size_name"),
         ("comparisons", "difference_name", "dentalkit/stats/_tests.py", "difference_name"),
         ("growth_fixed", "statistic_name", "dentalkit/stats/_growth_fit.py", "statistic_name"),
+        ("tmj_prevalence", "unit_of_analysis", "dentalkit/findings/_tmj.py", "unit_of_analysis"),
     ],
 )
 def test_vocabulary_holds_every_literal_the_code_writes(table, column, module, key):
     found = literals(module, key)
     assert found, f"no literal written under {key!r} in {module}: the scan is stale"
     assert found == set(declared(table, column))
+
+
+MISSING_TABLES = ("missing_by_fdi", "missing_by_type", "missing_by_arch", "missing_patterns")
+
+
+def test_missing_teeth_unit_of_analysis_is_the_level_each_session_choice_gives():
+    """teeth.missing names its level in a variable, so its tables are run, per choice."""
+    from tests.plot import plot_tables
+
+    two_sessions = pd.concat(
+        [plot_tables.teeth(ts="2024-03-01"), plot_tables.teeth(ts="2025-03-01")],
+        ignore_index=True,
+    )
+    seen: dict[str, set[str]] = {t: set() for t in MISSING_TABLES}
+    for session, level in (("first", "patient"), ("last", "patient"), ("all", "session")):
+        result = teeth.missing(two_sessions, session=session)
+        for table, frame in zip(
+            MISSING_TABLES,
+            (result.by_fdi, result.by_type, result.by_arch, result.patterns),
+            strict=True,
+        ):
+            assert set(frame["unit_of_analysis"].astype(str)) == {level}, (table, session)
+            seen[table] |= {level}
+    for table in MISSING_TABLES:
+        assert seen[table] == set(declared(table, "unit_of_analysis")), table
+
+
+@pytest.mark.parametrize("table", ["comparisons", "growth_fixed", "growth_models"])
+def test_unit_of_analysis_naming_a_column_is_open(table):
+    # there it names the caller's unit column (patient_id, or "row"): no fixed vocabulary
+    assert declared(table, "unit_of_analysis") is None
 
 
 def test_calibration_statistics_are_the_ones_calibration_reports():
@@ -163,6 +196,8 @@ def test_every_vocabulary_is_checked_here_or_open_by_design():
         ("comparisons", "difference_name"),
         ("growth_fixed", "statistic_name"),
         ("tle_calibration", "statistic"),
+        ("tmj_prevalence", "unit_of_analysis"),
+        *((t, "unit_of_analysis") for t in MISSING_TABLES),
         # values the study below shows (computed names: "up-lo", "box_" prefix removed)
         ("arch_measures", "arch"),
         ("comparisons", "arch"),
@@ -241,3 +276,51 @@ def test_a_users_own_table_keeps_its_own_values():
     dd = data_dictionary({"mine": mine, "also_mine": ours}).set_index(["table", "column"])
     assert dd.loc[("mine", "arch"), "allowed_values"] == []
     assert dd.loc[("also_mine", "arch"), "allowed_values"] == ["up", "lo"]
+
+
+def test_sex_is_open_and_described_as_each_producer_spells_it():
+    """``sex`` is the patient table's own spelling, passed through: no fixed vocabulary.
+
+    The sandbox's patient record says F/M, the treatment-length codebook labels
+    female/male (and accepts aliases), and ceph.zscores matches norms on several
+    spellings; the tables carry what they were given, so a declared vocabulary would refuse
+    one producer or the other. The descriptions name each producer's spelling.
+    """
+    import re
+
+    from dentalkit.ceph import norms
+    from dentalkit.demo import sandbox_patients
+    from dentalkit.io import arrow_table
+
+    def words(table: str) -> set[str]:
+        return set(re.findall(r"[\w/]+", _lookup(table, "sex")[1].lower()))
+
+    record = sandbox_patients([f"P{i:03d}" for i in range(40)])
+    typed = tle.example_patients(40)
+    p02 = tle.load_codebook()["p02"]
+    assert p02.column == "sex"
+    assert set(record["sex"]) == {"F", "M"}
+    assert set(typed["sex"].astype(str)) == set(p02.labels) == {"female", "male"}
+
+    for table in ("*", "ceph_zscores", "tle_estimates"):
+        assert declared(table, "sex") is None, table
+    assert {"f", "m", "female", "male"} <= words("*")
+    assert {*norms._SEX_CODES} <= words("ceph_zscores")
+    assert {*p02.labels, *p02.aliases, *(c.lower() for c in p02.codes)} <= words("tle_estimates")
+
+    # passed through unchanged: ceph.zscores keeps the record's spelling …
+    m = pd.DataFrame(
+        {"patient_id": ["a", "b"], "timestamp": "2024-03-05", "measure": "Co_Gn"}
+    ).assign(value=[134.3, 120.2], unit="mm")
+    spelled = pd.DataFrame({"patient_id": ["a", "b"], "sex": ["Male", "F"], "age": [30, 30]})
+    with pytest.warns(DentalkitWarning, match="include_unverified"):
+        z = ceph.zscores(m, patients=spelled, include_unverified=True)
+    assert z["sex"].astype(str).tolist() == ["Male", "F"]
+    assert z["z"].notna().all()  # both spellings matched their sex's norm
+    # … tle.estimate returns its input rows, whose spellings encode to the codes sent
+    aliased = typed.head(4).assign(sex=["F", "woman", "Male", "boy"])
+    assert tle.encode(aliased)["p02"].tolist() == ["F", "F", "M", "M"]
+    # … and every spelling is written under the declarations
+    assert arrow_table(z, "ceph_zscores").column("sex").to_pylist() == ["Male", "F"]
+    written = arrow_table(aliased, "tle_estimates").column("sex").to_pylist()
+    assert written == ["F", "woman", "Male", "boy"]
