@@ -233,7 +233,11 @@ def fetch(
     ] = False,
     errors: Annotated[
         ErrorsMode,
-        typer.Option(help="Collect bad rows and failures, or stop (raise) at the first one."),
+        typer.Option(
+            help="Collect: skip bad rows and go on past failed requests, naming each (exit "
+            "status 1). Raise: stop at the first one. The command collects by default; "
+            "fetch_cohort in Python raises."
+        ),
     ] = ErrorsMode.collect,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
@@ -254,6 +258,7 @@ def fetch(
         DamagedFileError,
         DentalkitError,
         InputError,
+        ManifestError,
         StoreLockedError,
         TransportError,
     )
@@ -277,7 +282,13 @@ def fetch(
             retry_failed=retry_failed,
         )
     except (ConfigurationError, InputError, StoreLockedError, DamagedFileError) as exc:
-        typer.echo(f"error: {exc}", err=True)
+        text = str(exc)
+        if isinstance(exc, ManifestError) and exc.hint:  # fetch_cohort's advice, for the command
+            text = text.removesuffix(exc.hint) + (
+                "Or pass --errors collect to fetch the valid rows and list these in "
+                f"{out / 'manifest-problems.csv'}"
+            )
+        typer.echo(f"error: {text}", err=True)
         raise typer.Exit(2) from None
     except (AuthError, TransportError) as exc:  # errors=raise: the first failure stops the run
         why = "auth" if isinstance(exc, AuthError) else "unreachable"

@@ -85,9 +85,9 @@ __all__ = [
     "api_error_for_status",
     "check_errors",
     "empty_problems",
+    "problems_error",
     "problems_frame",
     "require",
-    "warn_default_change",
 ]
 
 
@@ -100,17 +100,27 @@ class ConfigurationError(DentalkitError):
 
 
 class InputError(DentalkitError, ValueError):
-    """An argument, a table row or a field a caller supplied is invalid."""
+    """An argument, a table row or a field a caller supplied is invalid.
+
+    Attributes
+    ----------
+    problems : pandas.DataFrame or None
+        When the error stops an ``errors="raise"`` call that met bad rows: every problem
+        found, as the problems table ``errors="collect"`` would have returned (see
+        :func:`problems_error`); None otherwise.
+    """
+
+    problems: Any = None
+
+
+def _given(v: Any) -> bool:
+    """A cell that holds something to show (not None, NaN, ``<NA>`` or empty)."""
+    return v is not None and not (isinstance(v, float) and v != v) and str(v) not in ("", "<NA>")
 
 
 def _problem_line(rec: dict, what: str) -> str:
     """``row 3: timestamp='2024-13-01': not a date`` (never a Python ``None``)."""
-
-    def given(v: Any) -> bool:
-        return (
-            v is not None and not (isinstance(v, float) and v != v) and str(v) not in ("", "<NA>")
-        )
-
+    given = _given
     row, label = rec.get("row"), rec.get("index_label")
     if isinstance(row, float) and row.is_integer():
         row = int(row)  # a row number read back from a float column
@@ -131,10 +141,16 @@ class ManifestError(InputError):
     problems : pandas.DataFrame
         One row per problem with at least ``row``, ``field``, ``value`` and
         ``reason`` columns.
+    what : str
+        The table, as the message names it (``"manifest"``, ``"patients table"``).
+    hint : str, optional
+        How to go on, the message's last line (e.g. ``"Or pass errors='collect' …"``).
     """
 
-    def __init__(self, problems: Any, what: str = "manifest") -> None:
+    def __init__(self, problems: Any, what: str = "manifest", hint: str = "") -> None:
         self.problems = problems
+        #: How to go on (the message's last line), e.g. which ``errors=`` to pass.
+        self.hint = hint
         n = len(problems)
         lines = [f"  {_problem_line(rec, what)}" for rec in problems.head(10).to_dict("records")]
         more = f"\n  … and {n - 10} more (all are in the problems table)" if n > 10 else ""
@@ -142,7 +158,65 @@ class ManifestError(InputError):
             f"{what} has {n} problem(s); nothing was sent. Fix these rows:\n"
             + "\n".join(lines)
             + more
+            + (f"\n{hint}" if hint else "")
         )
+
+
+def _problem_place(rec: dict) -> str:
+    """Where one problem is: endpoint, patient, session, row (index label), field or path."""
+    parts = []
+    if _given(rec.get("endpoint")):
+        parts.append(f"endpoint {rec['endpoint']}")
+    if _given(rec.get("patient_id")):
+        parts.append(f"patient {str(rec['patient_id'])!r}")
+    if _given(rec.get("timestamp")):
+        parts.append(f"session {str(rec['timestamp'])!r}")
+    row, label = rec.get("row"), rec.get("index_label")
+    if _given(row):
+        row = int(row) if isinstance(row, float) and row.is_integer() else row
+        shown = f" (index {label!r})" if _given(label) and label != row else ""
+        parts.append(f"row {row}{shown}")
+    field, value, path = rec.get("field"), rec.get("value"), rec.get("path")
+    if _given(field):
+        parts.append(f"{field}={str(value)!r}" if _given(value) else str(field))
+    elif _given(path):
+        parts.append(str(path))
+    return ", ".join(parts)
+
+
+def problems_error(problems: Any, headline: str, hint: str, *, limit: int = 10) -> InputError:
+    """The :class:`InputError` of an ``errors="raise"`` call that met bad rows.
+
+    Parameters
+    ----------
+    problems : pandas.DataFrame
+        The problems table (:data:`PROBLEM_COLUMNS` first); kept whole on the error's
+        ``problems`` attribute.
+    headline : str
+        What was being done, e.g. ``"dentalkit.ceph.measure met 2 problem(s)"``.
+    hint : str
+        How to keep going, e.g. ``"pass errors='collect' to get … in a problems table"``.
+    limit : int
+        At most this many problems are listed in the message, each with where it is
+        (endpoint, patient, session, row, field or path) and its reason.
+
+    Returns
+    -------
+    InputError
+        To be raised by the caller (so that the traceback ends in the public function).
+    """
+    records = problems.head(limit).to_dict("records")
+    lines = []
+    for rec in records:
+        place = _problem_place(rec)
+        lines.append(f"  {place}: {rec.get('reason')}" if place else f"  {rec.get('reason')}")
+    n = len(problems)
+    more = (
+        f"\n  … and {n - limit} more (all are in the error's problems table)" if n > limit else ""
+    )
+    err = InputError(f"{headline}:\n" + "\n".join(lines) + more + f"\n{hint}")
+    err.problems = problems
+    return err
 
 
 class ApiError(DentalkitError):
@@ -475,23 +549,6 @@ def check_errors(errors: Any, where: str, *, stacklevel: int = 3) -> str:
         f"{', '.join(map(repr, ERRORS_VALUES))} (default {ERRORS_DEFAULT!r}): 'raise' stops "
         "and lists every problem, 'collect' returns the problems table with the results, "
         "'warn' does the same and warns once"
-    )
-
-
-def warn_default_change(where: str, old: str, n: int, *, stacklevel: int = 3) -> None:
-    """Say that ``where`` met ``n`` problems under its old default ``errors=old``.
-
-    Functions whose default was not ``"raise"`` keep their old default for one release
-    (their ``errors=None`` resolves to ``old``) and emit this :class:`FutureWarning` only
-    when there were problems, i.e. only when the coming default would change the outcome.
-    """
-    warnings.warn(
-        f"{where} met {n} problem(s) and handled them with errors={old!r}, its default so "
-        f"far; the default becomes {ERRORS_DEFAULT!r} (one errors= rule for all of "
-        f"dentalkit), which would stop with an error listing them. Pass errors={old!r} to "
-        "keep this behaviour, or errors='raise'",
-        FutureWarning,
-        stacklevel=stacklevel,
     )
 
 

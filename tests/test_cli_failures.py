@@ -247,6 +247,7 @@ def test_manifest_errors_name_rows_and_fields_without_python_names(tmp_path, mon
     code, out = _run(["fetch", str(manifest), "--out", str(tmp_path / "s2"), *args])
     assert code == 2
     assert "row 1: timestamp: missing field" in out and "row 2: image_url: missing field" in out
+    assert "Or pass --errors collect" in out and "errors='collect'" not in out
     assert not PYTHON_NAMES.search(out)
     # collected: the summary names the skipped rows, the CSV lists them
     args = [*base, "--endpoint", "ceph_lateral_points"]

@@ -10,6 +10,7 @@ unknown value with a message naming the allowed ones.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 
 import numpy as np
@@ -142,16 +143,20 @@ def _agreement_landmarks():
     return agreement.landmarks(ref, ref.iloc[:1], errors="collect", frame="image").problems
 
 
-def _agreement_measures():
-    ref = pd.DataFrame(
+def _measures(patients):
+    return pd.DataFrame(
         {
-            "patient_id": ["p1", "p2", "p3"],
+            "patient_id": patients,
             "timestamp": "t",
             "measure": "SNA",
-            "value": [80.0, 81.0, 82.0],
+            "value": [80.0 + i for i in range(len(patients))],
             "unit": "deg",
         }
     )
+
+
+def _agreement_measures():
+    ref = _measures(["p1", "p2", "p3"])
     return agreement.measure(ref, ref.iloc[:2], errors="collect").problems
 
 
@@ -359,17 +364,119 @@ def test_tle_problem_rows_are_positions_with_the_callers_labels_beside():
         tle.encode(bad)
 
 
-def test_an_old_non_raise_default_is_kept_for_now_and_announces_the_change():
-    patients = pd.DataFrame([TLE_BASE])  # valid, but no stored answer: one problem
-    with (
-        pytest.warns(FutureWarning, match="default becomes 'raise'"),
-        pytest.warns(DentalkitWarning, match="no estimate"),
-    ):
-        est = tle.estimate(patients, NO_ANSWERS)  # the old default: carry on and warn
-    assert len(tle.problems(est)) == 1
-    with warnings.catch_warnings():  # no problem, no FutureWarning
+def _bad_fetch_manifest():
+    m = pd.DataFrame({"patient_id": ["P1", None], "timestamp": "2024", "endpoint": "classifier"})
+    m["image_url"] = ["https://img.example.org/1.png", "https://img.example.org/2.png"]
+    return m
+
+
+#: The five functions whose default was not "raise" before issue 23, called without
+#: errors= on an input with one known problem; the pattern is where the message names it.
+DEFAULT_CALLS = {
+    "ceph.measure": (
+        lambda tmp: ceph.measure(
+            _landmarks([("p1", "t", "S", 0.0, 0.0), ("p1", "t", "N", 70.0, 0.0)]), ["SNA"]
+        ),
+        InputError,
+        r"patient 'p1', session 't', lateral/A: landmark 'A' absent",
+    ),
+    "agreement.landmarks": (
+        lambda tmp: agreement.landmarks(
+            _landmarks([("p1", "t", "S", 1.0, 1.0), ("p1", "t", "N", 80.0, 1.0)]),
+            _landmarks([("p1", "t", "S", 1.0, 1.0)]),
+            frame="image",
+        ),
+        InputError,
+        r"reference/N: name N is in the reference table .* but never in the test table",
+    ),
+    "agreement.measure": (
+        lambda tmp: agreement.measure(_measures(["p1", "p2", "p3"]), _measures(["p1", "p2"])),
+        InputError,
+        r"patient 'p3', session 't', reference: session only in the reference table",
+    ),
+    "tle.estimate": (
+        lambda tmp: tle.estimate(pd.DataFrame([{"patient_id": "P7", **TLE_BASE}]), NO_ANSWERS),
+        InputError,
+        r"endpoint tle, patient 'P7', row 0: no stored answer for this query",
+    ),
+    "fetch_cohort": (
+        lambda tmp: fetch_cohort(_bad_fetch_manifest(), out=tmp / "out", progress=False),
+        ManifestError,
+        r"row 2: patient_id",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(DEFAULT_CALLS))
+def test_the_default_raises_naming_the_problem_and_how_to_go_on(name, tmp_path):
+    call, error, where = DEFAULT_CALLS[name]
+    with warnings.catch_warnings():  # no transitional FutureWarning, no other warning
         warnings.simplefilter("error")
-        ceph.measure(_landmarks([("p1", "t", "S", 0.0, 0.0), ("p1", "t", "N", 70.0, 0.0)]), ["S_N"])
+        with pytest.raises(error) as info:
+            call(tmp_path)
+    text = str(info.value)
+    assert re.search(where, text), text
+    assert "errors='collect'" in text, text
+    # the error carries every problem, as the table errors="collect" would list them
+    problems = info.value.problems
+    assert len(problems) >= 1
+    assert tuple(problems.columns[: len(PROBLEM_COLUMNS)]) == PROBLEM_COLUMNS
+    if name == "fetch_cohort":  # a bad manifest: nothing was sent, no store was made
+        assert not (tmp_path / "out").exists()
+
+
+def test_tle_estimate_default_error_lists_the_table_collect_returns():
+    patients = pd.DataFrame([{"patient_id": "P7", **TLE_BASE}, {"patient_id": "P8", **TLE_BASE}])
+    with pytest.raises(InputError, match="2 patient row") as info:
+        tle.estimate(patients, NO_ANSWERS)
+    collected = tle.problems(tle.estimate(patients, NO_ANSWERS, errors="collect"))
+    pd.testing.assert_frame_equal(info.value.problems, collected)
+    assert info.value.problems["patient_id"].tolist() == ["P7", "P8"]
+
+
+def test_every_public_errors_argument_defaults_to_raise():
+    """One default: every public function or callable class of dentalkit that takes
+    ``errors=`` defaults to "raise" (the package's ERRORS_DEFAULT)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import dentalkit
+
+    skip = ("dentalkit.sandbox", "dentalkit.distributed")  # and the deprecated aliases:
+    skip += ("dentalkit.client", "dentalkit.cohort", "dentalkit.store")
+    seen = {}
+    with warnings.catch_warnings():  # walk_packages imports the deprecated alias packages
+        warnings.filterwarnings("ignore", r"dentalkit\.\w+ moved to", DeprecationWarning)
+        modules = list(pkgutil.walk_packages(dentalkit.__path__, "dentalkit."))
+    for info in modules:
+        if info.name.startswith(skip) or "._" in info.name:
+            continue
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:  # an optional extra that is not installed
+            continue
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name, None)
+            targets = [obj.__init__, obj.__call__] if inspect.isclass(obj) else [obj]
+            for target in targets:
+                try:
+                    params = inspect.signature(target).parameters
+                except (TypeError, ValueError):
+                    continue
+                if "errors" in params and target is not check_errors:
+                    seen[f"{target.__module__}.{target.__qualname__}"] = params["errors"].default
+    expected = (
+        "dentalkit.ceph.measure.measure",
+        "dentalkit.agreement._landmarks.landmarks",
+        "dentalkit.agreement._measures.measure",
+        "dentalkit.tle.estimation.estimate",
+        "dentalkit.fetch.cohort.fetch_cohort",
+        "dentalkit.fetch.cohort.Fetcher.__call__",
+    )
+    assert set(expected) <= set(seen), sorted(seen)
+    assert len(seen) >= 20, sorted(seen)
+    assert {k: v for k, v in seen.items() if v != ERRORS_DEFAULT} == {}
 
 
 WARN_CALLS = {

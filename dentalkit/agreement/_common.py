@@ -9,7 +9,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from dentalkit.errors import PROBLEM_COLUMNS, DentalkitWarning, InputError, warn_default_change
+from dentalkit.errors import PROBLEM_COLUMNS, DentalkitWarning, InputError, problems_error
 from dentalkit.errors import check_errors as _check_errors
 from dentalkit.errors import problems_frame as _conform
 
@@ -31,16 +31,9 @@ SESSION_DEFAULT = ("patient_id", "timestamp")
 Errors = Literal["raise", "collect", "warn", "ignore"]
 
 
-def check_errors(errors: str | None, where: str) -> tuple[str, bool]:
-    """The canonical ``errors=`` value and whether it was left to the old default.
-
-    Not given (``None``): ``"warn"``, the default of the agreement functions so far; the
-    caller passes the flag to :func:`finish`, which then adds a :class:`FutureWarning`
-    when there are problems (the package's one default, ``"raise"``, will apply).
-    """
-    if errors is None:
-        return "warn", True
-    return _check_errors(errors, where, stacklevel=4), False
+def check_errors(errors: str, where: str) -> str:
+    """The canonical ``errors=`` value (deprecation warnings point at the caller of ``where``)."""
+    return _check_errors(errors, where, stacklevel=4)
 
 
 def session_columns(
@@ -171,24 +164,17 @@ def problems_frame(
     return out
 
 
-def finish(
-    problems: pd.DataFrame, errors: str, what: str, *, legacy: bool = False, where: str = ""
-) -> None:
-    """Apply the ``errors=`` rule to a problems table (``legacy``: see :func:`check_errors`)."""
+def finish(problems: pd.DataFrame, errors: str, what: str, *, where: str) -> None:
+    """Apply the ``errors=`` rule to a problems table (``where``: the public function)."""
     if not len(problems) or errors == "collect":
         return
     if errors == "raise":
-        lines = "\n".join(
-            f"  {r['side']} patient {r['patient_id']!r} session {r['timestamp']!r}: {r['reason']}"
-            for r in problems.head(10).to_dict("records")
+        raise problems_error(
+            problems,
+            f"{where} met {len(problems)} problem(s) while pairing {what}",
+            "Pass errors='collect' to get the statistics of the items that pair and these "
+            "rows in result.problems, or errors='warn' for the same and one warning",
         )
-        more = f"\n  … and {len(problems) - 10} more" if len(problems) > 10 else ""
-        raise InputError(
-            f"{len(problems)} problem(s) while pairing {what}:\n{lines}{more}\n"
-            "Use errors='collect' (or 'warn') and read result.problems"
-        )
-    if legacy:
-        warn_default_change(where, "warn", len(problems), stacklevel=4)
     warnings.warn(
         f"{len(problems)} problem(s) while pairing {what} (e.g. {problems['reason'].iloc[0]}); "
         "the affected items are left out of the statistics. See result.problems",

@@ -149,7 +149,7 @@ def landmarks(
     sdr_radii_mm: Sequence[float] | None = None,
     confidence: float = 0.95,
     landmark_map: str | Path | pd.DataFrame | None = None,
-    errors: Errors | None = None,
+    errors: Errors = "raise",
 ) -> LandmarkAgreement:
     """Agreement of two landmark tables: MRE ± SD, SDR and x/y bias per landmark and overall.
 
@@ -188,15 +188,15 @@ def landmarks(
         Level of the bias and SDR intervals (0.95).
     landmark_map : path-like or DataFrame, optional
         Key → name map used where ``name`` is null (default: the shipped map).
-    errors : {"raise", "collect", "warn"}, optional
+    errors : {"raise", "collect", "warn"}, default "raise"
         dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`).
         Unpaired, unmapped, repeated or non-finite landmarks and uncalibrated
         sessions are always listed in ``result.problems`` and left out of the
         statistics; ``"collect"`` says nothing more, ``"warn"`` also emits one
-        :class:`~dentalkit.errors.DentalkitWarning`, ``"raise"`` raises
-        :class:`~dentalkit.errors.InputError` instead. Not given: ``"warn"``, the default
-        so far, plus a :class:`FutureWarning` when there are problems (the package's one
-        default, ``"raise"``, will apply). ``"ignore"`` is deprecated (use ``"collect"``).
+        :class:`~dentalkit.errors.DentalkitWarning`, ``"raise"`` (the default) raises
+        :class:`~dentalkit.errors.InputError` instead, listing them (patient, session,
+        side/item and reason; the whole table on its ``problems`` attribute).
+        ``"ignore"`` is deprecated (use ``"collect"``).
 
     Returns
     -------
@@ -229,7 +229,7 @@ def landmarks(
     >>> res.summary[["name", "n", "mre"]].to_dict("list")
     {'name': ['S', 'N', 'overall'], 'n': [1, 1, 2], 'mre': [5.0, 0.0, 2.5]}
     """
-    errors, legacy = check_errors(errors, "dentalkit.agreement.landmarks")
+    errors = check_errors(errors, "dentalkit.agreement.landmarks")
     if by not in ("name", "landmark"):
         raise InputError(f"by must be 'name' or 'landmark', got {by!r}")
     if frame not in FRAMES:
@@ -320,7 +320,7 @@ def landmarks(
 
     summary, sdr = summaries(out_pairs, by, radii, unit, confidence, order)
     prob = problems_frame(problems, "agreement_landmarks", by, cols)
-    finish(prob, errors, "landmarks", legacy=legacy, where="dentalkit.agreement.landmarks")
+    finish(prob, errors, "landmarks", where="dentalkit.agreement.landmarks")
     return LandmarkAgreement(summary, sdr, out_pairs, prob, unit, frame, by, cols, confidence)
 
 

@@ -84,7 +84,7 @@ def measure(
     icc_form: str = "ICC(2,1)",
     thresholds: pd.DataFrame | str | Path | None = None,
     schemes: Sequence[str] | None = None,
-    errors: Errors | None = None,
+    errors: Errors = "raise",
     kappa_weights: str = "linear",
 ) -> MeasureAgreement:
     """Agreement of two long measures tables, per measure and per classification.
@@ -118,14 +118,14 @@ def measure(
     schemes : list of str, optional
         Classification schemes to compare (default: every scheme whose measure both
         tables have, in mm or deg).
-    errors : {"raise", "collect", "warn"}, optional
+    errors : {"raise", "collect", "warn"}, default "raise"
         dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`).
         Unpaired, NaN or repeated values are always listed in ``result.problems`` and left out of the
         statistics; ``"collect"`` says nothing more, ``"warn"`` also emits one
-        :class:`~dentalkit.errors.DentalkitWarning`, ``"raise"`` raises
-        :class:`~dentalkit.errors.InputError` instead. Not given: ``"warn"``, the default
-        so far, plus a :class:`FutureWarning` when there are problems (the package's one
-        default, ``"raise"``, will apply). ``"ignore"`` is deprecated (use ``"collect"``).
+        :class:`~dentalkit.errors.DentalkitWarning`, ``"raise"`` (the default) raises
+        :class:`~dentalkit.errors.InputError` instead, listing them (patient, session,
+        side/item and reason; the whole table on its ``problems`` attribute).
+        ``"ignore"`` is deprecated (use ``"collect"``).
     kappa_weights : {"linear", "quadratic"}
         Weights of the weighted kappa of the (ordered) classes; default linear.
 
@@ -160,7 +160,7 @@ def measure(
     >>> res.summary[["measure", "n", "bias", "dahlberg"]].round(3).to_dict("list")
     {'measure': ['SNA'], 'n': [4], 'bias': [0.5], 'dahlberg': [0.5]}
     """
-    errors, legacy = check_errors(errors, "dentalkit.agreement.measure")
+    errors = check_errors(errors, "dentalkit.agreement.measure")
     if icc_form not in ICC_FORMS:
         raise InputError(f"unknown icc_form {icc_form!r}; choose one of {list(ICC_FORMS)}")
     cols = session_columns(reference, test, session_cols)
@@ -230,7 +230,7 @@ def measure(
     prob = problems_frame(problems, "agreement_measures", "measure", cols)
     if not has_view:
         prob["view"] = None
-    finish(prob, errors, "measures", legacy=legacy, where="dentalkit.agreement.measure")
+    finish(prob, errors, "measures", where="dentalkit.agreement.measure")
     settings = {
         "agreement": agreement,
         "confidence": confidence,

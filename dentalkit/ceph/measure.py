@@ -26,8 +26,8 @@ from dentalkit.errors import (
     DentalkitWarning,
     InputError,
     check_errors,
+    problems_error,
     problems_frame,
-    warn_default_change,
 )
 from dentalkit.landmark_map import key_to_name
 
@@ -50,7 +50,7 @@ def measure(
     name_map: str | Path | pd.DataFrame | None = None,
     session_cols: list[str] | None = None,
     view: str | None = None,
-    errors: Errors | None = None,
+    errors: Errors = "raise",
 ) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
     """Compute cephalometric measures for every session of a long landmarks table.
 
@@ -86,17 +86,16 @@ def measure(
     view : {"lateral", "frontal"}, optional
         Only this view. When the table has no ``view`` column, all rows are taken to
         be of this view (default ``"lateral"``).
-    errors : {"raise", "collect", "warn"}, optional
+    errors : {"raise", "collect", "warn"}, default "raise"
         What to do with problems (absent or repeated landmarks, missing calibration,
         degenerate geometry, undetermined profile direction), by dentalkit's one
-        ``errors=`` rule (:func:`dentalkit.errors.check_errors`). The affected measures
-        are always NaN, never guessed. ``"warn"`` returns the table and emits one
-        :class:`~dentalkit.errors.DentalkitWarning` summarising them; ``"collect"``
-        returns ``(table, problems)``; ``"raise"`` raises
-        :class:`~dentalkit.errors.InputError` listing them. Not given: ``"warn"``, this
-        function's default so far, plus a :class:`FutureWarning` when there are problems
-        (the package's one default, ``"raise"``, will apply). ``"ignore"`` (deprecated,
-        :class:`DeprecationWarning`) returns the table silently.
+        ``errors=`` rule (:func:`dentalkit.errors.check_errors`). ``"raise"`` raises
+        :class:`~dentalkit.errors.InputError` listing them (patient, session, view/landmark
+        and reason; the whole table on its ``problems`` attribute) and returns nothing;
+        ``"collect"`` returns ``(table, problems)`` with the affected measures NaN, never
+        guessed; ``"warn"`` returns the table alone and emits one
+        :class:`~dentalkit.errors.DentalkitWarning` summarising them. ``"ignore"``
+        (deprecated, :class:`DeprecationWarning`) returns the table silently.
 
     Returns
     -------
@@ -132,9 +131,8 @@ def measure(
     >>> out[["measure", "value", "unit"]].to_dict("list")
     {'measure': ['SNA', 'S_N'], 'value': [90.0, 7.0], 'unit': ['deg', 'mm']}
     """
-    legacy = errors is None
     table_only = errors == "ignore"  # the deprecated value returned the table alone
-    errors = "warn" if legacy else check_errors(errors, "dentalkit.ceph.measure")
+    errors = check_errors(errors, "dentalkit.ceph.measure")
     if not isinstance(landmarks, pd.DataFrame):
         raise InputError(f"landmarks must be a pandas DataFrame, got {type(landmarks).__name__}")
     user_catalog = isinstance(measures, pd.DataFrame)
@@ -200,17 +198,14 @@ def measure(
     if errors == "collect":
         return table, prob
     if len(prob) and errors == "raise":
-        lines = "\n".join(
-            f"  patient {r['patient_id']!r} session {r['timestamp']!r}: {r['reason']}"
-            for r in prob.head(10).to_dict("records")
+        n_ses = prob[["patient_id", "timestamp"]].drop_duplicates().shape[0]
+        raise problems_error(
+            prob,
+            f"dentalkit.ceph.measure met {len(prob)} problem(s) in {n_ses} session(s)",
+            "Pass errors='collect' to get the measures (NaN where a problem leaves them "
+            "undetermined) and these rows in a problems table, or errors='warn' for the "
+            "table and one warning",
         )
-        more = f"\n  … and {len(prob) - 10} more" if len(prob) > 10 else ""
-        raise InputError(
-            f"{len(prob)} problem(s) while measuring:\n{lines}{more}\n"
-            "Use errors='collect' to get them as a table and NaN for the affected measures"
-        )
-    if len(prob) and legacy:
-        warn_default_change("dentalkit.ceph.measure", "warn", len(prob))
     if len(prob) and errors == "warn":
         n_ses = prob[["patient_id", "timestamp"]].drop_duplicates().shape[0]
         warnings.warn(

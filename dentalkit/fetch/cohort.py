@@ -47,7 +47,6 @@ from dentalkit.errors import (
     InputError,
     ManifestError,
     check_errors,
-    warn_default_change,
 )
 from dentalkit.fetch._manifest import plan_requests, read_manifest
 from dentalkit.fetch._schedule import _STOPPED, _Scheduler
@@ -333,7 +332,7 @@ def fetch_cohort(
     max_workers: int | None = None,
     executor: Executor | None = None,
     progress: bool = True,
-    errors: Errors | None = None,
+    errors: Errors = "raise",
     retry_failed: bool = False,
     flush_every: int | None = None,
     flush_interval: float | None = None,
@@ -364,17 +363,18 @@ def fetch_cohort(
         the store.
     progress : bool
         Show a tqdm bar (requests done, cache hits, failures, rate).
-    errors : {"raise", "collect", "warn"}, optional
+    errors : {"raise", "collect", "warn"}, default "raise"
         dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`).
-        ``"collect"``: bad manifest rows go to ``report.problems`` and the valid ones are
-        fetched; failed requests go to ``failures.parquet``. ``"warn"``: the same, plus one
-        :class:`~dentalkit.errors.DentalkitWarning` when there were bad rows or failures.
         ``"raise"``: a bad manifest raises :class:`~dentalkit.errors.ManifestError` before
-        anything is sent; the first failed request stops the run (what was received is
-        stored) and its error is raised. Not given: ``"collect"``, this function's default
-        so far, with a :class:`FutureWarning` when there were bad rows or failures (the
-        package's one default, ``"raise"``, will apply; pass ``errors="collect"`` to keep
-        the present behaviour).
+        anything is sent (every bad row listed); the first failed request stops the run:
+        no new request is sent, the answers of requests already in flight are kept,
+        everything received is stored, ``failures.parquet`` names the failed request, and
+        its error is raised (a rerun resumes: stored answers are not sent again, and the
+        failed request is skipped unless ``retry_failed``).
+        ``"collect"``: bad manifest rows go to ``report.problems``, the valid ones are
+        fetched and failed requests go to ``failures.parquet`` and ``report.failures``;
+        the right choice for a long cohort fetch. ``"warn"``: the same, plus one
+        :class:`~dentalkit.errors.DentalkitWarning` when there were bad rows or failures.
     retry_failed : bool
         Send only the requests the store's failures table lists (earlier failures are
         otherwise skipped, so a rerun does not pay again for requests that cannot succeed;
@@ -396,8 +396,11 @@ def fetch_cohort(
     Raises
     ------
     ManifestError
-        In ``errors="raise"`` mode for any bad row (all of them listed), and in either mode
+        In ``errors="raise"`` mode for any bad row (all of them listed), and in every mode
         when a required column is missing.
+    ApiError, TransportError, ResponseTooLargeError
+        In ``errors="raise"`` mode, the first failed request's error (a note says what
+        was stored and how to go on).
     ConfigurationError
         ``out`` holds answers of another service, or the client is not configured.
 
@@ -420,8 +423,7 @@ def fetch_cohort(
     ...     first.stored, again.already_stored, again.sent, len(again.responses())
     (2, 2, 0, 2)
     """
-    legacy = errors is None
-    errors = "collect" if errors is None else check_errors(errors, "dentalkit.fetch_cohort")
+    errors = check_errors(errors, "dentalkit.fetch_cohort")
     if batch_size is not None and not (isinstance(batch_size, int) and batch_size >= 1):
         raise InputError(f"batch_size must be a positive integer, got {batch_size!r}")
     if max_workers is not None and not (
@@ -434,7 +436,11 @@ def fetch_cohort(
     started = time.perf_counter()
     plan = plan_requests(read_manifest(manifest), endpoints)
     if len(plan.problems) and errors == "raise":
-        raise ManifestError(plan.problems)
+        raise ManifestError(
+            plan.problems,
+            hint="Or pass errors='collect' to fetch the valid rows and list these in "
+            "report.problems",
+        )
     client = client or Client(heal_cache=True)
     # The write lock is held from here to the end of the block, however the block ends.
     with _open_store(out, client) as store:
@@ -483,11 +489,18 @@ def fetch_cohort(
     report.seconds = time.perf_counter() - started
     log.info("fetch_cohort: %s", report.summary())
     if scheduler.first_error is not None:
-        raise scheduler.first_error
+        error = scheduler.first_error
+        error.add_note(
+            f"dentalkit.fetch_cohort stopped at this failed request (errors='raise'): "
+            f"{report.stored} answer(s) of this run are stored in {store.out} and "
+            f"{store.out / 'failures.parquet'} lists the failure; run again to resume "
+            "(stored answers are not sent again, the failed request only with "
+            "retry_failed=True unless it was a 401), or pass errors='collect' to fetch past "
+            "failures and list them in report.failures"
+        )
+        raise error
     n_problems = len(report.problems) + int(report.failed)
-    if n_problems and legacy:
-        warn_default_change("dentalkit.fetch_cohort", "collect", n_problems)
-    elif n_problems and errors == "warn":
+    if n_problems and errors == "warn":
         warnings.warn(
             f"fetch_cohort: {len(report.problems)} bad manifest row(s) skipped and "
             f"{report.failed} request(s) failed ({report.summary()}); see report.problems "
@@ -568,8 +581,11 @@ class Fetcher:
             return None
         return read_responses(self.out)
 
-    def __call__(self, manifest: Any, errors: Errors | None = None) -> pd.DataFrame:
+    def __call__(self, manifest: Any, errors: Errors = "raise") -> pd.DataFrame:
         """Fetch ``manifest`` into the store; return the whole responses table.
+
+        ``errors`` is passed to :func:`fetch_cohort` (default ``"raise"``: a bad row or the
+        first failed request raises, after what arrived is stored).
 
         ``attrs["fetch"]`` holds the run's counts (``sent``, ``stored``, ``from_cache``,
         ``failed``, ``already_stored``) and ``attrs["failures"]`` the failure records of

@@ -33,8 +33,8 @@ from dentalkit.errors import (
     ManifestError,
     ResponseFormatError,
     check_errors,
+    problems_error,
     problems_frame,
-    warn_default_change,
 )
 from dentalkit.tle.codebook import Codebook, load_codebook
 from dentalkit.tle.encoding import PROBLEM_COLUMNS, encode
@@ -61,6 +61,8 @@ TLE_TIMESTAMP = "tle"
 #: The ``timestamp`` of the /tle requests :func:`sensitivity` stores through a fetcher.
 SENSITIVITY_TIMESTAMP = "tle-sensitivity"
 
+# Reason of a query the responses do not answer (the advice that follows depends on the source).
+_NO_ANSWER = "no stored answer for this query"
 #: What :func:`estimate` reads answers from: a responses table, or a fetcher.
 Source = pd.DataFrame | Callable[..., pd.DataFrame]
 
@@ -68,7 +70,7 @@ Source = pd.DataFrame | Callable[..., pd.DataFrame]
 def estimate(
     patients: pd.DataFrame,
     responses: Source,
-    errors: Errors | None = None,
+    errors: Errors = "raise",
     *,
     codebook: Codebook | str | None = None,
     timestamp: str | None = None,
@@ -92,16 +94,17 @@ def estimate(
           :func:`dentalkit.fetch_cohort` and returns the store's responses table (with the
           run's failures in ``attrs["failures"]``). Only queries the store does not answer
           yet are sent, one request per distinct query; a killed run resumes from the store.
-    errors : {"raise", "collect", "warn"}, optional
+    errors : {"raise", "collect", "warn"}, default "raise"
         dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`).
         ``"collect"``: invalid rows are not sent and failed calls do not stop the run; both
         leave ``app``/``estimate_length_months`` missing and are listed by
         :func:`problems` ``(result)``. ``"warn"``: the same, and a
-        :class:`~dentalkit.errors.DentalkitWarning` says how many. ``"raise"``: any invalid
-        row raises :class:`~dentalkit.errors.ManifestError` before anything is sent; the
-        first failed call raises its error. Not given: ``"warn"`` (the behaviour of this
-        function's default so far), plus a :class:`FutureWarning` when there are problems
-        (the package's one default, ``"raise"``, will apply).
+        :class:`~dentalkit.errors.DentalkitWarning` says how many. ``"raise"`` (the
+        default): any invalid row raises :class:`~dentalkit.errors.ManifestError` before
+        anything is sent; with a fetcher, the first failed call stops the fetch (what
+        arrived is stored) and raises its error; a query left without an answer raises
+        :class:`~dentalkit.errors.InputError` naming its patient rows (its ``problems``
+        attribute lists every one).
     codebook : Codebook or path, optional
         Default: the shipped codebook.
     timestamp : str, optional
@@ -131,6 +134,8 @@ def estimate(
         ``errors="raise"`` and some value is invalid (every one listed; nothing sent).
     ApiError, TransportError, ResponseFormatError
         ``errors="raise"`` and a call failed or a stored answer is malformed.
+    InputError
+        ``errors="raise"`` and some query has no stored answer (responses table given).
 
     Examples
     --------
@@ -142,8 +147,7 @@ def estimate(
     ...     fetcher = Fetcher("study-store", Client(sb.base_url, api_key=sb.api_key))
     ...     est = tle.estimate(tle.example_patients(20), fetcher, errors="collect")
     """
-    legacy = errors is None
-    errors = "warn" if legacy else check_errors(errors, "dentalkit.tle.estimate")
+    errors = check_errors(errors, "dentalkit.tle.estimate")
     fetch = _check_source(responses)
     book = load_codebook(codebook)
     if not isinstance(patients, pd.DataFrame):
@@ -154,7 +158,12 @@ def estimate(
         patients.index[problems["row"].to_numpy(dtype=np.int64)], dtype=object
     )
     if errors == "raise" and len(problems):
-        raise ManifestError(problems, what="patients table")
+        raise ManifestError(
+            problems,
+            what="patients table",
+            hint="Or pass errors='collect' to estimate the valid rows and list these in "
+            "dentalkit.tle.problems(result)",
+        )
     problems = problems.assign(
         error_type=pd.Series("InputError", index=problems.index, dtype="str"),
         status_code=pd.Series(pd.NA, index=problems.index, dtype="Int16"),
@@ -199,7 +208,7 @@ def estimate(
             q: failures.get(q)
             or malformed.get(q)
             or ResponseFormatError(
-                "no stored answer for this query"
+                _NO_ANSWER
                 + (
                     " (not fetched: pass a fetcher such as dentalkit.fetch.cohort.Fetcher, or fetch "
                     "the query with fetch_cohort first)"
@@ -210,12 +219,35 @@ def estimate(
             )
             for q in unanswered
         }
-        if errors == "raise":
-            raise why[unanswered[0]]
         frame = pd.DataFrame([dict(zip(_PARAMS, q, strict=True)) for q in unanswered])
         frame["error"] = [why[q] for q in unanswered]
         failed = encoded.reset_index(names="_pos").merge(frame, on=_PARAMS, how="inner")
-        problems = pd.concat([problems, _failure_problems(failed, patients)], ignore_index=True)
+        unanswered_rows = _failure_problems(failed, patients)
+        if errors == "raise":
+            # the message shows each error's reason, not its generic advice; the error's
+            # problems attribute is the table errors="collect" would list
+            shown = unanswered_rows.assign(
+                path=None, reason=[_short_reason(e) for e in failed["error"]]
+            )
+            err = problems_error(
+                shown,
+                f"dentalkit.tle.estimate: {len(unanswered_rows)} patient row(s) have no "
+                "/tle answer",
+                (
+                    "Fetch them first (pass a fetcher such as dentalkit.fetch.cohort.Fetcher "
+                    "instead of the responses table)"
+                    if fetch is None
+                    else "The fetch stored no answer for them (see failures.parquet in the "
+                    "store; run again to resume)"
+                )
+                + ", or pass errors='collect' to estimate the others and list these in "
+                "dentalkit.tle.problems(result)",
+            )
+            err.problems = _problems_table(
+                _records(pd.concat([problems, unanswered_rows], ignore_index=True))
+            )
+            raise err
+        problems = pd.concat([problems, unanswered_rows], ignore_index=True)
     out.attrs["problems"] = _records(problems)
     out.attrs["requests"] = len(unique)
     out.attrs.update(counts)
@@ -227,8 +259,6 @@ def estimate(
             DentalkitWarning,
             stacklevel=2,
         )
-    if len(problems) and legacy:
-        warn_default_change("dentalkit.tle.estimate", "warn", len(problems))
     return out
 
 
@@ -427,6 +457,11 @@ def problems(result: pd.DataFrame) -> pd.DataFrame:
             "tle.sensitivity (pandas drops attrs when concatenated results differ in them; "
             "collect problems(result) before concatenating)"
         )
+    return _problems_table(records)
+
+
+def _problems_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """The table :func:`problems` gives for these records (see :func:`_records`)."""
     table = pd.DataFrame.from_records(list(records), columns=list(ESTIMATE_PROBLEM_COLUMNS))
     table = problems_frame(table, severity="error")
     return table.astype({"param": "str", "error_type": "str", "status_code": "Int16"})
@@ -468,6 +503,14 @@ def _parse(data: Any) -> tuple[str, float]:
             f"'app' must be a string, got {app!r}", endpoint=_ENDPOINT.path, path="$.app"
         )
     return app, float(months)
+
+
+def _short_reason(err: Exception) -> str:
+    """An error's reason for one line of a message (without advice the message gives once)."""
+    reason = getattr(err, "reason", None)
+    if not isinstance(reason, str):
+        return str(err)
+    return _NO_ANSWER if reason.startswith(_NO_ANSWER) else reason
 
 
 def _failure_problems(failed: pd.DataFrame, patients: pd.DataFrame) -> pd.DataFrame:

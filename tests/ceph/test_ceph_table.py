@@ -111,12 +111,14 @@ def test_errors_modes():
     t = t[t["name"] != "B"]
     with pytest.warns(DentalkitWarning, match="problem"):
         measure(t, IDS, errors="warn")
-    # not given: the old default ("warn"), and a FutureWarning that "raise" is coming
-    with (
-        pytest.warns(FutureWarning, match="default becomes 'raise'"),
-        pytest.warns(DentalkitWarning, match="problem"),
-    ):
-        measure(t, IDS)
+    # not given: "raise", the package's one default; the message names patient, session,
+    # view/landmark and says how to go on, and the error holds the table collect returns
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InputError, match=r"patient 'p1', session .*lateral/B: landmark 'B' absent") as info:  # fmt: skip
+            measure(t, IDS)
+    assert "errors='collect'" in str(info.value)
+    pd.testing.assert_frame_equal(info.value.problems, measure(t, IDS, errors="collect")[1])
     with pytest.raises(InputError, match="landmark 'B' absent"):
         measure(t, IDS, errors="raise")
     with warnings.catch_warnings():

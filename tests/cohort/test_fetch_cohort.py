@@ -104,10 +104,23 @@ def test_errors_raise_stops_at_the_first_failure_and_keeps_what_arrived(
     client = make_client(max_retries=0)
     fetch_cohort(manifest(2), "classifier", tmp_path / "out", client=client, progress=False)
     fresh.set_faults(error_rate=1.0)
-    with pytest.raises(ServerError):
-        fetch_cohort(manifest(6), "classifier", tmp_path / "out", client=client, progress=False, errors="raise", max_workers=1)  # fmt: skip
+    with pytest.raises(ServerError) as info:  # "raise" is the default
+        fetch_cohort(manifest(6), "classifier", tmp_path / "out", client=client, progress=False, max_workers=1)  # fmt: skip
     assert len(read_responses(tmp_path / "out")) == 2
-    assert len(read_failures(tmp_path / "out")) >= 1
+    failures = read_failures(tmp_path / "out")
+    assert len(failures) >= 1
+    # the error names the request (endpoint, patient) and a note says what was kept and
+    # how to go on
+    assert "/classifier" in str(info.value) and "P002" in str(info.value)
+    (note,) = info.value.__notes__
+    assert "stopped at this failed request (errors='raise')" in note
+    assert str(tmp_path / "out" / "failures.parquet") in note and "errors='collect'" in note
+    # the note's advice holds: a rerun sends nothing stored again and skips the failure
+    fresh.set_faults(error_rate=0.0)
+    fresh.reset_stats()
+    rep = fetch_cohort(manifest(6), "classifier", tmp_path / "out", client=client, progress=False)  # fmt: skip
+    assert rep.already_stored == 2 and rep.skipped_failed == len(failures)
+    assert fresh.stats()["total"] == rep.sent == 4 - len(failures)
 
 
 def test_bad_manifest_raises_before_anything_is_sent(make_client, fresh, tmp_path):
