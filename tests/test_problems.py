@@ -193,6 +193,22 @@ def _arch():
     return arch.problems(arch.fit(_arch_points(np.nan), "parabola", errors="collect"))
 
 
+def _arch_measure():
+    tk = pd.DataFrame(
+        {
+            "patient_id": "P1",
+            "timestamp": "2024",
+            "arch": "up",
+            "tooth": ["c_rgt_up", "c_lft_up"],
+            "missing": False,
+            "point": "centroid",
+            "x": [100.0, np.nan],
+            "y": [50.0, 130.0],
+        }
+    )
+    return arch.problems(arch.measure(tk, mm_per_px=0.1, errors="collect"))
+
+
 PRODUCERS = {
     "convert.tables": _convert,
     "manifest (fetch_cohort)": _manifest,
@@ -206,6 +222,7 @@ PRODUCERS = {
     "tle.encode": _tle_encode,
     "tle.estimate": _tle_estimate,
     "arch.fit": _arch,
+    "arch.measure": _arch_measure,
 }
 
 
@@ -240,6 +257,7 @@ def test_every_producer_fills_the_one_declared_schema(producer):
         "findings.prevalence",
         "ceph.measure",
         "arch.fit",
+        "arch.measure",
     ):
         assert table["patient_id"].notna().all(), producer
 

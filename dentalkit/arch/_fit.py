@@ -172,34 +172,38 @@ PROBLEM_COLUMNS = (*_DECLARED_PROBLEMS, "arch", "index_label")
 
 
 def problems(fits: pd.DataFrame) -> pd.DataFrame:
-    """The problems table of an :func:`fit` result: one row per offending point row.
+    """The problems table of an :func:`fit` or :func:`measure` result: one row per offending
+    input row.
 
     With ``errors="collect"`` or ``"warn"``, an arch with bad point rows (non-finite
     ``x``/``y``, a repeated point number) stays in the fit table as a row with
     ``status="bad_input"`` and NaN parameters (the shape of a results table, where each
-    arch says what became of it); this table lists the input rows behind those arches in
-    dentalkit's one problems schema, so they join the problems of every other producer.
+    arch says what became of it); likewise a measure that needs a present tooth with
+    non-finite ``x``/``y`` is a ``bad_input`` row of the :func:`measure` table. This table
+    lists the input rows behind them in dentalkit's one problems schema, so they join the
+    problems of every other producer.
 
     Parameters
     ----------
     fits : pandas.DataFrame
-        A result of :func:`fit` (or a frame derived from it that kept its ``attrs``).
+        A result of :func:`fit` or :func:`measure` (or a frame derived from one that kept
+        its ``attrs``).
 
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`dentalkit.errors.PROBLEM_COLUMNS` (``table`` ``"arch_points"``,
-        ``row`` the 0-based position of the point row, ``field`` ``x``, ``y`` or the point
-        number column, ``value`` the value found, ``severity`` ``"error"``), then
-        ``arch`` and ``index_label`` (the row's label in your index). Empty when every
-        point row was usable.
+        Columns :data:`dentalkit.errors.PROBLEM_COLUMNS` (``table`` ``"arch_points"`` or
+        ``"tooth_keypoints"``, ``row`` the 0-based position of the input row, ``field``
+        ``x``, ``y`` or the point number column, ``value`` the value found, ``severity``
+        ``"error"``), then ``arch`` and ``index_label`` (the row's label in your index).
+        Empty when every input row was usable.
 
     Raises
     ------
     InputError
-        ``fits`` carries no problems record (not a result of :func:`fit`, or pandas
-        dropped its ``attrs``, as it does when concatenating results whose problems
-        differ).
+        ``fits`` carries no problems record (not a result of :func:`fit` or
+        :func:`measure`, or pandas dropped its ``attrs``, as it does when concatenating
+        results whose problems differ).
 
     Examples
     --------
@@ -225,9 +229,9 @@ def problems(fits: pd.DataFrame) -> pd.DataFrame:
     records = getattr(fits, "attrs", {}).get("problems")
     if records is None:
         raise InputError(
-            "this table carries no arch problems record: pass a result of arch.fit (pandas "
-            "drops attrs when concatenated results differ in them; collect "
-            "arch.problems(fits) before concatenating)"
+            "this table carries no arch problems record: pass a result of arch.fit or "
+            "arch.measure (pandas drops attrs when concatenated results differ in them; "
+            "collect arch.problems(result) before concatenating)"
         )
     table = pd.DataFrame.from_records(list(records), columns=list(PROBLEM_COLUMNS))
     return problems_frame(table, table="arch_points", severity="error")

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dentalkit.arch._engine import RESIDUALS, _models_arg
-from dentalkit.arch._fit import _fit_stacked
+from dentalkit.arch._fit import PROBLEM_COLUMNS, _fit_stacked
 from dentalkit.arch._frame import to_canonical
 from dentalkit.arch._models import BETA_EXPONENT
 from dentalkit.arch._tables import (
@@ -31,7 +31,7 @@ from dentalkit.arch._tables import (
     stack_points,
     warn_bad,
 )
-from dentalkit.errors import InputError
+from dentalkit.errors import InputError, problems_error, problems_frame
 
 #: Teeth the measures use: type_side (the arch suffix is added per arch).
 TEETH = ("i1_rgt", "i1_lft", "c_rgt", "c_lft", "m1_rgt", "m1_lft")
@@ -212,23 +212,61 @@ def _tooth_points(
             "each (patient_id, timestamp, arch, tooth, point) must appear once"
         )
     finite = np.isfinite(x) & np.isfinite(y)
-    if errors == "warn" and (~finite & ~missing).any():
-        rows = sub.index[~finite & ~missing][:10].tolist()
+    bad = ~finite & ~missing
+    records = _bad_tooth_records(tk, np.flatnonzero(use)[bad], keys, g[bad], x[bad], point)
+    if errors == "warn" and bad.any():
+        rows = sub.index[bad][:10].tolist()
         warn_bad(
             "tooth_keypoints",
-            len(np.unique(g[~finite & ~missing])),
+            len(np.unique(g[bad])),
             f"non-finite x/y for present teeth at rows {rows}",
         )
-    if errors == "raise" and (~finite & ~missing).any():
-        rows = sub.index[~finite & ~missing][:10].tolist()
-        raise InputError(
-            f"tooth_keypoints has non-finite x/y for present teeth (rows {rows}); "
-            "fix them or pass errors='collect'"
+    if errors == "raise" and bad.any():
+        raise problems_error(
+            problems_frame(
+                pd.DataFrame.from_records(records, columns=list(PROBLEM_COLUMNS)),
+                severity="error",
+            ),
+            f"dentalkit.arch.measure: tooth_keypoints has non-finite x/y for {int(bad.sum())} "
+            "present tooth point(s)",
+            "Fix them, or pass errors='collect' to measure the other arches (the measures "
+            "that need these teeth get status bad_input; arch.problems(result) lists these rows)",
         )
     xy[g, s, 0] = np.where(missing | ~finite, np.nan, x)
     xy[g, s, 1] = np.where(missing | ~finite, np.nan, y)
     code[g, s] = np.select([missing, ~finite], [1, 3], 0)
-    return keys, xy, code, sub.index.to_numpy()
+    return keys, xy, code, records
+
+
+def _bad_tooth_records(
+    tk: pd.DataFrame,
+    positions: np.ndarray,
+    keys: pd.DataFrame,
+    arches: np.ndarray,
+    x: np.ndarray,
+    point: str,
+) -> list[dict]:
+    """Problems rows (:data:`PROBLEM_COLUMNS`) of the present teeth with non-finite x/y."""
+    out = []
+    for pos, g, xv in zip(positions.tolist(), arches.tolist(), x.tolist(), strict=True):
+        key, row, label = keys.iloc[g], tk.iloc[pos], tk.index[pos]
+        col = "y" if np.isfinite(xv) else "x"
+        out.append(
+            {
+                "table": "tooth_keypoints",
+                "patient_id": str(key["patient_id"]),
+                "timestamp": str(key["timestamp"]),
+                "row": int(pos),
+                "field": col,
+                "value": str(row[col]),
+                "reason": f"non-finite x/y of present tooth {row['tooth']} ({point}): the "
+                f"arch {key['arch']} measures that use it are NaN (status bad_input)",
+                "severity": "error",
+                "arch": str(key["arch"]),
+                "index_label": label.item() if isinstance(label, np.generic) else label,
+            }
+        )
+    return out
 
 
 _WHY = {1: "is marked missing", 2: "has no {point} row in tooth_keypoints", 3: "has non-finite x/y"}
@@ -294,6 +332,8 @@ class _Kernels:
         self.mod, self.pose, self.residual = mod, pose, residual
         self.arch_points, self.tooth_keypoints = arch_points, tooth_keypoints
         self.first_point_side, self.point_keys, self.errors = first_point_side, point_keys, errors
+        #: Problems records of the arch_points rows (filled when a curve is fitted).
+        self.point_problems: tuple[dict, ...] = ()
         self.m = len(keys)
         self.P = {t: xy[:, TEETH.index(t), :] for t in TEETH}
 
@@ -316,6 +356,7 @@ class _Kernels:
         fits = None
         if self.arch_points is not None:
             st = stack_points(self.arch_points, errors=self.errors, point_keys=self.point_keys)
+            self.point_problems = st.problems
             fits = _fit_stacked(
                 st, [mod], self.pose, self.residual, self.tooth_keypoints,
                 self.first_point_side, 200,
@@ -508,7 +549,7 @@ def measure(
     unknown = [n for n in names if n not in MEASURES]
     if unknown:
         raise InputError(f"unknown arch measure(s) {unknown}; choose from {list(MEASURES)}")
-    keys, xy, code, _ = _tooth_points(tooth_keypoints, point, errors)
+    keys, xy, code, tooth_problems = _tooth_points(tooth_keypoints, point, errors)
     scale, unit = calibration(keys, mm_per_px)
     kern = _Kernels(
         keys, xy, code, point, incisal, mod, pose, residual, arch_points, tooth_keypoints,
@@ -528,7 +569,10 @@ def measure(
     table = _long(keys, {n: d for n, d in out.items() if n in names}, unit)
     diffs = _differences(keys, out, unit, mm_per_px is None, names)
     table = pd.concat([table, diffs], ignore_index=True) if len(diffs) else table
-    return _dtypes(table)
+    table = _dtypes(table)
+    # plain records (comparable, survive copies), read as a table by arch.problems
+    table.attrs["problems"] = (*tooth_problems, *kern.point_problems)
+    return table
 
 
 def _long(keys: pd.DataFrame, out: dict, unit: str) -> pd.DataFrame:

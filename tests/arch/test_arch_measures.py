@@ -219,7 +219,7 @@ def test_bad_input():
         arch.measure(tk, model="ellipse")
     nan = tk.copy()
     nan.loc[2, "x"] = np.nan
-    with pytest.raises(InputError, match=r"non-finite x/y for present teeth \(rows \[2\]\)"):
+    with pytest.raises(InputError, match=r"row 2, x='nan': non-finite x/y of present tooth"):
         arch.measure(nan)
     got = value(arch.measure(nan, errors="collect"), "intercanine_width")
     assert got["status"] == "bad_input"
@@ -280,3 +280,45 @@ def test_deprecated_alias_measures_warns_and_returns_the_same():
     ):
         old = arch.measures(tk, mm_per_px=0.1)
     pd.testing.assert_frame_equal(old, arch.measure(tk, mm_per_px=0.1))
+
+
+def test_bad_tooth_points_are_also_rows_of_the_problems_table():
+    """arch.measure's bad_input status rows stay as they were; arch.problems(result) lists
+    the offending tooth_keypoints rows (positions, the caller's labels, field, value) and
+    the arch_points rows behind a perimeter, as for arch.fit; raise carries the same rows."""
+    tk = pd.concat(
+        [
+            teeth_table(on_circle(200.0, ANGLES)),
+            teeth_table(on_circle(200.0, ANGLES), patient="p2"),
+        ],
+        ignore_index=True,
+    )
+    tk.index = [f"r{i}" for i in range(len(tk))]
+    c_lft = int(np.flatnonzero((tk["tooth"] == "c_lft_up") & (tk["patient_id"] == "p2"))[0])
+    bad = tk.copy()
+    bad.iloc[c_lft, bad.columns.get_loc("y")] = np.inf
+    clean = arch.measure(tk, mm_per_px=0.1, errors="collect")
+    assert arch.problems(clean).empty
+    got = arch.measure(bad, mm_per_px=0.1, errors="collect")
+    # the status rows are unchanged: p2's intercanine width is bad_input, p1's is untouched
+    assert value(got, "intercanine_width", patient="p2")["status"] == "bad_input"
+    assert "c_lft_up has non-finite x/y" in value(got, "intercanine_width", patient="p2")["reason"]
+    pd.testing.assert_frame_equal(
+        got[got["patient_id"] == "p1"], clean[clean["patient_id"] == "p1"]
+    )
+    table = arch.problems(got)
+    assert table[
+        ["table", "patient_id", "row", "field", "value", "arch", "index_label"]
+    ].to_numpy().tolist() == [["tooth_keypoints", "p2", c_lft, "y", "inf", "up", f"r{c_lft}"]]
+    with pytest.raises(
+        InputError, match=rf"patient 'p2', .*row {c_lft} \(index 'r{c_lft}'\), y='inf'"
+    ) as info:
+        arch.measure(bad, mm_per_px=0.1)
+    pd.testing.assert_frame_equal(info.value.problems, table)
+    # a bad arch point behind the perimeter is listed too, as arch.fit lists it
+    x = np.linspace(-25.0, 25.0, 9)
+    pts = arch_table(x, 0.02 * x**2)
+    pts.loc[3, "x"] = np.nan
+    got = arch.measure(tk, pts, mm_per_px=0.1, which=["arch_perimeter"], errors="collect")
+    rows = arch.problems(got)
+    assert rows[["table", "row", "field"]].to_numpy().tolist() == [["arch_points", 3, "x"]]
