@@ -477,7 +477,10 @@ def _from_pandas(
         frame.isetitem(i, col)
     if undeclared:
         names = [str(frame.columns[i]) for i in undeclared]
-        inferred = pa.Schema.from_pandas(frame[names], preserve_index=False)
+        try:
+            inferred = pa.Schema.from_pandas(frame[names], preserve_index=False)
+        except _ARROW_ERRORS as exc:
+            raise _uninferable(table, frame, undeclared, exc) from exc
         for i, name in zip(undeclared, names, strict=True):
             meta = _field_metadata(*_describe(table, name, df), None)
             schema = schema.set(i, inferred.field(name).with_metadata(meta))
@@ -685,6 +688,41 @@ def _refused_rows(col: pd.Series, type_: pa.DataType) -> tuple[np.ndarray, bool,
                 if mask.sum() == 5:
                     return mask, start + j + 1 < len(col), reason
     return mask, False, reason
+
+
+def _uninferable(
+    table: str, frame: pd.DataFrame, undeclared: list[int], exc: Exception
+) -> InputError:
+    """The error naming the first undeclared column to which pyarrow cannot give one type
+    (e.g. numbers and text mixed in an object column), and the rows that break it."""
+    for i in undeclared:
+        col = frame.iloc[:, i]
+        try:
+            pa.array(col, from_pandas=True)
+            continue
+        except _ARROW_ERRORS as col_exc:
+            detail = str(col_exc.args[0] if col_exc.args else col_exc)
+        name = str(frame.columns[i])
+        where, first_type = "", None
+        valid = np.flatnonzero(col.notna().to_numpy(dtype=bool))
+        if len(valid):
+            try:  # the type the first value gives; the rows it cannot hold
+                first_type = pa.array(col.iloc[valid[:1]], from_pandas=True).type
+            except _ARROW_ERRORS:  # the first value alone cannot be stored
+                mask = np.zeros(len(col), dtype=bool)
+                mask[valid[0]] = True
+                where = f" ({_rows_text(mask, frame.index)})"
+        if first_type is not None:
+            mask, more, reason = _refused_rows(col, first_type)
+            if mask.any():
+                detail = reason or detail
+                where = f" ({_rows_text(mask, frame.index, more)}; the first value is {first_type})"
+        return InputError(
+            f"table {table!r}: column {name!r} is not declared and its values have no one "
+            f"type a file can store{where}: {detail}; give the column one type (e.g. "
+            f"df[{name!r}].astype(str)), drop it, or declare it in dentalkit/data/columns.csv"
+        )
+    return InputError(f"table {table!r}: an undeclared column cannot be stored: {exc}")
 
 
 def _misfit(table: str, frame: pd.DataFrame, schema: pa.Schema, exc: Exception) -> InputError:

@@ -140,3 +140,26 @@ def test_a_misfit_is_left_to_from_pandas_which_names_it(monkeypatch):
     with pytest.raises(InputError, match=r"patient_id.*may not be null"):
         arrow_table(frame, "ceph_measures")
     assert seen == [None, None]
+
+
+def test_an_undeclared_column_pyarrow_cannot_type_is_an_input_error_naming_it(tmp_path):
+    """A column outside the declaration keeps the type pyarrow infers; when pyarrow can infer
+    none (numbers and text mixed, a dict with non-text keys), the writer names the table,
+    the column and the rows instead of passing pyarrow's error up."""
+    from dentalkit.io import write_parquet
+
+    mixed = pd.DataFrame(
+        {"patient_id": ["P1", "P2", "P3", "P4"], "my_note": [1, "a", 2, "b"]}, index=list("wxyz")
+    )
+    with pytest.raises(InputError) as info:
+        write_parquet(mixed, tmp_path / "m.parquet", name="ceph_measures")
+    text = str(info.value)
+    assert "table 'ceph_measures': column 'my_note' is not declared" in text
+    assert "rows 1, 3 (0-based positions; index labels 'x', 'z'); the first value is int64" in text
+    assert "astype(str)" in text and not (tmp_path / "m.parquet").exists()
+    odd = pd.DataFrame({"patient_id": ["P1", "P2"], "extra": [{1: 2}, "a"]})
+    with pytest.raises(InputError, match=r"column 'extra' is not declared .*\(row 0 \(0-based"):
+        arrow_table(odd, "ceph_measures")
+    # a column pyarrow can type is still written with its inferred type
+    fine = arrow_table(mixed.assign(my_note=mixed["my_note"].astype(str)), "ceph_measures")
+    assert pa.types.is_large_string(fine.schema.field("my_note").type)  # pandas str dtype
