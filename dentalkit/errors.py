@@ -31,9 +31,12 @@ One problems table and one ``errors=`` rule
 Every function that can meet bad rows takes ``errors=`` with the same three values,
 checked by :func:`check_errors`:
 
-``"raise"`` (default)
-    Nothing partial is returned: one exception lists every problem found (its
-    ``.problems`` attribute holds the table). A direct call on bad data fails loudly.
+``"raise"`` (default, for every function: :data:`ERRORS_DEFAULT`)
+    Nothing partial is returned: one exception lists every problem found, each with
+    where it is and the message's last line saying how to go on (its ``.problems``
+    attribute holds the table; see :func:`problems_error`). A direct call on bad data
+    fails loudly. A fetch that meets a failed request stores what arrived and raises
+    that request's error.
 ``"collect"``
     The rest is computed; every problem becomes a row of the problems table returned
     with (or attached to) the result, silently.
