@@ -336,10 +336,12 @@ def _stop_line(why: str, base_url: str | None, reason: str | None) -> str:
             "DENTALKIT_API_KEY to a valid key for this service (a sandbox key only works "
             "against the sandbox); nothing else was sent, rerun to resume [exit 3]"
         )
+    from dentalkit.fetch._schedule import plain_reason
+
     return (
-        f"error: cannot reach the service at {where} ({_short(reason)}): check the base URL "
-        "(--base-url or DENTALKIT_BASE_URL), the network and the proxy; rerun to resume "
-        "[exit 4]"
+        f"error: cannot reach the service at {where} ({_short(plain_reason(reason or ''))}): "
+        "check the base URL (--base-url or DENTALKIT_BASE_URL), the network and the proxy; "
+        "rerun to resume [exit 4]"
     )
 
 
@@ -356,8 +358,11 @@ def _echo_failure_reasons(failures) -> None:
     keys = failures["error_type"].astype(str) + status.map(
         lambda s: "" if s is None or s != s else f" (HTTP {int(s)})"
     )
+    from dentalkit.fetch._schedule import plain_reason
+
     for kind, group in failures.groupby(keys.to_numpy(), sort=True):
-        typer.echo(f"{len(group)} failed: {kind}: {_short(str(group['error'].iloc[0]))}")
+        reason = plain_reason(str(group["error"].iloc[0]))  # no urllib3 reprs on the terminal
+        typer.echo(f"{len(group)} failed: {kind}: {_short(reason)}")
 
 
 @app.command("first-contact")
