@@ -167,14 +167,32 @@ def sandbox(
     serve(host=host, port=port, noise=noise, faults={"latency": latency}, drift=scenarios)
 
 
+def _server_url(value: str | None) -> str | None:
+    """``--base-url`` of ``openapi``: https, or http to a loopback host, as the client needs.
+
+    The document's servers entry is where a generated client will send the key, so the
+    rule is the client's own (:func:`dentalkit.fetch._http.check_service_url`).
+    """
+    if value is None:
+        return None
+    from dentalkit.errors import ConfigurationError
+    from dentalkit.fetch._http import check_service_url
+
+    try:
+        return check_service_url(value, what="server URL")
+    except ConfigurationError as exc:
+        raise typer.BadParameter(f"{exc}.") from None
+
+
 @app.command()
 def openapi(
     out: Annotated[Path | None, typer.Option(help="Write to this file instead of stdout.")] = None,
     base_url: Annotated[
         str | None,
         typer.Option(
-            help="Server URL ending in /api/v2 (default: a {base_url} server variable whose "
-            "default is the local sandbox)."
+            callback=_server_url,
+            help="Server URL ending in /api/v2: https, or http to a loopback host (default: a "
+            "{base_url} server variable whose default is the local sandbox).",
         ),
     ] = None,
     spec_only: Annotated[

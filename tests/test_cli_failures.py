@@ -279,3 +279,33 @@ def test_help_texts_read_as_sentences():
         assert "``" not in out, name
         assert "…│" not in out, name  # no option help cut off by the layout
         assert "<list[str]>" not in out, name  # repeatable options name what they take
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("ftp://svc.example.org/api/v2", "is not an http(s) URL with a host"),
+        ("svc.example.org/api/v2", "is not an http(s) URL with a host"),
+        ("http://svc.example.org/api/v2", "refusing plain http://"),
+        ("http://evil.localhost/api/v2", "refusing plain http://"),
+    ],
+)
+def test_openapi_refuses_a_server_url_the_client_would_refuse(url, words, tmp_path):
+    # the servers entry is where a generated client sends the key: the client's rule
+    code, out = _run(["openapi", "--base-url", url, "--out", str(tmp_path / "o.json")])
+    assert code == 2, out
+    flat = " ".join(out.replace("│", " ").split())
+    assert "Invalid value for '--base-url'" in flat and words in flat, flat
+    assert not (tmp_path / "o.json").exists()
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://svc.example.org/api/v2", "http://127.0.0.1:8765/api/v2", "http://[::1]:1/api/v2"],
+)
+def test_openapi_takes_https_or_loopback_http_as_the_server(url, tmp_path):
+    import json
+
+    code, out = _run(["openapi", "--base-url", url, "--out", str(tmp_path / "o.json")])
+    assert code == 0, out
+    assert json.loads((tmp_path / "o.json").read_text())["servers"] == [{"url": url}]
