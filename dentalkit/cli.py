@@ -272,6 +272,7 @@ def fetch(
         DamagedFileError,
         DentalkitError,
         InputError,
+        ManifestError,
         StoreLockedError,
         TransportError,
     )
@@ -294,6 +295,9 @@ def fetch(
             errors=errors.value,  # type: ignore[arg-type]
             retry_failed=retry_failed,
         )
+    except ManifestError as exc:
+        typer.echo(f"error: {_manifest_error(exc, manifest)}", err=True)
+        raise typer.Exit(2) from None
     except (ConfigurationError, InputError, StoreLockedError, DamagedFileError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -321,7 +325,10 @@ def fetch(
             escaped = cells[text].map(lambda v: v.encode("unicode_escape").decode("ascii") if isinstance(v, str) else v)  # fmt: skip
             safe = safe_csv_frame(cells.assign(**escaped), "manifest-problems", text)
         path.write_text(csv_text(safe, text), encoding="utf-8")
-        typer.echo(f"{len(report.problems)} bad manifest row(s) skipped; listed in {path}")
+        typer.echo(
+            f"{len(report.problems)} bad manifest row(s) skipped; listed in {path} (its row "
+            "counts the manifest's data rows from 1: CSV line = row + 1)"
+        )
     if report.failed or report.skipped_failed:
         typer.echo(f"failures are listed in {out / 'failures.parquet'}; retry with --retry-failed")
     if report.stopped:
@@ -368,6 +375,42 @@ def _short(text: str | None, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _manifest_row(row: int, manifest: Path | None) -> str:
+    """``manifest row 3 (CSV line 4)``: the manifest's 1-based data row and, for a text
+    file, its line (the header is line 1); docs/conventions.md, row numbers."""
+    text = f"manifest row {row}"
+    if manifest is not None and manifest.suffix.lower() in (".csv", ".txt", ".tsv"):
+        text += f" ({manifest.suffix[1:].upper()} line {row + 1})"
+    return text
+
+
+def _manifest_error(exc, manifest: Path | None) -> str:
+    """A :class:`~dentalkit.errors.ManifestError` in the terminal's words: each bad row as
+    'manifest row 3 (CSV line 4): timestamp='2024-13-01': not a date'."""
+    import pandas as pd
+
+    problems = exc.problems
+    lines = []
+    for rec in problems.head(10).to_dict("records"):
+        row, field, value = rec.get("row"), rec.get("field"), rec.get("value")
+        parts = [
+            "the manifest as a whole"
+            if row is None or pd.isna(row)
+            else _manifest_row(int(row), manifest)
+        ]
+        if isinstance(field, str) and field:
+            given = value is not None and not pd.isna(value) and str(value) != ""
+            parts.append(f"{field}={str(value)!r}" if given else field)
+        parts.append(str(rec.get("reason")))
+        lines.append("  " + ": ".join(parts))
+    more = len(problems) - len(lines)
+    return (
+        f"the manifest has {len(problems)} problem(s); nothing was sent. Fix these rows:\n"
+        + "\n".join(lines)
+        + (f"\n  … and {more} more" if more > 0 else "")
+    )
+
+
 def _echo_failure_reasons(failures) -> None:
     """One line per kind of failure of this store: how many, which status, one reason."""
     if failures is None or not len(failures):
@@ -410,7 +453,7 @@ def first_contact(
     manifest error, 3 key rejected, 4 service unreachable); 0 when you answer no.
     """
     from dentalkit.contract import contract_report, write_contract
-    from dentalkit.errors import ConfigurationError, InputError
+    from dentalkit.errors import ConfigurationError, InputError, ManifestError
     from dentalkit.fetch.client import Client
     from dentalkit.fetch.cohort import fetch_cohort, first_contact_plan
     from dentalkit.fetch.store import read_responses
@@ -422,6 +465,9 @@ def first_contact(
         stored: set[str] = set()
         if (out / "_dentalkit.json").exists():
             stored = set(read_responses(out)["request_key"])
+    except ManifestError as exc:
+        typer.echo(f"error: {_manifest_error(exc, manifest)}", err=True)
+        raise typer.Exit(2) from None
     except (ConfigurationError, InputError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -584,7 +630,7 @@ def tables(
     """
     from dentalkit import convert, io
     from dentalkit._progress import Stage
-    from dentalkit.errors import DentalkitError
+    from dentalkit.errors import DentalkitError, ResponseFormatError
     from dentalkit.fetch.store import read_responses
 
     try:
@@ -597,6 +643,13 @@ def tables(
         with Stage("tables", _err, f"converting {len(responses):,} responses from {store}") as st:
             result = convert.tables(responses, errors=errors.value, progress=progress)
             st.result = f"{len(result)} tables, {len(result['problems'])} problem(s)"
+    except ResponseFormatError as exc:  # --errors raise: in the terminal's words
+        raise _fail(
+            f"malformed response ({exc.endpoint or 'endpoint unknown'}, patient "
+            f"{exc.patient_id or 'unknown'}, session {exc.timestamp or 'unknown'}; responses "
+            f"row {exc.row}, 0-based position in the store) at {exc.path}: {exc.reason}. "
+            "Run with --errors collect to convert the rest and list it in problems.parquet"
+        ) from None
     except DentalkitError as exc:
         raise _fail(str(exc)) from None
     with Stage("tables", _err, f"writing {len(result)} Parquet files to {out}") as st:

@@ -246,13 +246,16 @@ def test_manifest_errors_name_rows_and_fields_without_python_names(tmp_path, mon
     args = [*base, "--endpoint", "ceph_lateral_points", "--errors", "raise"]
     code, out = _run(["fetch", str(manifest), "--out", str(tmp_path / "s2"), *args])
     assert code == 2
-    assert "row 1: timestamp: missing field" in out and "row 2: image_url: missing field" in out
+    # manifest rows count data rows from 1, and the CSV line is said (docs/conventions.md)
+    assert "manifest row 1 (CSV line 2): timestamp: missing field" in out
+    assert "manifest row 2 (CSV line 3): image_url: missing field" in out
     assert not PYTHON_NAMES.search(out)
     # collected: the summary names the skipped rows, the CSV lists them
     args = [*base, "--endpoint", "ceph_lateral_points"]
     code, out = _run(["fetch", str(manifest), "--out", str(tmp_path / "s3"), *args])
     assert code == 1
     assert "2 bad manifest row(s) skipped" in out and "manifest-problems.csv" in out
+    assert "CSV line = row + 1" in out
     assert not PYTHON_NAMES.search(out)
     assert not (tmp_path / "s3" / "failures.parquet").exists()  # only when something failed
 
@@ -309,3 +312,34 @@ def test_openapi_takes_https_or_loopback_http_as_the_server(url, tmp_path):
     code, out = _run(["openapi", "--base-url", url, "--out", str(tmp_path / "o.json")])
     assert code == 0, out
     assert json.loads((tmp_path / "o.json").read_text())["servers"] == [{"url": url}]
+
+
+def test_tables_with_errors_raise_names_the_response_without_python_names(tmp_path, monkeypatch):
+    # a malformed response under --errors raise: the terminal gets the option, not errors=
+    import dentalkit.convert
+    import dentalkit.fetch.store
+    from dentalkit.errors import ResponseFormatError
+
+    responses = pd.DataFrame({"endpoint": ["classifier"], "patient_id": ["P1"]})
+    monkeypatch.setattr(dentalkit.fetch.store, "read_responses", lambda store: responses)
+
+    def malformed(*args, **kwargs):
+        raise ResponseFormatError(
+            "expected a number, got 'abc'",
+            endpoint="classifier",
+            patient_id="P1",
+            timestamp="2024-03-05",
+            path="$.Results.Class_II",
+            row=0,
+        )
+
+    monkeypatch.setattr(dentalkit.convert, "tables", malformed)
+    args = ["tables", str(tmp_path), "--out", str(tmp_path / "t"), "--errors", "raise"]
+    code, out = _run([*args, "--no-progress"])
+    assert code == 2, out
+    assert (
+        "malformed response (classifier, patient P1, session 2024-03-05; responses row 0, "
+        "0-based position in the store) at $.Results.Class_II: expected a number" in out
+    ), out
+    assert "--errors collect" in out and "errors=" not in out and "errors='" not in out
+    assert not PYTHON_NAMES.search(out) and "row=" not in out

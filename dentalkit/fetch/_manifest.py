@@ -585,7 +585,7 @@ def _drop_duplicates(
             "path": "request",
             "value": d["endpoint"].to_numpy(),
             "reason": [
-                f"duplicate request (same endpoint, patient, timestamp, image and options as row {first[k]})"
+                f"duplicate request (same endpoint, patient, timestamp, image and options as manifest row {first[k]})"
                 for k in d["request_key"]
             ],
         }
