@@ -13,6 +13,9 @@ import json
 import logging
 import math
 import os
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal, NamedTuple
@@ -29,6 +32,36 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,  # never print locals: they could hold a key
 )
+
+
+@contextmanager
+def _plain_warnings() -> Iterator[None]:
+    """dentalkit's warnings as ``warning: …`` lines on stderr while a command runs.
+
+    Python shows a warning with the file, line and source line that raised it (for
+    example ``cli.py:288: DentalkitWarning: … report = fetch_cohort(``): internals a
+    terminal user cannot act on. Other warnings keep Python's form.
+    """
+    from dentalkit.errors import DentalkitWarning
+
+    with warnings.catch_warnings():
+        python_form = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, DentalkitWarning):
+                typer.echo(f"warning: {message}", err=True)
+            else:
+                python_form(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
+
+
+@app.callback()
+def _every_command(ctx: typer.Context) -> None:
+    # runs before each command; the warning form is restored when the command ends
+    ctx.with_resource(_plain_warnings())
+
 
 #: Exit status of the study commands (``tables``, ``analyze``, ``figures``, ``export``,
 #: ``verify``, ``contract``): 0 done; 1 done, but something is missing (problems, damaged

@@ -343,3 +343,25 @@ def test_tables_with_errors_raise_names_the_response_without_python_names(tmp_pa
     ), out
     assert "--errors collect" in out and "errors=" not in out and "errors='" not in out
     assert not PYTHON_NAMES.search(out) and "row=" not in out
+
+
+def test_warnings_reach_the_terminal_as_one_line_without_python_source(tmp_path, monkeypatch):
+    # Python's form names the file, line and source line (cli.py:288 … fetch_cohort()
+    import warnings
+
+    monkeypatch.setenv("DENTALKIT_API_KEY", "not-sent-anywhere")
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("patient_id,timestamp,image_url,colour\nP1,,http://x.example/a\n")
+    args = ["fetch", str(manifest), "--out", str(tmp_path / "s"), "--endpoint", "classifier"]
+    args += ["--base-url", "http://127.0.0.1:9/api/v2", "--errors", "raise", "--cache", "memory"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")  # shown, as outside pytest
+        code, out = _run(args)
+    assert code == 2, out
+    assert (
+        "warning: manifest columns ignored (not a key, endpoint or option column): colour; "
+        "the option columns are DrawContours, PlotLabels" in out
+    ), out
+    assert "DentalkitWarning" not in out and "fetch_cohort" not in out and ".py:" not in out
+    assert "['" not in out  # no list repr
+    assert not PYTHON_NAMES.search(out)

@@ -322,8 +322,9 @@ def _warn_ignored_columns(columns: set[Any]) -> None:
     ignored = sorted(str(c) for c in columns - known if not str(c).startswith("_"))
     if ignored:
         warnings.warn(
-            f"manifest columns ignored (not a key, endpoint or option column): {ignored}; "
-            f"option columns are {sorted(set(_OPTION_NAMES))}",
+            "manifest columns ignored (not a key, endpoint or option column): "
+            f"{', '.join(ignored)}; the option columns are "
+            f"{', '.join(sorted(set(_OPTION_NAMES)))}",
             DentalkitWarning,
             stacklevel=4,
         )
