@@ -13,6 +13,9 @@ import json
 import logging
 import math
 import os
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Literal, NamedTuple
@@ -29,6 +32,36 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,  # never print locals: they could hold a key
 )
+
+
+@contextmanager
+def _plain_warnings() -> Iterator[None]:
+    """dentalkit's warnings as ``warning: …`` lines on stderr while a command runs.
+
+    Python shows a warning with the file, line and source line that raised it (for
+    example ``cli.py:288: DentalkitWarning: … report = fetch_cohort(``): internals a
+    terminal user cannot act on. Other warnings keep Python's form.
+    """
+    from dentalkit.errors import DentalkitWarning
+
+    with warnings.catch_warnings():
+        python_form = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, DentalkitWarning):
+                typer.echo(f"warning: {message}", err=True)
+            else:
+                python_form(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
+
+
+@app.callback()
+def _every_command(ctx: typer.Context) -> None:
+    # runs before each command; the warning form is restored when the command ends
+    ctx.with_resource(_plain_warnings())
+
 
 #: Exit status of the study commands (``tables``, ``analyze``, ``figures``, ``export``,
 #: ``verify``, ``contract``): 0 done; 1 done, but something is missing (problems, damaged
@@ -167,14 +200,32 @@ def sandbox(
     serve(host=host, port=port, noise=noise, faults={"latency": latency}, drift=scenarios)
 
 
+def _server_url(value: str | None) -> str | None:
+    """``--base-url`` of ``openapi``: https, or http to a loopback host, as the client needs.
+
+    The document's servers entry is where a generated client will send the key, so the
+    rule is the client's own (:func:`dentalkit.fetch._http.check_service_url`).
+    """
+    if value is None:
+        return None
+    from dentalkit.errors import ConfigurationError
+    from dentalkit.fetch._http import check_service_url
+
+    try:
+        return check_service_url(value, what="server URL")
+    except ConfigurationError as exc:
+        raise typer.BadParameter(f"{exc}.") from None
+
+
 @app.command()
 def openapi(
     out: Annotated[Path | None, typer.Option(help="Write to this file instead of stdout.")] = None,
     base_url: Annotated[
         str | None,
         typer.Option(
-            help="Server URL ending in /api/v2 (default: a {base_url} server variable whose "
-            "default is the local sandbox)."
+            callback=_server_url,
+            help="Server URL ending in /api/v2: https, or http to a loopback host (default: a "
+            "{base_url} server variable whose default is the local sandbox).",
         ),
     ] = None,
     spec_only: Annotated[
@@ -281,14 +332,17 @@ def fetch(
             errors=errors.value,  # type: ignore[arg-type]
             retry_failed=retry_failed,
         )
-    except (ConfigurationError, InputError, StoreLockedError, DamagedFileError) as exc:
-        text = str(exc)
-        if isinstance(exc, ManifestError) and exc.hint:  # fetch_cohort's advice, for the command
-            text = text.removesuffix(exc.hint) + (
-                "Or pass --errors collect to fetch the valid rows and list these in "
+    except ManifestError as exc:
+        text = _manifest_error(exc, manifest)
+        if exc.hint:  # fetch_cohort's advice (errors='collect'), in the command's words
+            text += (
+                "\nOr pass --errors collect to fetch the valid rows and list these in "
                 f"{out / 'manifest-problems.csv'}"
             )
         typer.echo(f"error: {text}", err=True)
+        raise typer.Exit(2) from None
+    except (ConfigurationError, InputError, StoreLockedError, DamagedFileError) as exc:
+        typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except (AuthError, TransportError) as exc:  # errors=raise: the first failure stops the run
         why = "auth" if isinstance(exc, AuthError) else "unreachable"
@@ -314,7 +368,10 @@ def fetch(
             escaped = cells[text].map(lambda v: v.encode("unicode_escape").decode("ascii") if isinstance(v, str) else v)  # fmt: skip
             safe = safe_csv_frame(cells.assign(**escaped), "manifest-problems", text)
         path.write_text(csv_text(safe, text), encoding="utf-8")
-        typer.echo(f"{len(report.problems)} bad manifest row(s) skipped; listed in {path}")
+        typer.echo(
+            f"{len(report.problems)} bad manifest row(s) skipped; listed in {path} (its row "
+            "counts the manifest's data rows from 1: CSV line = row + 1)"
+        )
     if report.failed or report.skipped_failed:
         typer.echo(f"failures are listed in {out / 'failures.parquet'}; retry with --retry-failed")
     if report.stopped:
@@ -347,16 +404,54 @@ def _stop_line(why: str, base_url: str | None, reason: str | None) -> str:
             "DENTALKIT_API_KEY to a valid key for this service (a sandbox key only works "
             "against the sandbox); nothing else was sent, rerun to resume [exit 3]"
         )
+    from dentalkit.fetch._schedule import plain_reason
+
     return (
-        f"error: cannot reach the service at {where} ({_short(reason)}): check the base URL "
-        "(--base-url or DENTALKIT_BASE_URL), the network and the proxy; rerun to resume "
-        "[exit 4]"
+        f"error: cannot reach the service at {where} ({_short(plain_reason(reason or ''))}): "
+        "check the base URL (--base-url or DENTALKIT_BASE_URL), the network and the proxy; "
+        "rerun to resume [exit 4]"
     )
 
 
 def _short(text: str | None, limit: int = 160) -> str:
     text = " ".join((text or "no reason given").split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _manifest_row(row: int, manifest: Path | None) -> str:
+    """``manifest row 3 (CSV line 4)``: the manifest's 1-based data row and, for a text
+    file, its line (the header is line 1); docs/conventions.md, row numbers."""
+    text = f"manifest row {row}"
+    if manifest is not None and manifest.suffix.lower() in (".csv", ".txt", ".tsv"):
+        text += f" ({manifest.suffix[1:].upper()} line {row + 1})"
+    return text
+
+
+def _manifest_error(exc, manifest: Path | None) -> str:
+    """A :class:`~dentalkit.errors.ManifestError` in the terminal's words: each bad row as
+    'manifest row 3 (CSV line 4): timestamp='2024-13-01': not a date'."""
+    import pandas as pd
+
+    problems = exc.problems
+    lines = []
+    for rec in problems.head(10).to_dict("records"):
+        row, field, value = rec.get("row"), rec.get("field"), rec.get("value")
+        parts = [
+            "the manifest as a whole"
+            if row is None or pd.isna(row)
+            else _manifest_row(int(row), manifest)
+        ]
+        if isinstance(field, str) and field:
+            given = value is not None and not pd.isna(value) and str(value) != ""
+            parts.append(f"{field}={str(value)!r}" if given else field)
+        parts.append(str(rec.get("reason")))
+        lines.append("  " + ": ".join(parts))
+    more = len(problems) - len(lines)
+    return (
+        f"the manifest has {len(problems)} problem(s); nothing was sent. Fix these rows:\n"
+        + "\n".join(lines)
+        + (f"\n  … and {more} more" if more > 0 else "")
+    )
 
 
 def _echo_failure_reasons(failures) -> None:
@@ -367,8 +462,11 @@ def _echo_failure_reasons(failures) -> None:
     keys = failures["error_type"].astype(str) + status.map(
         lambda s: "" if s is None or s != s else f" (HTTP {int(s)})"
     )
+    from dentalkit.fetch._schedule import plain_reason
+
     for kind, group in failures.groupby(keys.to_numpy(), sort=True):
-        typer.echo(f"{len(group)} failed: {kind}: {_short(str(group['error'].iloc[0]))}")
+        reason = plain_reason(str(group["error"].iloc[0]))  # no urllib3 reprs on the terminal
+        typer.echo(f"{len(group)} failed: {kind}: {_short(reason)}")
 
 
 @app.command("first-contact")
@@ -398,7 +496,7 @@ def first_contact(
     manifest error, 3 key rejected, 4 service unreachable); 0 when you answer no.
     """
     from dentalkit.contract import contract_report, write_contract
-    from dentalkit.errors import ConfigurationError, InputError
+    from dentalkit.errors import ConfigurationError, InputError, ManifestError
     from dentalkit.fetch.client import Client
     from dentalkit.fetch.cohort import fetch_cohort, first_contact_plan
     from dentalkit.fetch.store import read_responses
@@ -410,6 +508,9 @@ def first_contact(
         stored: set[str] = set()
         if (out / "_dentalkit.json").exists():
             stored = set(read_responses(out)["request_key"])
+    except ManifestError as exc:
+        typer.echo(f"error: {_manifest_error(exc, manifest)}", err=True)
+        raise typer.Exit(2) from None
     except (ConfigurationError, InputError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -572,7 +673,7 @@ def tables(
     """
     from dentalkit import convert, io
     from dentalkit._progress import Stage
-    from dentalkit.errors import DentalkitError
+    from dentalkit.errors import DentalkitError, ResponseFormatError
     from dentalkit.fetch.store import read_responses
 
     try:
@@ -585,6 +686,13 @@ def tables(
         with Stage("tables", _err, f"converting {len(responses):,} responses from {store}") as st:
             result = convert.tables(responses, errors=errors.value, progress=progress)
             st.result = f"{len(result)} tables, {len(result['problems'])} problem(s)"
+    except ResponseFormatError as exc:  # --errors raise: in the terminal's words
+        raise _fail(
+            f"malformed response ({exc.endpoint or 'endpoint unknown'}, patient "
+            f"{exc.patient_id or 'unknown'}, session {exc.timestamp or 'unknown'}; responses "
+            f"row {exc.row}, 0-based position in the store) at {exc.path}: {exc.reason}. "
+            "Run with --errors collect to convert the rest and list it in problems.parquet"
+        ) from None
     except DentalkitError as exc:
         raise _fail(str(exc)) from None
     with Stage("tables", _err, f"writing {len(result)} Parquet files to {out}") as st:

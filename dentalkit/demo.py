@@ -5,7 +5,8 @@
 2. Build a synthetic cohort manifest: every patient has two sessions a year apart, each
    with a lateral and a frontal cephalogram, upper and lower dental-model photographs,
    a panoramic radiograph, an intra-oral photograph and a TMJ image, sent to the 12 image
-   endpoints; plus one ``GET /tle`` per patient from a typed patient table.
+   endpoints; plus one ``GET /tle`` per patient from a typed patient table whose sex and
+   age are those of the sandbox's patient record (:func:`tle_inputs`).
 3. Fetch it through the cache with :func:`dentalkit.fetch_cohort` (progress bar,
    resumable: the second run finds everything stored).
 4. Convert the responses into tables (:mod:`dentalkit.convert`), run the analyses
@@ -39,6 +40,7 @@ __all__ = [
     "run_demo",
     "sandbox_calibration",
     "sandbox_patients",
+    "tle_inputs",
 ]
 
 log = logging.getLogger("dentalkit")
@@ -106,6 +108,82 @@ def sandbox_patients(patient_ids, timestamp: str = SESSIONS[0]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["patient_id", "sex", "birth_date"])
 
 
+def tle_inputs(
+    typed: pd.DataFrame, record: pd.DataFrame, timestamp: str = SESSIONS[0]
+) -> pd.DataFrame:
+    """The typed ``/tle`` patient table with sex and age taken from the patient record.
+
+    The demo's clinical columns (malocclusion class, crowding, overjet …) come from
+    :func:`dentalkit.tle.example_patients`, which draws sex and age too, independently of
+    the sandbox. The sandbox simulated each patient's anatomy for the sex and birth date of
+    its record (:func:`sandbox_patients`), and the z-scores use that record; this function
+    replaces the drawn sex and age by the record's, so that a patient has one sex and one
+    age in every output. A study does the same with its own patient table.
+
+    Parameters
+    ----------
+    typed : DataFrame
+        Typed patient table in the codebook's columns (``patient_id``, ``sex``,
+        ``age_years`` …), one row per patient.
+    record : DataFrame
+        ``patient_id``, ``sex`` (the record's codes ``F`` / ``M``) and ``birth_date``
+        (ISO date), one row per patient of ``typed``.
+    timestamp : str
+        When the ``/tle`` question is asked: the session the age is computed for
+        (default the demo's first session, the one its ``/tle`` rows carry).
+
+    Returns
+    -------
+    DataFrame
+        ``typed`` with the codebook's sex column (p02) as the codebook label of the
+        record's code (``F`` → ``female``, ``M`` → ``male``) and its age column (p01) as
+        the age at ``timestamp`` in years: (timestamp − birth_date) in days / 365.25, the
+        rule :func:`dentalkit.ceph.zscores` uses for the same record, unrounded (the
+        codebook floors it to completed years when encoding).
+
+    Raises
+    ------
+    InputError
+        When a patient of ``typed`` has no record, or the record's sex is not a code of
+        the codebook's p02 or its birth date does not parse.
+    """
+    from dentalkit import tle
+    from dentalkit.errors import InputError
+
+    book = tle.load_codebook()
+    sex_param, age_param = book["p02"], book["p01"]
+    label_of = {code: label for label, code in sex_param.levels}
+    rec = record.assign(patient_id=record["patient_id"].astype(str)).set_index("patient_id")
+    ids = typed["patient_id"].astype(str)
+    missing = sorted(set(ids) - set(rec.index))
+    if missing:
+        raise InputError(
+            f"the patient record has no row for patient_id {', '.join(missing[:5])}"
+            + (" …" if len(missing) > 5 else "")
+            + "; give every patient of the typed table a sex and a birth date"
+        )
+    rec = rec.loc[ids]
+    sex = rec["sex"].astype(str).map(label_of)
+    born = pd.to_datetime(rec["birth_date"], errors="coerce", utc=True)
+    for what, bad in (("sex", sex.isna()), ("birth_date", born.isna())):
+        if bad.any():
+            pid = bad.index[bad.to_numpy()][0]
+            allowed = ", ".join(label_of)
+            raise InputError(
+                f"patient {pid}: the record's {what} {rec.loc[pid, what]!r} is not "
+                + (f"one of the codebook's p02 codes ({allowed})" if what == "sex" else "a date")
+            )
+    when = pd.Timestamp(timestamp)
+    when = when.tz_localize("UTC") if when.tzinfo is None else when.tz_convert("UTC")
+    age = (when - born).dt.total_seconds() / (365.25 * 86400.0)
+    return typed.assign(
+        **{
+            sex_param.column: pd.Categorical(sex.to_numpy(), categories=list(sex_param.labels)),
+            age_param.column: age.to_numpy(),
+        }
+    )
+
+
 def demo_manifest(sb, patients: pd.DataFrame) -> pd.DataFrame:
     """The cohort manifest: two sessions × 12 image endpoints per patient, plus /tle rows.
 
@@ -114,7 +192,7 @@ def demo_manifest(sb, patients: pd.DataFrame) -> pd.DataFrame:
     sb : dentalkit.sandbox.SandboxServer
         The running sandbox (its ``image_url`` gives the synthetic input images).
     patients : DataFrame
-        Typed patient table with ``patient_id`` (see :func:`dentalkit.tle.example_patients`).
+        Typed patient table with ``patient_id`` (see :func:`tle_inputs`).
     """
     from dentalkit import tle
     from dentalkit.sandbox.render import default_image_kind
@@ -201,7 +279,12 @@ def run_demo(
             f"port {port} is busy; run the demo with another --port (an out folder belongs to "
             "one sandbox address, so use the same --port for later runs on that folder)"
         )
-    typed = tle.example_patients(patients)
+    # Sex and birth date of each patient: the sandbox's patient record (the anatomy was
+    # simulated for them); a real study joins its own patient table here. The /tle inputs
+    # take sex and age from it too, so that a patient has one sex and age in every output.
+    drawn = tle.example_patients(patients)
+    record = sandbox_patients(drawn["patient_id"].astype(str), SESSIONS[0])
+    typed = tle_inputs(drawn, record, SESSIONS[0])
     cal = sandbox_calibration()
     with running(port=port, drift=tuple(drift)) as sb:
         echo(f"sandbox at {sb.base_url} (sandbox key: {sb.api_key})")
@@ -244,9 +327,6 @@ def run_demo(
     n_drift = int((contract["verdict"] == "drift").sum())
     echo(f"contract: {n_drift} difference(s) from the registry; see {out / 'contract.md'}")
 
-    # Sex and birth date of each patient: the sandbox's patient record (the anatomy was
-    # simulated for them); a real study joins its own patient table here.
-    record = sandbox_patients(typed["patient_id"].astype(str), SESSIONS[0])
     step = Stage("analyses", echo, "ceph, arch, teeth, findings, treatment length")
     analyses = pipeline.analyze(tables, cal, responses=responses, patients=record)
     # Treatment length: the typed table, the estimates and simulated observed durations

@@ -246,7 +246,9 @@ def test_manifest_errors_name_rows_and_fields_without_python_names(tmp_path, mon
     args = [*base, "--endpoint", "ceph_lateral_points", "--errors", "raise"]
     code, out = _run(["fetch", str(manifest), "--out", str(tmp_path / "s2"), *args])
     assert code == 2
-    assert "row 1: timestamp: missing field" in out and "row 2: image_url: missing field" in out
+    # manifest rows count data rows from 1, and the CSV line is said (docs/conventions.md)
+    assert "manifest row 1 (CSV line 2): timestamp: missing field" in out
+    assert "manifest row 2 (CSV line 3): image_url: missing field" in out
     assert "Or pass --errors collect" in out and "errors='collect'" not in out
     assert not PYTHON_NAMES.search(out)
     # collected: the summary names the skipped rows, the CSV lists them
@@ -254,6 +256,7 @@ def test_manifest_errors_name_rows_and_fields_without_python_names(tmp_path, mon
     code, out = _run(["fetch", str(manifest), "--out", str(tmp_path / "s3"), *args])
     assert code == 1
     assert "2 bad manifest row(s) skipped" in out and "manifest-problems.csv" in out
+    assert "CSV line = row + 1" in out
     assert not PYTHON_NAMES.search(out)
     assert not (tmp_path / "s3" / "failures.parquet").exists()  # only when something failed
 
@@ -280,3 +283,86 @@ def test_help_texts_read_as_sentences():
         assert "``" not in out, name
         assert "…│" not in out, name  # no option help cut off by the layout
         assert "<list[str]>" not in out, name  # repeatable options name what they take
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("ftp://svc.example.org/api/v2", "is not an http(s) URL with a host"),
+        ("svc.example.org/api/v2", "is not an http(s) URL with a host"),
+        ("http://svc.example.org/api/v2", "refusing plain http://"),
+        ("http://evil.localhost/api/v2", "refusing plain http://"),
+    ],
+)
+def test_openapi_refuses_a_server_url_the_client_would_refuse(url, words, tmp_path):
+    # the servers entry is where a generated client sends the key: the client's rule
+    code, out = _run(["openapi", "--base-url", url, "--out", str(tmp_path / "o.json")])
+    assert code == 2, out
+    flat = " ".join(out.replace("│", " ").split())
+    assert "Invalid value for '--base-url'" in flat and words in flat, flat
+    assert not (tmp_path / "o.json").exists()
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://svc.example.org/api/v2", "http://127.0.0.1:8765/api/v2", "http://[::1]:1/api/v2"],
+)
+def test_openapi_takes_https_or_loopback_http_as_the_server(url, tmp_path):
+    import json
+
+    code, out = _run(["openapi", "--base-url", url, "--out", str(tmp_path / "o.json")])
+    assert code == 0, out
+    assert json.loads((tmp_path / "o.json").read_text())["servers"] == [{"url": url}]
+
+
+def test_tables_with_errors_raise_names_the_response_without_python_names(tmp_path, monkeypatch):
+    # a malformed response under --errors raise: the terminal gets the option, not errors=
+    import dentalkit.convert
+    import dentalkit.fetch.store
+    from dentalkit.errors import ResponseFormatError
+
+    responses = pd.DataFrame({"endpoint": ["classifier"], "patient_id": ["P1"]})
+    monkeypatch.setattr(dentalkit.fetch.store, "read_responses", lambda store: responses)
+
+    def malformed(*args, **kwargs):
+        raise ResponseFormatError(
+            "expected a number, got 'abc'",
+            endpoint="classifier",
+            patient_id="P1",
+            timestamp="2024-03-05",
+            path="$.Results.Class_II",
+            row=0,
+        )
+
+    monkeypatch.setattr(dentalkit.convert, "tables", malformed)
+    args = ["tables", str(tmp_path), "--out", str(tmp_path / "t"), "--errors", "raise"]
+    code, out = _run([*args, "--no-progress"])
+    assert code == 2, out
+    assert (
+        "malformed response (classifier, patient P1, session 2024-03-05; responses row 0, "
+        "0-based position in the store) at $.Results.Class_II: expected a number" in out
+    ), out
+    assert "--errors collect" in out and "errors=" not in out and "errors='" not in out
+    assert not PYTHON_NAMES.search(out) and "row=" not in out
+
+
+def test_warnings_reach_the_terminal_as_one_line_without_python_source(tmp_path, monkeypatch):
+    # Python's form names the file, line and source line (cli.py:288 … fetch_cohort()
+    import warnings
+
+    monkeypatch.setenv("DENTALKIT_API_KEY", "not-sent-anywhere")
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("patient_id,timestamp,image_url,colour\nP1,,http://x.example/a\n")
+    args = ["fetch", str(manifest), "--out", str(tmp_path / "s"), "--endpoint", "classifier"]
+    args += ["--base-url", "http://127.0.0.1:9/api/v2", "--errors", "raise", "--cache", "memory"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")  # shown, as outside pytest
+        code, out = _run(args)
+    assert code == 2, out
+    assert (
+        "warning: manifest columns ignored (not a key, endpoint or option column): colour; "
+        "the option columns are DrawContours, PlotLabels" in out
+    ), out
+    assert "DentalkitWarning" not in out and "fetch_cohort" not in out and ".py:" not in out
+    assert "['" not in out  # no list repr
+    assert not PYTHON_NAMES.search(out)

@@ -6,6 +6,7 @@ import re
 import socket
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from dentalkit import io
@@ -224,3 +225,91 @@ def test_report_names_the_compared_levels_from_the_groups_list():
     [body] = [b for title, b in _sections({}, {"arch_compare": cmp}) if "by skeletal" in title]
     assert "in the order Class I, Class II, Class III)" in body
     assert re.search(r"\| +4, 3, 2 +\|", body)
+
+
+def test_every_demo_table_gives_a_patient_the_sex_and_age_of_the_sandbox_record(demo_study):
+    """One sex and one age per patient across the demo's outputs: the sandbox's record.
+
+    The /tle inputs used to draw sex and age independently of the sandbox patient whose
+    anatomy the z-scores use, so a patient could be female in ceph_zscores and male in
+    tle_estimates. Spellings differ by producer (the record's F/M, the codebook's
+    female/male); both are read through the codebook's own labels and aliases.
+    """
+    from datetime import UTC, datetime
+
+    from dentalkit import tle
+    from dentalkit.sandbox import truth
+    from dentalkit.tle.codebook import normalize_spelling
+
+    out, _, first = demo_study
+    assert first.exit_code == 0, first.output
+    p02 = tle.load_codebook()["p02"]
+    code_of = {label: code for label, code in p02.levels}
+
+    def as_code(value: object) -> str:
+        return code_of[p02.lookup[normalize_spelling(str(value))]]
+
+    carrying = {}
+    for path in sorted((out / "analyses").glob("*.parquet")) + sorted(
+        (out / "tables").glob("*.parquet")
+    ):
+        table = pd.read_parquet(path)
+        if {"patient_id", "sex"} <= set(table.columns):
+            carrying[path.stem] = table
+    assert {"ceph_zscores", "tle_estimates"} <= set(carrying)
+
+    session = "2024-03-05T10:00:00Z"  # the demo's first session, that of its /tle rows
+    when = datetime(2024, 3, 5, 10, tzinfo=UTC)
+    for pid in carrying["ceph_zscores"]["patient_id"].astype(str).unique():
+        record = truth(pid, session)["patient"]
+        sexes = {
+            name: {as_code(v) for v in t.loc[t["patient_id"].astype(str) == pid, "sex"]}
+            for name, t in carrying.items()
+        }
+        assert all(s == {record["sex"]} for s in sexes.values()), (pid, record, sexes)
+        # age at the /tle session, by hand from the record's birth date (365.25-day years)
+        born = datetime.fromisoformat(record["birth_date"]).replace(tzinfo=UTC)
+        age = (when - born).total_seconds() / (365.25 * 86400)
+        est = carrying["tle_estimates"]
+        [tle_age] = est.loc[est["patient_id"].astype(str) == pid, "age_years"]
+        assert tle_age == pytest.approx(age, abs=1e-9)
+        z = carrying["ceph_zscores"]
+        first_session = z[(z["patient_id"].astype(str) == pid) & (z["timestamp"] == session)]
+        assert first_session["age"].to_numpy() == pytest.approx(age, abs=1e-9)
+
+
+def test_tle_inputs_take_sex_and_age_from_the_record_and_keep_the_rest():
+    from datetime import UTC, datetime
+
+    from dentalkit import tle
+    from dentalkit.demo import tle_inputs
+    from dentalkit.errors import InputError
+    from dentalkit.sandbox import truth
+
+    drawn = tle.example_patients(50)
+    ids = drawn["patient_id"].astype(str)
+    record = pd.DataFrame(
+        [{"patient_id": p, **truth(p, "2024-03-05T10:00:00Z")["patient"]} for p in ids]
+    )[["patient_id", "sex", "birth_date"]]
+    typed = tle_inputs(drawn, record, "2024-03-05T10:00:00Z")
+    # the draws disagreed with the sandbox for many of the 50 (22 before the fix)
+    assert (drawn["sex"].astype(str).str[0].str.upper() != record["sex"]).sum() > 10
+    assert (
+        typed["sex"].astype(str).tolist()
+        == record["sex"].map({"F": "female", "M": "male"}).tolist()
+    )
+    born = [datetime.fromisoformat(b).replace(tzinfo=UTC) for b in record["birth_date"]]
+    when = datetime(2024, 3, 5, 10, tzinfo=UTC)
+    ages = [(when - b).total_seconds() / (365.25 * 86400) for b in born]
+    assert typed["age_years"].to_numpy() == pytest.approx(ages, abs=1e-9)
+    # p01 floors to completed years, p02 sends the record's code
+    queries = tle.encode(typed)
+    assert queries["p02"].tolist() == record["sex"].tolist()
+    assert queries["p01"].astype(int).tolist() == [int(a) for a in ages]
+    rest = [c for c in drawn.columns if c not in ("sex", "age_years")]
+    pd.testing.assert_frame_equal(typed[rest], drawn[rest])
+
+    with pytest.raises(InputError, match="no row for patient_id DEMO-050"):
+        tle_inputs(drawn, record.head(49))
+    with pytest.raises(InputError, match=r"patient DEMO-001: the record's sex 'X'"):
+        tle_inputs(drawn, record.assign(sex=["X", *record["sex"][1:]]))

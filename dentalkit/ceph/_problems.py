@@ -183,7 +183,7 @@ def check_column_types(landmarks: pd.DataFrame, key_cols: list[str]) -> pd.DataF
         if bad.any():
             row = first_bad(bad)
             raise InputError(
-                f"landmarks column {col!r} must hold numbers (pixels); row {row} holds "
+                f"landmarks column {col!r} must hold numbers (pixels); row {row} (0-based position) holds "
                 f"{type(values.iloc[row]).__name__} {reprlib.repr(values.iloc[row])}"
             )
         if out is landmarks:
@@ -197,7 +197,7 @@ def check_column_types(landmarks: pd.DataFrame, key_cols: list[str]) -> pd.DataF
         if bad.any():
             row = first_bad(bad)
             raise InputError(
-                f"landmarks column {col!r} must hold text or numbers; row {row} holds a "
+                f"landmarks column {col!r} must hold text or numbers; row {row} (0-based position) holds a "
                 f"{type(values.iloc[row]).__name__} {reprlib.repr(values.iloc[row])}"
             )
     return out

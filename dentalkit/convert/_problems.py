@@ -76,7 +76,7 @@ class Problems:
     def bad_row(self, row: int, endpoint, pid, ts, field: str, reason: str) -> None:
         """A responses-table row that cannot be converted (not the body's fault)."""
         if not self.collect:
-            raise InputError(f"responses row {row}: {field}: {reason}")
+            raise InputError(f"responses row {row} (0-based position): {field}: {reason}")
         ep = endpoint if isinstance(endpoint, str) else None
         pid = pid if isinstance(pid, str) else None
         ts = ts if isinstance(ts, str) else None

@@ -141,7 +141,8 @@ def tables(
         warnings.warn(
             f"{len(found)} problem(s) while converting "
             f"({int((found['severity'] == 'error').sum())} left out, the rest kept), e.g. "
-            f"responses row {found['row'].iloc[0]} at {found['path'].iloc[0]}: "
+            f"responses row {found['row'].iloc[0]} (0-based position) at "
+            f"{found['path'].iloc[0]}: "
             f"{found['reason'].iloc[0]}. The 'problems' table lists them all",
             DentalkitWarning,
             stacklevel=2,
@@ -239,7 +240,8 @@ def _one(
         dropped = int((found["severity"] == "error").sum())
         warnings.warn(
             f"{len(found)} problem(s) while converting {table} ({dropped} dropped, the rest "
-            f"kept), e.g. row {found['row'].iloc[0]} at {found['path'].iloc[0]}: "
+            f"kept), e.g. responses row {found['row'].iloc[0]} (0-based position) at "
+            f"{found['path'].iloc[0]}: "
             f"{found['reason'].iloc[0]}. dentalkit.convert.tables(...)['problems'] lists them all",
             DentalkitWarning,
             stacklevel=3,

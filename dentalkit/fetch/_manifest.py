@@ -322,8 +322,9 @@ def _warn_ignored_columns(columns: set[Any]) -> None:
     ignored = sorted(str(c) for c in columns - known if not str(c).startswith("_"))
     if ignored:
         warnings.warn(
-            f"manifest columns ignored (not a key, endpoint or option column): {ignored}; "
-            f"option columns are {sorted(set(_OPTION_NAMES))}",
+            "manifest columns ignored (not a key, endpoint or option column): "
+            f"{', '.join(ignored)}; the option columns are "
+            f"{', '.join(sorted(set(_OPTION_NAMES)))}",
             DentalkitWarning,
             stacklevel=4,
         )
@@ -585,7 +586,7 @@ def _drop_duplicates(
             "path": "request",
             "value": d["endpoint"].to_numpy(),
             "reason": [
-                f"duplicate request (same endpoint, patient, timestamp, image and options as row {first[k]})"
+                f"duplicate request (same endpoint, patient, timestamp, image and options as manifest row {first[k]})"
                 for k in d["request_key"]
             ],
         }

@@ -11,6 +11,7 @@ Only the calling process writes the store; workers only call the service.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
@@ -38,6 +39,38 @@ _STOPPED = {
     "auth": "the service rejected the API key",
     "unreachable": "the service could not be reached",
 }
+
+
+#: ``[Errno 111] Connection refused``: the operating system's words inside urllib3's reprs.
+_ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")\]]+)")
+
+
+def plain_reason(text: str) -> str:
+    """A transport failure's cause in words, without the HTTP library's reprs.
+
+    ``requests`` words a refused connection as ``HTTPConnectionPool(host='…', port=…):
+    Max retries exceeded … (Caused by NewConnectionError(…))``; a terminal line or log
+    needs only the request and the cause the operating system gave. Other texts are
+    returned unchanged (the full text stays in the failures table).
+
+    >>> plain_reason(
+    ...     "POST /tle for patient 'P1': ConnectionError: HTTPConnectionPool("
+    ...     "host='h', port=1): Max retries exceeded (Caused by NewConnectionError('x: "
+    ...     "[Errno 111] Connection refused'))"
+    ... )
+    "POST /tle for patient 'P1': Connection refused"
+    >>> plain_reason("GET /tle: ReadTimeout: HTTPConnectionPool(host='h', port=1): Read timed out.")
+    'GET /tle: timed out'
+    """
+    causes = _ERRNO.findall(text)
+    if causes:
+        cause = causes[-1].strip().rstrip(".")
+    elif re.search(r"timed out", text, re.IGNORECASE) and "Pool(" in text:
+        cause = "timed out"
+    else:
+        return text
+    request, sep, _ = text.partition(": ")
+    return f"{request}: {cause}" if sep else cause
 
 
 def stop_reason(exc: Exception, answered: bool) -> str | None:
@@ -304,7 +337,14 @@ class _Scheduler:
         why = stop_reason(exc, bool(report.stored or self.buffer))
         if why and report.stopped is None:
             report.stopped, report.stop_reason = why, str(exc)
-            log.error("fetch_cohort stops sending: %s (%s)", _STOPPED[why], exc)
+            # the user's words, not the function's name: the CLI shows this line as it is
+            log.error(
+                "the fetch stopped sending requests: %s (%s); every failed request and its "
+                "reason are listed in %s",
+                _STOPPED[why],
+                plain_reason(str(exc)),
+                self.store.out / "failures.parquet",
+            )
         if self.errors == "raise" and self.first_error is None:
             self.first_error = exc
 

@@ -146,7 +146,7 @@ def _geo_table(df: pd.DataFrame, geometry: str, name: str | None = None) -> pa.T
     if not_geom.any():
         bad = int(np.flatnonzero(not_geom)[0])
         raise InputError(
-            f"column {geometry!r} holds a {type(geoms[bad]).__name__} at row {bad}; "
+            f"column {geometry!r} holds a {type(geoms[bad]).__name__} at row {bad} (0-based position); "
             "expected shapely geometries or None"
         )
     wkb = shapely.to_wkb(geoms, output_dimension=2, byte_order=1, flavor="iso")

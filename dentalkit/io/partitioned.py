@@ -133,14 +133,16 @@ def patient_bucket(
     codes, uniques = pd.factorize(pd.Series(patient_ids, dtype=object), use_na_sentinel=True)
     if (codes < 0).any():
         row = int(np.flatnonzero(codes < 0)[0])
-        raise InputError(f"patient_id is missing at row {row}; every row needs a patient")
+        raise InputError(
+            f"patient_id is missing at row {row} (0-based position); every row needs a patient"
+        )
     keys = list(uniques)
     first_bad = next((i for i, k in enumerate(keys) if not isinstance(k, str)), None)
     if first_bad is not None:
         bad = keys[first_bad]
         row = int(np.flatnonzero(codes == first_bad)[0])
         raise InputError(
-            f"patient_id at row {row} is a {type(bad).__name__} ({bad!r}), not a string; "
+            f"patient_id at row {row} (0-based position) is a {type(bad).__name__} ({bad!r}), not a string; "
             "patient ids are strings (cast the column with .astype(str) if that is what you mean)"
         )
     per_unique = np.fromiter(

@@ -172,7 +172,7 @@ def raise_if_problems(problems: pd.DataFrame, what: str, errors: str) -> None:
         first = problems.iloc[0]
         warnings.warn(
             f"{what}: {len(problems)} problem(s) in the input, left out of the results "
-            f"(e.g. row {first['row']} column {first['path']!r}: {first['reason']}); "
+            f"(e.g. row {first['row']} (0-based position) column {first['path']!r}: {first['reason']}); "
             "the problems table lists them all",
             DentalkitWarning,
             stacklevel=3,
@@ -183,7 +183,8 @@ def raise_if_problems(problems: pd.DataFrame, what: str, errors: str) -> None:
         who = ", ".join(
             f"{k}={rec[k]!r}" for k in ("patient_id", "timestamp") if rec.get(k) is not None
         )
-        lines.append(f"  row {rec['row']} ({who}) column {rec['path']!r}: {rec['reason']}")
+        where = f"0-based position; {who}" if who else "0-based position"
+        lines.append(f"  row {rec['row']} ({where}) column {rec['path']!r}: {rec['reason']}")
     more = f"\n  … and {len(problems) - 10} more" if len(problems) > 10 else ""
     err = InputError(
         f"{what}: {len(problems)} problem(s) in the input:\n"

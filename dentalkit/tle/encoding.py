@@ -148,7 +148,7 @@ def encode(
             first = problem_table.iloc[0]
             warnings.warn(
                 f"{int(bad_rows.sum())} of {len(table)} patient row(s) left out: "
-                f"{len(problem_table)} invalid value(s), e.g. row {first['row']} "
+                f"{len(problem_table)} invalid value(s), e.g. row {first['row']} (0-based position) "
                 f"{first['field']}={first['value']!r}: {first['reason']}. Pass "
                 "errors='collect' to get the problems table",
                 DentalkitWarning,

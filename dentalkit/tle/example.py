@@ -3,6 +3,12 @@
 For demos, documentation and tests only. The proportions below are **illustrative
 choices**, not estimates from any study; do not use the table to say anything about
 real patients.
+
+Every column, sex and age included, is drawn here, independently of any other record. To
+ask ``/tle`` about patients who exist elsewhere too, such as sandbox patients whose anatomy
+was simulated for a sex and birth date, take sex and age from that record
+(``dentalkit demo`` does so with :func:`dentalkit.demo.tle_inputs`), or each output would
+give a patient its own sex and age.
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ def example_patients(n: int = 50, seed: int = 0) -> pd.DataFrame:
         III), ``crowding`` and ``spacing`` (none/mild/moderate/severe), ``overjet_mm`` and
         ``overbite_mm`` (0.1 mm, tied loosely to the class), ``crossbite``, ``open_bite``,
         ``extraction`` (bool) and ``difficulty_score`` (0–10, 0.1 steps). Every value is
-        valid under the shipped codebook.
+        valid under the shipped codebook. Sex and age are drawn, not read from any
+        patient record (see the module notes).
 
     Examples
     --------

@@ -15,6 +15,7 @@ import pytest
         "dentalkit.fetch.store",
         "dentalkit.fetch.client",
         "dentalkit.fetch.cohort",
+        "dentalkit.fetch._schedule",
     ],
 )
 def test_docstring_examples(module):

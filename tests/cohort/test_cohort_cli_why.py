@@ -4,6 +4,8 @@ request the same way (issue 20, item 7)."""
 
 from __future__ import annotations
 
+import logging
+import re
 import socket
 
 import pandas as pd
@@ -28,7 +30,11 @@ def _lines(result) -> list[str]:
     return [line for line in result.output.splitlines() if line.startswith("error:")]
 
 
-def test_wrong_key_is_named_in_one_line_and_stops_the_run(fresh, tmp_path):
+#: Python names a terminal line must not show: a function call, an argument, a repr.
+PYTHON_NAMES = re.compile(r"fetch_cohort|\w+\(\)|\b\w+=(True|False|None|'|\")|\bNone\b|<\w+")
+
+
+def test_wrong_key_is_named_in_one_line_and_stops_the_run(fresh, tmp_path, caplog):
     runner = CliRunner()
     wrong = "not-the-key-" + "x" * 20
     env = {"DENTALKIT_API_KEY": wrong, "DENTALKIT_BASE_URL": fresh.base_url}
@@ -43,6 +49,12 @@ def test_wrong_key_is_named_in_one_line_and_stops_the_run(fresh, tmp_path):
     # it stopped: far fewer than the 12 requests reached the service (window of 4 in flight)
     assert fresh.stats()["by_status"].get(401, 0) < 12
     assert (read_failures(out)["status_code"] == 401).all()
+    logged = _stop_logs(caplog)
+    assert any(
+        m.startswith("the fetch stopped sending requests: the service rejected the API key")
+        for m in logged
+    ), logged
+    assert not any(PYTHON_NAMES.search(m) for m in logged), logged
     # with errors=raise the same line, the same exit status
     raised = runner.invoke(app, [*args, "--errors", "raise"], env=env)
     assert raised.exit_code == 3 and len(_lines(raised)) == 1, raised.output
@@ -53,7 +65,16 @@ def test_wrong_key_is_named_in_one_line_and_stops_the_run(fresh, tmp_path):
     assert "12 stored now" in fixed.output and "failed earlier" not in fixed.output
 
 
-def test_unreachable_service_is_named_in_one_line(tmp_path):
+def _stop_logs(caplog) -> list[str]:
+    """The dentalkit log lines a CLI user sees (the CLI logs WARNING and above)."""
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name.startswith("dentalkit") and r.levelno >= logging.WARNING
+    ]
+
+
+def test_unreachable_service_is_named_in_one_line(tmp_path, caplog):
     with socket.socket() as s:  # a loopback port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -73,6 +94,15 @@ def test_unreachable_service_is_named_in_one_line(tmp_path):
     (line,) = _lines(result)
     assert f"cannot reach the service at http://127.0.0.1:{port}" in line
     assert "--base-url" in line
+    assert "(POST /classifier for patient 'W00': Connection refused)" in line
+    assert not PYTHON_NAMES.search(line), line
+    # the log line says what stopped in the user's words, not a Python function's name
+    logged = _stop_logs(caplog)
+    assert any(
+        m.startswith("the fetch stopped sending requests: the service could not be reached")
+        for m in logged
+    ), logged
+    assert not any(PYTHON_NAMES.search(m) for m in logged), logged
 
 
 def test_other_failures_are_summarised_by_kind(sb, tmp_path):

@@ -167,7 +167,8 @@ def test_structural_problems_raise_even_when_collecting(frame, kwargs, field):
 
 
 def test_unknown_columns_are_named_in_a_warning():
-    with pytest.warns(DentalkitWarning, match="draw_contour'"):
+    # named as words, not as a Python list repr
+    with pytest.warns(DentalkitWarning, match=r"column\): draw_contour, group; the option"):
         plan_requests(_manifest(1, draw_contour=[True], group=["a"]), "pano_segmentation")
 
 

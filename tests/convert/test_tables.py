@@ -99,7 +99,7 @@ def test_bad_request_rows(change, field):
     good = row("classifier", load("classifier"))
     responses = frame(good, bad)
     responses["patient_id"] = responses["patient_id"].astype(object)
-    with pytest.raises(InputError, match=f"responses row 1: {field}"):
+    with pytest.raises(InputError, match=rf"responses row 1 \(0-based position\): {field}"):
         convert.tables(responses)
     out = convert.tables(responses, errors="collect")
     assert len(out["classifications"]) == 1

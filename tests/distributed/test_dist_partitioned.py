@@ -67,7 +67,7 @@ def test_buckets_are_balanced():
     ("ids", "message"),
     [
         (["P1", None, "P3"], "missing at row 1"),
-        (["P1", "P2", 7], "row 2 is a int"),
+        (["P1", "P2", 7], r"row 2 \(0-based position\) is a int"),
         (["P1", float("nan")], "missing at row 1"),
     ],
 )
