@@ -122,14 +122,17 @@ def _given(v: Any) -> bool:
 
 
 def _problem_line(rec: dict, what: str) -> str:
-    """``row 3: timestamp='2024-13-01': not a date`` (never a Python ``None``)."""
+    """``manifest row 3: timestamp='2024-13-01': not a date`` (never a Python ``None``)."""
     given = _given
     row, label = rec.get("row"), rec.get("index_label")
     if isinstance(row, float) and row.is_integer():
         row = int(row)  # a row number read back from a float column
-    if given(label) and not (given(row) and label == row):  # the caller's index label
-        row = f"{row} (index {label!r})"
-    parts = [f"row {row}" if given(row) else f"the {what} as a whole"]
+    if what == "manifest":  # manifest rows count data rows from 1 (docs/conventions.md)
+        where = f"manifest row {row}"
+    else:  # any other table: the 0-based position, and the caller's index label if it differs
+        shown = f", index {label!r}" if given(label) and label != row else ""
+        where = f"row {row} (0-based position{shown})"
+    parts = [where if given(row) else f"the {what} as a whole"]
     field, value = rec.get("field"), rec.get("value")
     if given(field):
         parts.append(f"{field}={str(value)!r}" if given(value) else str(field))
@@ -177,8 +180,8 @@ def _problem_place(rec: dict) -> str:
     row, label = rec.get("row"), rec.get("index_label")
     if _given(row):
         row = int(row) if isinstance(row, float) and row.is_integer() else row
-        shown = f" (index {label!r})" if _given(label) and label != row else ""
-        parts.append(f"row {row}{shown}")
+        shown = f", index {label!r}" if _given(label) and label != row else ""
+        parts.append(f"row {row} (0-based position{shown})")
     field, value, path = rec.get("field"), rec.get("value"), rec.get("path")
     if _given(field):
         parts.append(f"{field}={str(value)!r}" if _given(value) else str(field))
@@ -600,8 +603,9 @@ PROBLEM_SCHEMA: tuple[ProblemColumn, ...] = (
         "row",
         "Int64",
         True,
-        "0-based position of the offending row in the input table (responses, manifest, "
-        "patients, the analysed table); null when the problem concerns a whole session",
+        "row of the input: for a manifest the manifest data row counted from 1 (CSV line = "
+        "row + 1); for any other table (responses, patients, the analysed table) its 0-based "
+        "position; null when the problem concerns the whole input or a whole session",
     ),
     ProblemColumn(
         "field",

@@ -378,7 +378,7 @@ def test_tle_problem_rows_are_positions_with_the_callers_labels_beside():
     bad = pd.DataFrame([TLE_BASE, {**TLE_BASE, "sex": "x"}], index=["a", "b"])
     problems = _tle_encode()
     assert problems["row"].tolist() == [1] and problems["index_label"].tolist() == ["b"]
-    with pytest.raises(ManifestError, match=r"row 1 \(index 'b'\): sex='x'"):
+    with pytest.raises(ManifestError, match=r"row 1 \(0-based position, index 'b'\): sex='x'"):
         tle.encode(bad)
 
 
@@ -415,7 +415,7 @@ DEFAULT_CALLS = {
     "tle.estimate": (
         lambda tmp: tle.estimate(pd.DataFrame([{"patient_id": "P7", **TLE_BASE}]), NO_ANSWERS),
         InputError,
-        r"endpoint tle, patient 'P7', row 0: no stored answer for this query",
+        r"endpoint tle, patient 'P7', row 0 \(0-based position\): no stored answer for this query",
     ),
     "fetch_cohort": (
         lambda tmp: fetch_cohort(_bad_fetch_manifest(), out=tmp / "out", progress=False),

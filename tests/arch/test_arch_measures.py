@@ -219,7 +219,9 @@ def test_bad_input():
         arch.measure(tk, model="ellipse")
     nan = tk.copy()
     nan.loc[2, "x"] = np.nan
-    with pytest.raises(InputError, match=r"row 2, x='nan': non-finite x/y of present tooth"):
+    with pytest.raises(
+        InputError, match=r"row 2 \(0-based position\), x='nan': non-finite x/y of present tooth"
+    ):
         arch.measure(nan)
     got = value(arch.measure(nan, errors="collect"), "intercanine_width")
     assert got["status"] == "bad_input"
@@ -311,7 +313,8 @@ def test_bad_tooth_points_are_also_rows_of_the_problems_table():
         ["table", "patient_id", "row", "field", "value", "arch", "index_label"]
     ].to_numpy().tolist() == [["tooth_keypoints", "p2", c_lft, "y", "inf", "up", f"r{c_lft}"]]
     with pytest.raises(
-        InputError, match=rf"patient 'p2', .*row {c_lft} \(index 'r{c_lft}'\), y='inf'"
+        InputError,
+        match=rf"patient 'p2', .*row {c_lft} \(0-based position, index 'r{c_lft}'\), y='inf'",
     ) as info:
         arch.measure(bad, mm_per_px=0.1)
     pd.testing.assert_frame_equal(info.value.problems, table)

@@ -303,8 +303,8 @@ def test_every_problem_reported_at_once_and_nothing_encoded_for_bad_rows():
     assert set(problems["param"]) == {"p01", "p02", "p06", "p08"}
     message = str(info.value)
     assert "4 problem(s); nothing was sent" in message
-    assert "row 1 (index 11): age_years='maybe'" in message
-    assert "row 4 (index 14): crossbite='7'" in message
+    assert "row 1 (0-based position, index 11): age_years='maybe'" in message
+    assert "row 4 (0-based position, index 14): crossbite='7'" in message
 
     enc, collected = encode(frame, errors="collect")
     assert enc.index.tolist() == [10, 12]

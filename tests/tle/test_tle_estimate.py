@@ -364,7 +364,9 @@ def test_missing_answers_in_a_plain_responses_table_are_problems(client):
         partial["estimate_length_months"].iloc[:2].tolist()
         == est["estimate_length_months"].tolist()
     )
-    with pytest.raises(InputError, match=r"patient '[^']+', row 2: no stored answer") as info:
+    with pytest.raises(
+        InputError, match=r"patient '[^']+', row 2 \(0-based position\): no stored answer"
+    ) as info:
         estimate(patients, client.stored())  # "raise" is the default
     assert "pass a fetcher" in str(info.value) and "errors='collect'" in str(info.value)
     assert info.value.problems["row"].tolist() == [2]
