@@ -83,7 +83,7 @@ def _study(sb, drift: tuple[str, ...], analyze: bool = False) -> dict:
         analyses = (
             pipeline.analyze(tables, sandbox_calibration(), responses=responses) if analyze else {}
         )
-        estimates = tle.estimate(PATIENTS, responses)
+        estimates = tle.estimate(PATIENTS, responses, errors="collect")
     return {
         "tables": tables,
         "analyses": analyses,
