@@ -57,6 +57,49 @@ def _plain_warnings() -> Iterator[None]:
         yield
 
 
+#: The Python API's advice in a fetch's log lines, as the command line says it. Each phrase
+#: is one dentalkit's fetch code writes (a test checks that it still does).
+CLI_WORDS = {
+    "pass retry_failed=True to retry them": "rerun with --retry-failed to retry them",
+}
+
+
+def _cli_words(text: str) -> str:
+    """``text`` with the Python API's advice replaced by the command line's options."""
+    for python, cli in CLI_WORDS.items():
+        text = text.replace(python, cli)
+    return text
+
+
+class _LogLine(logging.Formatter):
+    """A log record as ``LEVEL logger: message``, the message in the command's words."""
+
+    def __init__(self) -> None:
+        super().__init__("%(levelname)s %(name)s: %(message)s")
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+        return _cli_words(super().formatMessage(record))
+
+
+@contextmanager
+def _log_lines() -> Iterator[None]:
+    """Warnings and errors logged while a command runs, as lines on its stderr.
+
+    Unlike ``logging.basicConfig``, the handler writes to the stderr of the running command
+    and is removed when the command ends, so a later command in the same process (a test,
+    a notebook) does not write to the first one's closed stream.
+    """
+    root = logging.getLogger()
+    handler = logging.StreamHandler(typer.get_text_stream("stderr"))
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(_LogLine())
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+
+
 @app.callback()
 def _every_command(ctx: typer.Context) -> None:
     # runs before each command; the warning form is restored when the command ends
@@ -255,6 +298,7 @@ def openapi(
 
 @app.command()
 def fetch(
+    ctx: typer.Context,
     manifest: Annotated[
         Path, typer.Argument(help="CSV or Parquet manifest (patient_id, timestamp, image_url …).")
     ],
@@ -316,7 +360,7 @@ def fetch(
     from dentalkit.fetch.client import Client
     from dentalkit.fetch.cohort import fetch_cohort
 
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    ctx.with_resource(_log_lines())
     client = None
     try:
         client = Client(
@@ -404,8 +448,16 @@ def _stop_line(why: str, base_url: str | None, reason: str | None) -> str:
             "DENTALKIT_API_KEY to a valid key for this service (a sandbox key only works "
             "against the sandbox); nothing else was sent, rerun to resume [exit 3]"
         )
-    from dentalkit.fetch._schedule import plain_reason
+    from dentalkit.fetch._schedule import is_tls_failure, plain_reason
 
+    if is_tls_failure(reason or ""):
+        return (
+            f"error: the service at {where} could not be trusted "
+            f"({_short(plain_reason(reason or ''))}): check the base URL (--base-url or "
+            "DENTALKIT_BASE_URL); if the service's certificate is signed by a private CA (an "
+            "institution's own, or its proxy's), set REQUESTS_CA_BUNDLE to that CA's bundle "
+            "file (PEM) and rerun [exit 4]"
+        )
     return (
         f"error: cannot reach the service at {where} ({_short(plain_reason(reason or ''))}): "
         "check the base URL (--base-url or DENTALKIT_BASE_URL), the network and the proxy; "
@@ -471,6 +523,7 @@ def _echo_failure_reasons(failures) -> None:
 
 @app.command("first-contact")
 def first_contact(
+    ctx: typer.Context,
     manifest: Annotated[
         Path,
         typer.Argument(
@@ -501,7 +554,7 @@ def first_contact(
     from dentalkit.fetch.cohort import fetch_cohort, first_contact_plan
     from dentalkit.fetch.store import read_responses
 
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    ctx.with_resource(_log_lines())
     try:
         client = Client(_service_url(base_url), **({} if cache is None else {"cache": cache}))
         plan = first_contact_plan(manifest)
@@ -913,6 +966,7 @@ def export(
 
 @app.command()
 def demo(
+    ctx: typer.Context,
     patients: Annotated[
         int, typer.Option(min=1, max=100_000, help="Synthetic patients (two sessions each).")
     ] = 50,
@@ -947,7 +1001,7 @@ def demo(
     from dentalkit.errors import ConfigurationError
     from dentalkit.sandbox.drift import check_scenarios
 
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    ctx.with_resource(_log_lines())
     scenarios = check_scenarios([d.value for d in drift] if drift else None)
     try:
         run_demo(

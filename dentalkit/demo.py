@@ -120,6 +120,13 @@ def tle_inputs(
     replaces the drawn sex and age by the record's, so that a patient has one sex and one
     age in every output. A study does the same with its own patient table.
 
+    The other clinical columns stay drawn. In particular ``malocclusion_class`` is a label
+    independent of the anatomy the sandbox simulated: its ground truth has a skeletal
+    class, an overbite and a molar relation in mm, but no Angle class with Class II
+    divisions to take. Analyses of the demo's measures by ``malocclusion_class`` must
+    therefore show no effect; its treatment-length estimates differ by class only through
+    the class term of the sandbox's ``/tle`` rule (:data:`dentalkit.sandbox._findings.TLE_RULE`).
+
     Parameters
     ----------
     typed : DataFrame

@@ -366,3 +366,68 @@ def test_warnings_reach_the_terminal_as_one_line_without_python_source(tmp_path,
     assert "DentalkitWarning" not in out and "fetch_cohort" not in out and ".py:" not in out
     assert "['" not in out  # no list repr
     assert not PYTHON_NAMES.search(out)
+
+
+def test_skipped_failures_are_named_with_the_cli_option(tmp_path, monkeypatch):
+    # fetch_cohort's log line advises retry_failed=True; on the terminal it is the option
+    from dentalkit import settings
+
+    monkeypatch.setattr(settings, "max_retries", 0)  # one refused attempt, no backoff
+    monkeypatch.setenv("DENTALKIT_API_KEY", "not-sent-anywhere")
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("patient_id,timestamp,image_url\nP1,2024-01-02,http://x.example/a\n")
+    args = ["fetch", str(manifest), "--out", str(tmp_path / "s"), "--endpoint", "classifier"]
+    args += ["--base-url", "http://127.0.0.1:9/api/v2", "--no-progress", "--cache", "memory"]
+    code, out = _run(args)
+    assert code == 4, out
+    code, out = _run(args)  # the same process: the first command's stream is not reused
+    assert code == 1, out
+    assert (
+        "dentalkit: 1 request(s) failed in an earlier run and are skipped; rerun with "
+        "--retry-failed to retry them" in out
+    ), out
+    assert "retry_failed" not in out and "Logging error" not in out
+    assert not PYTHON_NAMES.search(out)
+
+
+def test_the_cli_words_replace_phrases_the_fetch_code_still_writes():
+    # a reworded log message would otherwise reach the terminal in Python's words again
+    from pathlib import Path
+
+    from dentalkit import cli
+
+    source = "".join(
+        p.read_text() for p in Path(cli.__file__).parent.joinpath("fetch").glob("*.py")
+    )
+    for phrase in cli.CLI_WORDS:
+        assert phrase in source, phrase
+
+
+def test_an_unverified_certificate_says_how_to_name_the_ca_on_the_command_line(
+    tmp_path, monkeypatch
+):
+    trustme = pytest.importorskip("trustme")
+    from dentalkit.sandbox import running
+
+    cert = trustme.CA().issue_cert("127.0.0.1")
+    chain, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert.private_key_and_cert_chain_pem.write_to_path(chain)
+    cert.private_key_pem.write_to_path(key)
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    manifest = tmp_path / "m.csv"
+    manifest.write_text("patient_id,timestamp,image_url\nP1,2024-01-02,https://x.example/a\n")
+    with running(tls=(str(chain), str(key))) as sb:
+        monkeypatch.setenv("DENTALKIT_API_KEY", sb.api_key)
+        for mode in ("collect", "raise"):
+            args = ["fetch", str(manifest), "--out", str(tmp_path / mode), "--errors", mode]
+            args += ["--endpoint", "classifier", "--base-url", sb.base_url, "--cache", "memory"]
+            code, out = _run([*args, "--no-progress"])
+            assert code == 4, out
+            assert (
+                "the server's TLS certificate could not be verified (unable to get local "
+                "issuer certificate)" in out
+            ), out
+            assert "set REQUESTS_CA_BUNDLE to that CA's bundle file (PEM)" in out
+            assert "the network and the proxy" not in out  # not the unreachable advice
+            assert "HTTPSConnectionPool" not in out and not PYTHON_NAMES.search(out)

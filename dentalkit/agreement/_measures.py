@@ -18,11 +18,14 @@ from dentalkit.agreement._common import (
     session_columns,
 )
 from dentalkit.agreement._pairing import no_pairs_error, pair, prepare
-from dentalkit.agreement._reliability import ICC_FORMS, icc
+from dentalkit.agreement._reliability import ICC_FORMS, ICC_MIN_RATINGS, icc, icc_min_targets
 from dentalkit.agreement._stats import LoaCI, bland_altman_moments
 from dentalkit.errors import InputError
 
 __all__ = ["MeasureAgreement", "measure"]
+
+#: Fewest paired sessions an ICC is computed from (two methods: pingouin's 5 ratings).
+ICC_MIN_PAIRS = icc_min_targets(2)
 
 
 @dataclass(frozen=True)
@@ -318,6 +321,25 @@ def _summary(pairs, cols, agreement, confidence, loa_ci, icc_form):
                 )
             )
             continue
+        label = _measure_label(pairs, rows)
+        n_units = _n_units(pairs, rows)
+        if len(rows) < ICC_MIN_PAIRS:
+            problems.append(
+                pairs.iloc[rows[:1]][["view", "measure"]].assign(
+                    side="both",
+                    path="icc",
+                    reason=(
+                        f"ICC of {label} not computed: {len(rows)} paired session(s) of "
+                        f"{n_units} patient(s), and the ICC needs at least {ICC_MIN_PAIRS} "
+                        "sessions measured by both methods (pingouin's two-way ANOVA refuses "
+                        f"fewer than {ICC_MIN_RATINGS} ratings; the limit is the software's). "
+                        "Bland–Altman and Dahlberg are still given. An ICC from so few "
+                        "sessions has a 95 % CI too wide to read: reliability studies plan "
+                        "at least 30 patients (Koo & Li 2016, J Chiropr Med 15:155–163)"
+                    ),
+                )
+            )
+            continue
         long = pd.DataFrame(
             {
                 "target": np.tile(np.arange(len(rows)), 2),
@@ -330,7 +352,10 @@ def _summary(pairs, cols, agreement, confidence, loa_ci, icc_form):
         except (ValueError, AssertionError, ZeroDivisionError) as exc:  # degenerate data
             problems.append(
                 pairs.iloc[rows[:1]][["view", "measure"]].assign(
-                    side="both", path="icc", reason=f"ICC not computable: {exc}"
+                    side="both",
+                    path="icc",
+                    reason=f"ICC of {label} not computed from {len(rows)} paired session(s) "
+                    f"of {n_units} patient(s): pingouin.intraclass_corr refused the data ({exc})",
                 )
             )
             continue
@@ -340,3 +365,18 @@ def _summary(pairs, cols, agreement, confidence, loa_ci, icc_form):
     summary["icc_ci95_high"] = icc_vals[:, 2]
     summary["icc_form"] = icc_form
     return summary, problems
+
+
+def _measure_label(pairs: pd.DataFrame, rows: np.ndarray) -> str:
+    """``'SNA (lateral)'``: the measure of a summary group, with its view when there is one."""
+    first = pairs.iloc[int(rows[0])]
+    view = first["view"] if "view" in pairs.columns else None
+    view = "" if view is None or pd.isna(view) or view == "" else f" ({view})"
+    return f"{first['measure']}{view}"
+
+
+def _n_units(pairs: pd.DataFrame, rows: np.ndarray) -> int:
+    """Patients behind the paired sessions ``rows`` (sessions when there is no patient_id)."""
+    if "patient_id" not in pairs.columns:
+        return len(rows)
+    return int(pairs["patient_id"].iloc[rows].nunique())

@@ -14,7 +14,36 @@ from scipy import stats as sps
 from dentalkit.agreement._stats import check_confidence, wilson_interval
 from dentalkit.errors import InputError, require
 
-__all__ = ["ICC_FORMS", "cohens_kappa", "icc"]
+__all__ = ["ICC_FORMS", "ICC_MIN_RATINGS", "cohens_kappa", "icc", "icc_min_targets"]
+
+#: Fewest ratings (targets × raters) :func:`pingouin.intraclass_corr` accepts: its
+#: two-way ANOVA (``pingouin.anova``) refuses fewer than 5 non-missing values. This is a
+#: guard of the software, not of the statistic (the ANOVA mean squares exist from 2
+#: targets and 2 raters); with two raters it means at least 3 targets.
+ICC_MIN_RATINGS = 5
+
+
+def icc_min_targets(raters: int) -> int:
+    """Fewest targets (sessions) an ICC with ``raters`` raters can be computed from here.
+
+    Parameters
+    ----------
+    raters : int
+        Number of raters (methods) rating every target.
+
+    Returns
+    -------
+    int
+        ``max(2, ceil(ICC_MIN_RATINGS / raters))``: two targets for the ANOVA's
+        degrees of freedom, and pingouin's 5 ratings.
+
+    Examples
+    --------
+    >>> icc_min_targets(2), icc_min_targets(3), icc_min_targets(5)
+    (3, 2, 2)
+    """
+    return max(2, -(-ICC_MIN_RATINGS // max(int(raters), 1)))
+
 
 #: Shrout & Fleiss (1979) forms → (pingouin ≥ 0.6 row label, pingouin ≤ 0.5 row label,
 #: McGraw & Wong 1996 description).
@@ -66,6 +95,13 @@ def icc(
         ``form``, ``description``, ``icc``, ``ci95_low``, ``ci95_high`` (pingouin's
         CI: always 95 %), ``F``, ``df1``, ``df2``, ``pval``.
 
+    Raises
+    ------
+    InputError
+        A column is missing, or fewer than 2 targets or raters or fewer than
+        :data:`ICC_MIN_RATINGS` ratings are given (pingouin's minimum; with two raters,
+        3 targets).
+
     References
     ----------
     Shrout PE, Fleiss JL. Intraclass correlations: uses in assessing rater
@@ -75,6 +111,20 @@ def icc(
     """
     if form not in ICC_FORMS:
         raise InputError(f"unknown ICC form {form!r}; choose one of {list(ICC_FORMS)}")
+    for column in (targets, raters, ratings):
+        if column not in data.columns:
+            raise InputError(
+                f"the ICC's data table lacks column {column!r} (targets, raters, ratings)"
+            )
+    given = data.loc[data[ratings].notna(), [targets, raters]]
+    n_targets, n_raters = given[targets].nunique(), given[raters].nunique()
+    if len(given) < ICC_MIN_RATINGS or n_targets < 2 or n_raters < 2:
+        raise InputError(
+            f"an ICC needs at least {icc_min_targets(max(n_raters, 2))} targets rated by every "
+            f"rater, and at least 2 raters; the data have {len(given)} rating(s) of {n_targets} "
+            f"target(s) by {n_raters} rater(s) (pingouin's two-way ANOVA, which gives the "
+            f"ICC's mean squares, refuses fewer than {ICC_MIN_RATINGS} ratings)"
+        )
     pg = require("pingouin", "stats")
     new, old, description = ICC_FORMS[form]
     with _full_precision(pg), warnings.catch_warnings(), np.errstate(all="ignore"):

@@ -61,9 +61,21 @@ def plain_reason(text: str) -> str:
     "POST /tle for patient 'P1': Connection refused"
     >>> plain_reason("GET /tle: ReadTimeout: HTTPConnectionPool(host='h', port=1): Read timed out.")
     'GET /tle: timed out'
+    >>> plain_reason(
+    ...     "POST /tle for patient 'P1': SSLError: HTTPSConnectionPool(host='h', port=1): Max "
+    ...     "retries exceeded (Caused by SSLError(SSLCertVerificationError(1, '[SSL: "
+    ...     "CERTIFICATE_VERIFY_FAILED] certificate verify failed: unable to get local issuer "
+    ...     "certificate (_ssl.c:1006)'))) — the server's TLS certificate could not be verified"
+    ... )
+    "POST /tle for patient 'P1': the server's TLS certificate could not be verified (unable to get local issuer certificate)"
     """
     causes = _ERRNO.findall(text)
-    if causes:
+    if is_tls_failure(text):
+        why = _TLS_WHY.search(text)
+        cause = "the server's TLS certificate could not be verified" + (
+            f" ({why.group(1).strip().rstrip('.')})" if why else ""
+        )
+    elif causes:
         cause = causes[-1].strip().rstrip(".")
     elif re.search(r"timed out", text, re.IGNORECASE) and "Pool(" in text:
         cause = "timed out"
@@ -71,6 +83,21 @@ def plain_reason(text: str) -> str:
         return text
     request, sep, _ = text.partition(": ")
     return f"{request}: {cause}" if sep else cause
+
+
+#: ``certificate verify failed: unable to get local issuer certificate (_ssl.c:1006)``.
+_TLS_WHY = re.compile(r"certificate verify failed: ([^'\"()]+)")
+
+
+def is_tls_failure(text: str) -> bool:
+    """Whether a transport failure's text says the server's certificate was not verified.
+
+    >>> is_tls_failure("SSLError(... [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
+    True
+    >>> is_tls_failure("POST /tle: ConnectionError: [Errno 111] Connection refused")
+    False
+    """
+    return "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text.lower()
 
 
 def stop_reason(exc: Exception, answered: bool) -> str | None:

@@ -366,8 +366,10 @@ max_response_bytes
                 raise TransportError(
                     f"{ep.method} {ep.path} for patient {patient_id!r}: "
                     f"{type(exc).__name__}: {scrub(str(exc), key)} — the server's TLS "
-                    "certificate could not be verified; check the base URL, or give the CA "
-                    "bundle with Client(verify='ca.pem') (settings.verify / REQUESTS_CA_BUNDLE)"
+                    "certificate could not be verified; check the base URL, or name the CA "
+                    "bundle (PEM file) that signed it: the REQUESTS_CA_BUNDLE environment "
+                    "variable (Python and the dentalkit command), or in Python "
+                    "Client(verify='ca.pem') or settings.verify"
                 ) from None
             except (requests.ConnectionError, requests.Timeout) as exc:
                 last = TransportError(

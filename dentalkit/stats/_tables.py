@@ -21,6 +21,7 @@ from dentalkit.errors import (
     DentalkitWarning,
     InputError,
     check_errors,
+    problems_error,
     problems_frame,
 )
 from dentalkit.errors import empty_problems as _empty_problems
@@ -178,22 +179,11 @@ def raise_if_problems(problems: pd.DataFrame, what: str, errors: str) -> None:
             stacklevel=3,
         )
         return
-    lines = []
-    for rec in problems.head(10).to_dict("records"):
-        who = ", ".join(
-            f"{k}={rec[k]!r}" for k in ("patient_id", "timestamp") if rec.get(k) is not None
-        )
-        where = f"0-based position; {who}" if who else "0-based position"
-        lines.append(f"  row {rec['row']} ({where}) column {rec['path']!r}: {rec['reason']}")
-    more = f"\n  … and {len(problems) - 10} more" if len(problems) > 10 else ""
-    err = InputError(
-        f"{what}: {len(problems)} problem(s) in the input:\n"
-        + "\n".join(lines)
-        + more
-        + "\nFix these rows, or pass errors='collect' to get the other results and a problems table"
+    raise problems_error(
+        problems,
+        f"{what}: {len(problems)} problem(s) in the input",
+        "Fix these rows, or pass errors='collect' to get the other results and a problems table",
     )
-    err.problems = problems  # type: ignore[attr-defined]
-    raise err
 
 
 def session_order(table: pd.DataFrame) -> pd.Series:

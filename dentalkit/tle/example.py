@@ -38,7 +38,9 @@ def example_patients(n: int = 50, seed: int = 0) -> pd.DataFrame:
         ``overbite_mm`` (0.1 mm, tied loosely to the class), ``crossbite``, ``open_bite``,
         ``extraction`` (bool) and ``difficulty_score`` (0–10, 0.1 steps). Every value is
         valid under the shipped codebook. Sex and age are drawn, not read from any
-        patient record (see the module notes).
+        patient record (see the module notes); so are the class and the occlusal
+        columns, not from any anatomy (the sandbox's included: analyses of its images'
+        measures by ``malocclusion_class`` show no effect).
 
     Examples
     --------

@@ -114,12 +114,69 @@ def test_nan_unpaired_and_small_groups_are_problems():
     text = " | ".join(res.problems["reason"])
     assert "value is NaN" in text
     assert "session only in the reference table" in text  # the test has no s03
-    assert "ICC not computable" in text  # pingouin needs ≥ 5 ratings (A has 2 pairs)
+    assert "ICC of A (lateral) not computed: 2 paired session(s)" in text  # needs 3
     assert "only 1 paired session" in text
     c = res.summary.set_index("measure").loc["C"]
     assert c["n"] == 1 and np.isnan(c["loa_low"]) and np.isnan(c["icc"])
     assert c["dahlberg"] == pytest.approx(0.5 / np.sqrt(2))
     assert res.summary.set_index("measure").loc["A", "n"] == 2
+
+
+def _icc_a1(ref, tst):
+    """McGraw & Wong (1996) ICC(A,1) from the two-way ANOVA mean squares, by hand."""
+    x = np.column_stack([ref, tst]).astype(float)
+    n, k = x.shape
+    grand = x.mean()
+    msr = k * ((x.mean(axis=1) - grand) ** 2).sum() / (n - 1)
+    msc = n * ((x.mean(axis=0) - grand) ** 2).sum() / (k - 1)
+    resid = x - x.mean(axis=1, keepdims=True) - x.mean(axis=0) + grand
+    mse = (resid**2).sum() / ((n - 1) * (k - 1))
+    return (msr - mse) / (msr + (k - 1) * mse + k / n * (msc - mse))
+
+
+def test_too_few_pairs_for_an_icc_is_said_in_dentalkits_words():
+    # two patients, two sessions each (4 rows) for SNA, 2 sessions of one patient for ANB
+    ids = ["p1", "p1", "p2", "p2"]
+    ref = pd.concat(
+        [
+            _long([80.0, 81.0, 84.0, 86.0], "SNA", "deg", ids),
+            _long([2.0, 3.0], "ANB", "deg", ["p1", "p1"]),
+        ]
+    )
+    ref["timestamp"] = ["t1", "t2", "t1", "t2", "t1", "t2"]
+    tst = ref.assign(value=ref["value"] + [0.5, 0.0, 1.0, -0.5, 0.5, 0.0])
+    res = agreement.measure(ref, tst, errors="collect")
+    s = res.summary.set_index("measure")
+    # three or more pairs: pingouin's ICC, checked against the hand formula
+    assert s.loc["SNA", "icc"] == pytest.approx(
+        _icc_a1([80, 81, 84, 86], [80.5, 81, 85, 85.5]), rel=1e-9
+    )
+    # two pairs: no ICC, a problem row in the one schema, the other statistics kept
+    assert np.isnan(s.loc["ANB", "icc"]) and s.loc["ANB", "bias"] == pytest.approx(0.25)
+    prob = res.problems
+    assert len(prob) == 1 and prob["path"].item() == "icc" and prob["measure"].item() == "ANB"
+    reason = prob["reason"].item()
+    assert reason.startswith(
+        "ICC of ANB (lateral) not computed: 2 paired session(s) of 1 patient(s), and the "
+        "ICC needs at least 3 sessions measured by both methods"
+    )
+    assert "fewer than 5 ratings" in reason and "Koo & Li 2016" in reason
+    assert "Data must have" not in reason  # pingouin's own text is not passed through
+    with pytest.raises(InputError, match=r"ICC of ANB \(lateral\) not computed") as info:
+        agreement.measure(ref, tst)  # errors='raise', the default
+    pd.testing.assert_frame_equal(info.value.problems, prob)
+
+
+def test_icc_on_too_few_targets_is_an_input_error_not_pingouins_assertion():
+    long = pd.DataFrame({"t": [0, 1, 0, 1], "r": list("aabb"), "v": [1.0, 2.0, 1.5, 2.5]})
+    with pytest.raises(InputError, match=r"at least 3 targets.*4 rating\(s\) of 2 target"):
+        agreement.icc(long, "t", "r", "v")
+    with pytest.raises(InputError, match="lacks column 'rating'"):
+        agreement.icc(long, "t", "r", "rating")
+    three = pd.DataFrame({"t": [0, 1, 2] * 2, "r": list("aaabbb"), "v": [1.0, 2, 4, 1.5, 2, 5]})
+    assert agreement.icc(three, "t", "r", "v")["icc"] == pytest.approx(
+        _icc_a1([1, 2, 4], [1.5, 2, 5]), rel=1e-9
+    )
 
 
 # ------------------------------------------------------------------ classification
