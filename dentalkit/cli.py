@@ -807,10 +807,13 @@ def analyze(
             step.result = f"{len(analyses)} analysis tables"
     except (DentalkitError, FileNotFoundError) as exc:
         text = str(exc)
-        if text.endswith(pipeline.ANALYZE_HINT):  # --errors raise: the CLI's way on
-            text = text[: -len(pipeline.ANALYZE_HINT)] + (
-                "Fix these rows, or run with --errors collect to analyse the other rows and "
-                "list these in analysis_problems.parquet; nothing was written"
+        if text.endswith(pipeline.ANALYZE_HINT):  # --errors raise: in the terminal's words
+            head, _, rows = text[: -len(pipeline.ANALYZE_HINT)].partition("\n")
+            head = head.replace("dentalkit.pipeline.analyze met", "the analyses met", 1)
+            head = head.replace("nothing was returned", "nothing was written", 1)
+            text = (
+                f"{head}\n{rows}Fix these rows, or run with --errors collect to analyse the "
+                "other rows and list these in analysis_problems.parquet"
             )
         raise _fail(text) from None
     problems = analyses.get("analysis_problems")

@@ -224,6 +224,11 @@ def test_cli_analyze_collects_by_default_and_raise_writes_nothing(bad, tmp_path)
     assert f"row {where['tooth'][2]} (0-based position)" in text
     assert "arch.measure (tooth_keypoints)" in text and "ceph.measure (ceph_measures)" in text
     assert "--errors collect" in text and "errors='collect'" not in text
+    assert (
+        "\nerror: the analyses met 2 problem(s): ceph.measure 1, arch.measure 1; nothing was "
+        "written:\n"
+    ) in text
+    assert "dentalkit.pipeline" not in text
     assert not raised.exists()
 
 
