@@ -62,7 +62,11 @@ def demo_frames(folder: Path) -> dict[str, object]:
     tables = convert.tables(responses, errors="collect")
     ids = sorted(tables["landmarks"]["patient_id"].astype(str).unique())
     analyses = pipeline.analyze(
-        tables, sandbox_calibration(), responses=responses, patients=sandbox_patients(ids)
+        tables,
+        sandbox_calibration(),
+        responses=responses,
+        patients=sandbox_patients(ids),
+        errors="collect",  # as the demo: analysis_problems is one of its outputs
     )
     return {**tables, **analyses, "contract": contract_report(responses)}
 

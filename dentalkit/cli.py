@@ -815,14 +815,25 @@ def analyze(
             "z-scores then use the norm of each patient's sex and age.",
         ),
     ] = None,
+    errors: Annotated[
+        ErrorsMode,
+        typer.Option(
+            help="Collect: analyse the usable rows and list the rest in "
+            "analysis_problems.parquet (exit status 1). Raise: stop and name every bad row, "
+            "writing nothing. The command collects by default; pipeline.analyze in Python "
+            "raises."
+        ),
+    ] = ErrorsMode.collect,
 ) -> None:
     """Run every cohort analysis the tables allow (ceph, arch, teeth, findings).
 
-    Writes one Parquet file per analysis table (docs/columns.md lists them). Millimetres
-    only with --mm-per-px; nothing is guessed. Without --patients, norms given by sex or
-    age give no z-score (the norm_note column says why). Exit status 0 when done, 1 when
-    the tables allow no analysis (they have no rows), 2 when TABLES_DIR holds no tables
-    written by dentalkit tables or an input cannot be read.
+    Writes one Parquet file per analysis table (docs/columns.md lists them), and
+    analysis_problems.parquet: the rows each analysis could not use (0 rows when none).
+    Millimetres only with --mm-per-px; nothing is guessed. Without --patients, norms given
+    by sex or age give no z-score (the norm_note column says why). Exit status 0 when done,
+    1 when some rows could not be analysed (see analysis_problems.parquet) or the tables
+    allow no analysis (they have no rows), 2 when TABLES_DIR holds no tables written by
+    dentalkit tables, an input cannot be read, or --errors raise met a bad row.
     """
     import pandas as pd
 
@@ -843,17 +854,35 @@ def analyze(
                 else pd.read_csv(patients, dtype={"patient_id": str})
             )
         with Stage("analyses", _err, "ceph, arch, teeth, findings") as step:
-            analyses = pipeline.analyze(tables, cal or None, responses=responses, patients=record)
+            analyses = pipeline.analyze(
+                tables, cal or None, responses=responses, patients=record, errors=errors.value
+            )
             step.result = f"{len(analyses)} analysis tables"
     except (DentalkitError, FileNotFoundError) as exc:
-        raise _fail(str(exc)) from None
-    if not analyses:
+        text = str(exc)
+        if text.endswith(pipeline.ANALYZE_HINT):  # --errors raise: in the terminal's words
+            head, _, rows = text[: -len(pipeline.ANALYZE_HINT)].partition("\n")
+            head = head.replace("dentalkit.pipeline.analyze met", "the analyses met", 1)
+            head = head.replace("nothing was returned", "nothing was written", 1)
+            text = (
+                f"{head}\n{rows}Fix these rows, or run with --errors collect to analyse the "
+                "other rows and list these in analysis_problems.parquet"
+            )
+        raise _fail(text) from None
+    problems = analyses.get("analysis_problems")
+    if not any(name != "analysis_problems" for name in analyses):
         raise _fail(
             f"the tables in {tables_dir} have no rows to analyse; nothing was written",
             EXIT_INCOMPLETE,
         )
     pipeline.write_analyses(analyses, out)
     _echo_counts(analyses, f"analysis tables to {out}")
+    if problems is not None:
+        summary = pipeline.problems_summary(problems)
+        if len(problems):
+            typer.echo(f"{summary}; see {out / 'analysis_problems.parquet'}")
+            raise typer.Exit(EXIT_INCOMPLETE)
+        typer.echo(f"{summary} (analysis_problems.parquet has 0 rows)")
 
 
 @app.command()

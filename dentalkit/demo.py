@@ -335,7 +335,8 @@ def run_demo(
     echo(f"contract: {n_drift} difference(s) from the registry; see {out / 'contract.md'}")
 
     step = Stage("analyses", echo, "ceph, arch, teeth, findings, treatment length")
-    analyses = pipeline.analyze(tables, cal, responses=responses, patients=record)
+    # collect: an analysis runs on the usable rows; the others are in analysis_problems
+    analyses = pipeline.analyze(tables, cal, responses=responses, patients=record, errors="collect")
     # Treatment length: the typed table, the estimates and simulated observed durations
     # (estimate + a documented Gaussian error, sd 4 months, seed 0) to show calibration.
     rng = np.random.default_rng(0)
@@ -356,7 +357,11 @@ def run_demo(
     # The sensitivity curves carry their inputs in attrs and stay in memory (figure only).
     stored = {k: v for k, v in analyses.items() if k != "tle_sensitivity"}
     pipeline.write_analyses(stored, out / "analyses")
-    step.done(f"{len(stored)} tables in {out / 'analyses'}")
+    step.done(
+        f"{len(stored)} tables in {out / 'analyses'}; "
+        + pipeline.problems_summary(analyses["analysis_problems"])
+        + " (in analysis_problems.parquet)"
+    )
 
     step = Stage("figures", echo, f"drawing PDF and PNG at {dpi} dpi")
     figures = pipeline.make_figures(
@@ -690,10 +695,30 @@ def _sections(
         sections.append(
             (
                 "Problems",
-                f"{len(problems)} problem row(s) while converting (see `tables/problems.parquet`).",
+                _problems_section(problems, analyses.get("analysis_problems")),
             )
         )
     return sections
+
+
+def _problems_section(problems: pd.DataFrame, analysis_problems: pd.DataFrame | None) -> str:
+    """One line each: the conversion's problems, and the analyses' problems per analysis."""
+    from dentalkit.pipeline import problems_summary
+
+    lines = [
+        f"- Converting the responses: {len(problems)} problem row(s) (`tables/problems.parquet`)."
+        if len(problems)
+        else "- Converting the responses: no problems (`tables/problems.parquet` has 0 rows)."
+    ]
+    if analysis_problems is not None:
+        summary = problems_summary(analysis_problems)
+        where = "`analyses/analysis_problems.parquet`"
+        lines.append(
+            f"- Analyses: {summary}; the rows each analysis could not use are in {where}."
+            if len(analysis_problems)
+            else f"- Analyses: no problems ({where} has 0 rows)."
+        )
+    return "\n".join(lines)
 
 
 def _growth_section(analyses: dict) -> tuple[str, str] | None:

@@ -24,9 +24,19 @@ import numpy as np
 import pandas as pd
 
 from dentalkit._progress import bar
-from dentalkit.errors import DentalkitWarning, InputError, MixedVersionsWarning
+from dentalkit.errors import (
+    PROBLEM_COLUMNS,
+    DentalkitWarning,
+    Errors,
+    InputError,
+    MixedVersionsWarning,
+    check_errors,
+    problems_error,
+    problems_frame,
+)
 
 __all__ = [
+    "ANALYSIS_PROBLEM_PRODUCERS",
     "FIGURES",
     "GROWTH_ARCH",
     "GROWTH_CEPH",
@@ -36,6 +46,7 @@ __all__ = [
     "growth_by_group",
     "make_figures",
     "model_versions",
+    "problems_summary",
     "read_analyses",
     "write_analyses",
     "write_report",
@@ -54,6 +65,100 @@ Calibration = Mapping[str, float]
 #: face heights; not ANB, SNA, SNB or Wits, which define the skeletal class).
 CEPH_COMPARED = ("SN_MP", "SN_GoGn", "FMA", "gonial_angle", "N_Me", "ANS_Me", "S_Go")
 
+#: The analyses whose problems :func:`analyze` gathers into ``analysis_problems`` (its
+#: ``producer`` column), in the order it runs them.
+ANALYSIS_PROBLEM_PRODUCERS = (
+    "ceph.measure",
+    "arch.fit",
+    "arch.measure",
+    "teeth.measure",
+    "findings.prevalence",
+)
+#: How to go on after :func:`analyze` raised on bad rows (the message's last line).
+ANALYZE_HINT = (
+    "Fix these rows, or pass errors='collect' to run every analysis on the other rows and "
+    "get these in the analysis_problems table (errors='warn': the same, plus one warning)"
+)
+
+
+class _Problems:
+    """The problems of every analysis :func:`analyze` runs, gathered in run order."""
+
+    def __init__(self) -> None:
+        self.parts: list[pd.DataFrame] = []
+
+    def add(self, producer: str, problems: pd.DataFrame, rows: np.ndarray | None = None) -> None:
+        """Keep ``problems`` of ``producer``; ``rows`` maps the positions of an analysed
+        subset back to the positions of the table given to :func:`analyze`."""
+        if problems is None or not len(problems):
+            return
+        part = problems_frame(problems)[list(PROBLEM_COLUMNS)]
+        if rows is not None:
+            pos = part["row"]
+            part["row"] = pd.array(
+                [None if pd.isna(r) else int(rows[int(r)]) for r in pos], dtype="Int64"
+            )
+        self.parts.append(part.assign(producer=producer))
+
+    def table(self) -> pd.DataFrame:
+        """One table: :data:`~dentalkit.errors.PROBLEM_COLUMNS`, then ``producer``."""
+        if self.parts:
+            out = pd.concat(self.parts, ignore_index=True)
+        else:
+            out = problems_frame(pd.DataFrame(columns=list(PROBLEM_COLUMNS)), severity="error")
+            out["producer"] = pd.Series(dtype="object")
+        out = problems_frame(out)
+        out["producer"] = pd.Categorical(
+            out["producer"].astype("object"), categories=list(ANALYSIS_PROBLEM_PRODUCERS)
+        )
+        return out
+
+
+def _fill_endpoints(problems: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """``endpoint`` of the problems that name a row of a given table but no endpoint."""
+    need = problems["endpoint"].isna() & problems["row"].notna()
+    for name in pd.unique(problems.loc[need, "table"].astype(object)):
+        table = tables.get(str(name))
+        if table is None or "endpoint" not in table.columns:
+            continue
+        sel = (need & (problems["table"] == name)).to_numpy(dtype=bool)
+        rows = problems.loc[sel, "row"].to_numpy(dtype="int64")
+        rows_ok = (rows >= 0) & (rows < len(table))
+        idx = np.flatnonzero(sel)[rows_ok]
+        values = table["endpoint"].astype(object).to_numpy()[rows[rows_ok]]
+        problems.loc[idx, "endpoint"] = [None if pd.isna(v) else str(v) for v in values]
+    return problems
+
+
+def problems_summary(problems: pd.DataFrame | None) -> str:
+    """How many problems, per analysis: ``"3 problem(s): ceph.measure 2, arch.measure 1"``.
+
+    Parameters
+    ----------
+    problems : DataFrame or None
+        The ``analysis_problems`` table of :func:`analyze` (``producer`` column).
+
+    Returns
+    -------
+    str
+        ``"no problems"`` for an empty table (or ``None``).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"producer": ["arch.measure", "ceph.measure", "ceph.measure"]})
+    >>> problems_summary(t)
+    '3 problem(s): ceph.measure 2, arch.measure 1'
+    >>> problems_summary(t.iloc[:0])
+    'no problems'
+    """
+    if problems is None or not len(problems):
+        return "no problems"
+    names = problems["producer"].astype(str)
+    order = [p for p in ANALYSIS_PROBLEM_PRODUCERS if p in set(names)]
+    order += sorted(set(names) - set(order))
+    counts = names.value_counts()
+    return f"{len(problems)} problem(s): " + ", ".join(f"{p} {counts[p]}" for p in order)
+
 
 def _with_scale(table: pd.DataFrame, mm_per_px: Calibration | None) -> pd.DataFrame:
     """``table`` plus a ``mm_per_px`` column looked up by its ``endpoint`` (NaN = pixels)."""
@@ -61,6 +166,48 @@ def _with_scale(table: pd.DataFrame, mm_per_px: Calibration | None) -> pd.DataFr
     lookup = dict(mm_per_px or {})
     out["mm_per_px"] = out["endpoint"].astype("object").map(lookup).astype("float64")
     return out
+
+
+def _measure_scaled(
+    measure: Callable[..., tuple[pd.DataFrame, pd.DataFrame]],
+    table: pd.DataFrame,
+    mm_per_px: Calibration | None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``measure(part, mm_per_px=…, errors="collect")`` in mm where the endpoint has a
+    calibration and in pixels where it has none (as the module docstring promises: a
+    ``mm_per_px`` column with NaN would make every length NaN instead).
+
+    Returns the results of both parts, one after the other, and their problems with
+    ``row`` as the 0-based position in ``table``.
+    """
+    scaled = _with_scale(table, mm_per_px)
+    has = scaled["mm_per_px"].notna().to_numpy(dtype=bool)
+    if has.all() or not has.any():
+        return measure(scaled, mm_per_px="mm_per_px" if has.any() else None, errors="collect")
+    results, problems = [], []
+    for mask, scale in ((has, "mm_per_px"), (~has, None)):
+        rows = np.flatnonzero(mask)
+        result, found = measure(
+            scaled.iloc[rows].reset_index(drop=True), mm_per_px=scale, errors="collect"
+        )
+        results.append(result)
+        if len(found):
+            found = problems_frame(found)
+            found["row"] = pd.array(
+                [None if pd.isna(r) else int(rows[int(r)]) for r in found["row"]], dtype="Int64"
+            )
+            problems.append(found)
+    out = pd.concat(results, ignore_index=True)
+    for col in out.columns:  # categories of both parts (concat makes other ones object)
+        dtypes = [r[col].dtype for r in results if col in r.columns]
+        if out[col].dtype == object and all(isinstance(d, pd.CategoricalDtype) for d in dtypes):
+            cats = pd.unique(
+                np.concatenate([np.asarray(d.categories, dtype=object) for d in dtypes])
+            )
+            out[col] = pd.Categorical(out[col], categories=cats, ordered=dtypes[0].ordered)
+    if not problems:
+        return out, problems_frame(pd.DataFrame(columns=list(PROBLEM_COLUMNS)), severity="error")
+    return out, pd.concat(problems, ignore_index=True)
 
 
 def _arch_scale(table: pd.DataFrame, mm_per_px: Calibration | None) -> pd.DataFrame | None:
@@ -80,6 +227,7 @@ def analyze(
     groups: pd.DataFrame | None = None,
     responses: pd.DataFrame | None = None,
     patients: pd.DataFrame | None = None,
+    errors: Errors = "raise",
 ) -> dict[str, pd.DataFrame]:
     """Run every cohort analysis that the tables allow.
 
@@ -102,6 +250,19 @@ def analyze(
         against the norm of the patient's sex and age at each session (see
         :func:`dentalkit.ceph.zscores`). Without it, norms given by sex or age give no
         z-score (``norm_note`` says why).
+    errors : {"raise", "collect", "warn"}
+        dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`), applied
+        to the problems of every analysis run (:data:`ANALYSIS_PROBLEM_PRODUCERS`: absent
+        landmarks of ``ceph.measure``, non-finite arch or tooth points of ``arch.fit`` and
+        ``arch.measure``, unusable outlines of ``teeth.measure``, malformed boxes or
+        counts of ``findings.prevalence``). ``"raise"`` (default, as everywhere in
+        dentalkit): one :class:`~dentalkit.errors.InputError` lists every problem of
+        every analysis, each with its analysis, table, patient, session and row, and
+        nothing is returned. ``"collect"``: every analysis runs on the usable rows (the
+        others are NaN or a status other than ``ok`` in its table) and the result holds
+        ``analysis_problems``; ``"warn"``: the same, plus one
+        :class:`~dentalkit.errors.DentalkitWarning` with the count per analysis.
+        ``dentalkit analyze`` and the demo collect.
 
     Returns
     -------
@@ -117,7 +278,20 @@ def analyze(
         ``model_versions`` (:func:`model_versions`: the ``Version`` labels each endpoint's
         rows carry), and the growth analysis of :func:`growth_by_group` (``growth_fixed``,
         ``growth_variance``, ``growth_models``, ``growth_bands``, ``growth_data``) when
-        patients have more than one session.
+        patients have more than one session. With ``errors="collect"`` or ``"warn"``
+        also ``analysis_problems`` (always, 0 rows when there is none): the problems of
+        every analysis in :data:`dentalkit.errors.PROBLEM_SCHEMA`, plus ``producer`` (the
+        analysis that reported the row; :data:`ANALYSIS_PROBLEM_PRODUCERS`). ``row`` is the
+        0-based position in the table named by ``table`` as given to this function (null
+        when the problem is a whole session, e.g. an absent landmark: ``path`` names it);
+        the producers' own context columns (``view``, ``measures``, ``arch`` …) are
+        left out, as the reason names what became NaN. See :func:`problems_summary`.
+
+    Raises
+    ------
+    InputError
+        ``errors="raise"`` and some analysis met bad rows; ``.problems`` holds the table
+        ``"collect"`` would have returned as ``analysis_problems``.
 
     Warns
     -----
@@ -125,10 +299,15 @@ def analyze(
         When the rows of one endpoint carry several ``Version`` labels: its analyses pool
         answers of different model versions (recorded in ``model_versions``, column
         ``pooled``).
+    DentalkitWarning
+        ``errors="warn"`` and some analysis met bad rows (once, with the count per
+        analysis).
     """
     from dentalkit import arch, ceph, findings, stats, teeth
     from dentalkit.stats import one_row_per_unit
 
+    errors = check_errors(errors, "dentalkit.pipeline.analyze")
+    found = _Problems()
     out: dict[str, pd.DataFrame] = {}
     versions = model_versions(tables)
     if len(versions):
@@ -139,8 +318,8 @@ def analyze(
         # Problems are collected into tables; a warning per stage would only repeat them.
         warnings.simplefilter("ignore", DentalkitWarning)
         if landmarks is not None and len(landmarks):
-            scaled = _with_scale(landmarks, mm_per_px)
-            measures, _ = ceph.measure(scaled, mm_per_px="mm_per_px", errors="collect")
+            measures, problems = _measure_scaled(ceph.measure, landmarks, mm_per_px)
+            found.add("ceph.measure", problems)
             out["ceph_measures"] = measures
             out["ceph_zscores"] = ceph.zscores(measures, patients=patients)
             lateral = measures[measures["view"] == "lateral"]
@@ -171,17 +350,27 @@ def analyze(
         points, keypoints = tables.get("arch_points"), tables.get("tooth_keypoints")
         if points is not None and len(points):
             scale = _arch_scale(points, mm_per_px)
-            fits = arch.fit(points, "all", tooth_keypoints=keypoints, mm_per_px=scale)
+            # every arch is fitted; an arch with bad points is a bad_input row (listed)
+            fits = arch.fit(
+                points, "all", tooth_keypoints=keypoints, mm_per_px=scale, errors="collect"
+            )
+            found.add("arch.fit", arch.problems(fits))
             out["arch_fits"] = fits
             if keypoints is not None and len(keypoints):
-                out["arch_measures"] = arch.measure(keypoints, points, mm_per_px=scale)
+                dims = arch.measure(keypoints, points, mm_per_px=scale, errors="collect")
+                found.add("arch.measure", arch.problems(dims))
+                out["arch_measures"] = dims
             if groups is not None:
                 # Group comparisons take one session per patient (the first): the patient
                 # is the unit; repeated sessions belong in a growth model.
                 group_col = next(c for c in groups.columns if c != "patient_id")
                 grouped = _merge_groups(one_row_per_unit(points, "first"), groups)
+                # its bad arches are those arch.fit listed above (first sessions only)
                 out["arch_mean_forms"] = arch.mean_form(
-                    grouped.dropna(subset=[group_col]), by=group_col, mm_per_px=scale
+                    grouped.dropna(subset=[group_col]),
+                    by=group_col,
+                    mm_per_px=scale,
+                    errors="collect",
                 )
                 if "arch_measures" in out:
                     first = one_row_per_unit(out["arch_measures"], "first")
@@ -195,8 +384,8 @@ def analyze(
 
         teeth_table = tables.get("teeth")
         if teeth_table is not None and len(teeth_table):
-            scaled = _with_scale(teeth_table, mm_per_px)
-            measured, _ = teeth.measure(scaled, mm_per_px="mm_per_px", errors="collect")
+            measured, problems = _measure_scaled(teeth.measure, teeth_table, mm_per_px)
+            found.add("teeth.measure", problems)
             out["tooth_measures"] = measured
             out["tooth_symmetry_cohort"] = teeth.symmetry(measured, "area").cohort
             miss = teeth.missing(teeth_table)
@@ -204,19 +393,57 @@ def analyze(
             out["missing_patterns"] = miss.patterns
 
         det, counts = tables.get("findings"), tables.get("finding_counts")
+        det_rows = None  # positions of the analysed detections in the findings table
         if responses is not None and len(responses):
             images = findings.analysed_images(responses)
         elif counts is not None and len(counts):
             images = counts[["patient_id", "timestamp", "source"]].drop_duplicates()
-            det = det[det["source"] == "clinical"] if det is not None else det
+            if det is not None:
+                clinical = (det["source"] == "clinical").to_numpy(dtype=bool)
+                det, det_rows = det[clinical], np.flatnonzero(clinical)
         else:
             images = None
         if images is not None and len(images):
-            prev = findings.prevalence(det, counts, images=images)
+            prev = findings.prevalence(det, counts, images=images, errors="collect")
+            problems = prev.problems
+            if det_rows is not None and len(problems):
+                in_findings = (problems["table"] == "findings").to_numpy(dtype=bool)
+                found.add("findings.prevalence", problems[in_findings], rows=det_rows)
+                problems = problems[~in_findings]
+            found.add("findings.prevalence", problems)
             out["findings_prevalence"] = prev.prevalence
         tmj = tables.get("tmj")
         if tmj is not None and len(tmj):
             out["tmj_prevalence"] = findings.tmj_prevalence(tmj)
+    problems = _fill_endpoints(found.table(), tables)
+    if errors == "raise":
+        if len(problems):
+            # the message names the analysis and the table of each row; .problems is the
+            # table collect would return
+            shown = problems.assign(
+                reason=problems["producer"].astype(str)
+                + " ("
+                + problems["table"].astype(str)
+                + "): "
+                + problems["reason"].astype(str)
+            )
+            err = problems_error(
+                shown,
+                f"dentalkit.pipeline.analyze met {problems_summary(problems)}; nothing "
+                "was returned",
+                ANALYZE_HINT,
+            )
+            err.problems = problems
+            raise err
+        return out
+    if errors == "warn" and len(problems):
+        warnings.warn(
+            f"dentalkit.pipeline.analyze met {problems_summary(problems)}; the other rows "
+            "were analysed, and the analysis_problems table lists these",
+            DentalkitWarning,
+            stacklevel=2,
+        )
+    out["analysis_problems"] = problems
     return out
 
 

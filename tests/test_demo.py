@@ -313,3 +313,40 @@ def test_tle_inputs_take_sex_and_age_from_the_record_and_keep_the_rest():
         tle_inputs(drawn, record.head(49))
     with pytest.raises(InputError, match=r"patient DEMO-001: the record's sex 'X'"):
         tle_inputs(drawn, record.assign(sex=["X", *record["sex"][1:]]))
+
+
+def test_the_demo_says_it_met_no_problems_and_writes_the_empty_problems_table(demo_study):
+    # README's output list: analyses/analysis_problems.parquet in every run, 0 rows here
+    out, _, first = demo_study
+    assert first.exit_code == 0, first.output
+    problems = pd.read_parquet(out / "analyses" / "analysis_problems.parquet")
+    assert len(problems) == 0
+    [line] = [s for s in first.output.splitlines() if s.startswith("analyses: 2")]
+    assert "; no problems (in analysis_problems.parquet) [" in line
+    report = (out / "report.md").read_text(encoding="utf-8")
+    section = report.split("## Problems", 1)[1].split("\n## ", 1)[0]
+    assert section.strip().splitlines() == [
+        "- Converting the responses: no problems (`tables/problems.parquet` has 0 rows).",
+        "- Analyses: no problems (`analyses/analysis_problems.parquet` has 0 rows).",
+    ]
+
+
+def test_the_report_counts_problems_per_analysis_and_says_where_they_are():
+    from dentalkit.demo import _problems_section
+    from dentalkit.errors import problems_frame
+
+    found = problems_frame(
+        pd.DataFrame(
+            {
+                "table": ["tooth_keypoints", "ceph_measures", "ceph_measures"],
+                "reason": ["non-finite x", "landmark absent", "landmark absent"],
+            }
+        ),
+        severity="error",
+    ).assign(producer=["arch.measure", "ceph.measure", "ceph.measure"])
+    text = _problems_section(found.iloc[:1].drop(columns="producer"), found)
+    assert text.splitlines() == [
+        "- Converting the responses: 1 problem row(s) (`tables/problems.parquet`).",
+        "- Analyses: 3 problem(s): ceph.measure 2, arch.measure 1; the rows each analysis "
+        "could not use are in `analyses/analysis_problems.parquet`.",
+    ]

@@ -93,6 +93,7 @@ ANALYSIS_TABLES: Mapping[str, tuple[str, str]] = MappingProxyType(
         "growth_models": ("stats.growth(...).models", "measure (one mixed-effects model)"),
         "growth_bands": ("stats.growth(...).bands()", "measure × group × time"),
         "growth_data": ("pipeline.growth_by_group", "session × measure (the modelled rows)"),
+        "analysis_problems": ("pipeline.analyze", "problem an analysis met (errors='collect')"),
     }
 )
 

@@ -97,6 +97,13 @@ def study(sandbox, tmp_path_factory):
         "contract": contract_report(responses),
     }
     # the growth analysis: two sessions per patient, groups fixed per patient
+    # the analyses' problems: one arch point made non-finite
+    points = contract["arch_points"].copy()
+    points.loc[points.index[0], "x"] = np.nan
+    scale = {"occlusogram_upper_points": 0.08, "occlusogram_lower_points": 0.08}
+    found = pipeline.analyze({"arch_points": points}, scale, errors="collect")
+    assert len(found["analysis_problems"]) == 1
+    analysis["analysis_problems"] = found["analysis_problems"]
     growth = pipeline.growth_by_group(m, dims, groups)
     assert sorted(growth) == sorted(k for k in ANALYSIS_TABLES if k.startswith("growth_"))
     analysis.update(growth)

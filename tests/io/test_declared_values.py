@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dentalkit import arch, ceph, contract, findings, teeth, tle
+from dentalkit import arch, ceph, contract, findings, pipeline, teeth, tle
 from dentalkit.arch import _engine, _frame, _measures
 from dentalkit.ceph import summary
 from dentalkit.convert import schemas
-from dentalkit.errors import DentalkitWarning, InputError
+from dentalkit.errors import SEVERITIES, DentalkitWarning, InputError
 from dentalkit.io import data_dictionary
 from dentalkit.io._dictionary import _declared_type, _lookup, load_catalogue
 from dentalkit.stats import _compare
@@ -106,6 +106,8 @@ FROM_CONSTANTS = [
     ("finding_boxes", "source", FINDINGS_SOURCES),
     ("finding_box_sizes", "source", FINDINGS_SOURCES),
     ("findings_prevalence", "unit_of_analysis", findings.UNITS),
+    ("analysis_problems", "severity", SEVERITIES),
+    ("analysis_problems", "producer", pipeline.ANALYSIS_PROBLEM_PRODUCERS),
 ]
 
 
