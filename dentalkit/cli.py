@@ -12,7 +12,6 @@ import inspect
 import json
 import logging
 import math
-import os
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -187,7 +186,7 @@ def _err(line: str) -> None:
 
 def _service_url(base_url: str | None) -> str:
     """The service URL from --base-url, the settings or DENTALKIT_BASE_URL, or exit 2."""
-    url = base_url or settings.base_url or os.environ.get(settings.base_url_env)
+    url = settings.service_url(base_url)
     if not url:
         raise _fail(
             f"no service URL: pass --base-url URL (it ends in /api/v2) or set "

@@ -86,6 +86,7 @@ __all__ = [
     "StoreLockedError",
     "TransportError",
     "api_error_for_status",
+    "attached_problems",
     "check_errors",
     "empty_problems",
     "problems_error",
@@ -650,6 +651,38 @@ def _problem_dtype(column: ProblemColumn) -> Any:
             pd.Index(list(SEVERITIES), dtype=pd.StringDtype(na_value=np.nan))
         )
     return column.dtype
+
+
+def attached_problems(result: Any, package: str, producers: str) -> list[Any]:
+    """The problem records a collect-mode result carries in ``result.attrs["problems"]``.
+
+    Results whose problems are listed on demand (``arch.problems(result)``,
+    ``tle.problems(result)``) keep plain records in the frame's ``attrs``; this reads them,
+    or says what to pass when there are none.
+
+    Parameters
+    ----------
+    result : pandas.DataFrame
+        The result passed to the package's ``problems`` function.
+    package : str
+        The package, as the message names it (``"arch"``, ``"tle"``).
+    producers : str
+        The functions whose results carry a record (``"arch.fit or arch.measure"``).
+
+    Raises
+    ------
+    InputError
+        ``result`` carries no record: not such a result, or its ``attrs`` were dropped, as
+        pandas does when concatenating results whose ``attrs`` differ.
+    """
+    records = getattr(result, "attrs", {}).get("problems")
+    if records is None:
+        raise InputError(
+            f"this table carries no {package} problems record: pass a result of {producers} "
+            "(pandas drops attrs when concatenated results differ in them; collect "
+            f"{package}.problems(result) before concatenating)"
+        )
+    return list(records)
 
 
 def empty_problems(extra: tuple[str, ...] | list[str] = ()) -> Any:

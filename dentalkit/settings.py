@@ -31,12 +31,29 @@ __all__ = [
     "max_response_bytes",
     "max_retries",
     "max_workers",
+    "service_url",
     "store_lock_timeout",
     "timeout",
     "tmj_phrases",
     "user_agent",
     "verify",
 ]
+
+
+def service_url(url: str | None = None) -> str | None:
+    """The service URL to use: ``given``, else :data:`base_url`, else the environment variable
+    named by :data:`base_url_env`; ``None`` when none is set.
+
+    One resolution order for :class:`dentalkit.Client` and the command line, which each say
+    in their own words what to do when it is ``None``.
+
+    Examples
+    --------
+    >>> import dentalkit.settings as settings
+    >>> settings.service_url("https://example.org/api/v2")
+    'https://example.org/api/v2'
+    """
+    return url or base_url or os.environ.get(base_url_env) or None
 
 
 def default_cache_path() -> Path:

@@ -30,7 +30,7 @@ from dentalkit.arch._frame import (
 from dentalkit.arch._models import MODELS, PARAM_COLUMNS, ArchModel
 from dentalkit.arch._tables import Errors, Stacked, stack_points
 from dentalkit.errors import PROBLEM_COLUMNS as _DECLARED_PROBLEMS
-from dentalkit.errors import InputError, problems_frame
+from dentalkit.errors import InputError, attached_problems, problems_frame
 
 #: Iterations of the free-pose parabola pre-fit that refines the starting frame (a frame
 #: needs no more; the parabola model itself continues from it to convergence).
@@ -226,14 +226,8 @@ def problems(fits: pd.DataFrame) -> pd.DataFrame:
     >>> arch.problems(f)[["row", "field", "value", "arch"]].values.tolist()
     [[6, 'x', 'nan', 'up']]
     """
-    records = getattr(fits, "attrs", {}).get("problems")
-    if records is None:
-        raise InputError(
-            "this table carries no arch problems record: pass a result of arch.fit or "
-            "arch.measure (pandas drops attrs when concatenated results differ in them; "
-            "collect arch.problems(result) before concatenating)"
-        )
-    table = pd.DataFrame.from_records(list(records), columns=list(PROBLEM_COLUMNS))
+    records = attached_problems(fits, "arch", "arch.fit or arch.measure")
+    table = pd.DataFrame.from_records(records, columns=list(PROBLEM_COLUMNS))
     return problems_frame(table, table="arch_points", severity="error")
 
 

@@ -167,7 +167,7 @@ max_response_bytes
         max_response_bytes: int | None = None,
         heal_cache: bool = False,
     ) -> None:
-        base = base_url or settings.base_url or os.environ.get(settings.base_url_env)
+        base = settings.service_url(base_url)
         if not base:
             raise ConfigurationError(
                 f"no service URL: pass Client(base_url=...), set dentalkit.settings.base_url or "

@@ -32,6 +32,7 @@ from dentalkit.errors import (
     InputError,
     ManifestError,
     ResponseFormatError,
+    attached_problems,
     check_errors,
     problems_error,
     problems_frame,
@@ -450,14 +451,7 @@ def problems(result: pd.DataFrame) -> pd.DataFrame:
         ``result`` carries no problems record (not a tle result, or its ``attrs`` were
         dropped, as pandas does when concatenating results whose problems differ).
     """
-    records = getattr(result, "attrs", {}).get("problems")
-    if records is None:
-        raise InputError(
-            "this table carries no tle problems record: pass a result of tle.estimate or "
-            "tle.sensitivity (pandas drops attrs when concatenated results differ in them; "
-            "collect problems(result) before concatenating)"
-        )
-    return _problems_table(records)
+    return _problems_table(attached_problems(result, "tle", "tle.estimate or tle.sensitivity"))
 
 
 def _problems_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
