@@ -41,7 +41,7 @@ __all__ = [
 
 
 def service_url(url: str | None = None) -> str | None:
-    """The service URL to use: ``given``, else :data:`base_url`, else the environment variable
+    """The service URL to use: ``url``, else :data:`base_url`, else the environment variable
     named by :data:`base_url_env`; ``None`` when none is set.
 
     One resolution order for :class:`dentalkit.Client` and the command line, which each say
