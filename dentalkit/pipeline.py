@@ -380,6 +380,11 @@ def analyze(
         Output of :func:`dentalkit.convert.tables` (or :func:`dentalkit.io.read_tables`).
     mm_per_px : mapping, optional
         Millimetres per pixel by endpoint name; endpoints without one stay in pixels.
+        Tables holding both are measured in two parts and joined (``unit`` says which):
+        with one occlusogram calibrated, its arches are in mm and the other's in px, the
+        upper − lower differences of such a session are ``needs_mm`` rows (NaN), mean
+        forms are one per unit, and ``arch_compare`` and the growth model take the mm rows
+        only (docs/arch.md, "Partial calibration in the study pipeline").
     groups : DataFrame, optional
         A ``patient_id`` column plus group columns to compare (default: the skeletal
         class of each patient's first session, from :func:`dentalkit.ceph.classify`).
