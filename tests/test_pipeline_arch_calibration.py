@@ -173,3 +173,19 @@ def test_the_joined_tables_keep_their_declared_types(runs, tmp_path):
     pipeline.write_analyses(runs["partial"], tmp_path)
     for name in ("arch_fits", "arch_measures", "arch_mean_forms"):
         assert check_file(tmp_path / f"{name}.parquet", name) == []
+
+
+def test_group_comparison_and_growth_take_the_mm_arches_only(tables):
+    # two groups given by hand (the demo's 3 patients share one skeletal class)
+    pids = sorted(tables["arch_points"]["patient_id"].astype(str).unique())
+    groups = pd.DataFrame({"patient_id": pids, "g": ["a", "b", "a"][: len(pids)]})
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DentalkitWarning)
+        out = pipeline.analyze(tables, _partial(), groups=groups)
+    compared = out["arch_compare"]
+    assert sorted(compared["arch"].astype(str).unique()) == ["up"]
+    modelled = out["growth_data"]
+    arch_rows = modelled[modelled["measure"].str.contains("width")]
+    assert len(arch_rows) and (arch_rows["unit"] == "mm").all()
+    assert not modelled["measure"].str.contains("lower").any()
+    assert modelled["measure"].str.contains("upper").any()
