@@ -189,3 +189,19 @@ def test_group_comparison_and_growth_take_the_mm_arches_only(tables):
     assert len(arch_rows) and (arch_rows["unit"] == "mm").all()
     assert not modelled["measure"].str.contains("lower").any()
     assert modelled["measure"].str.contains("upper").any()
+
+
+def test_arch_itself_still_refuses_a_calibration_table_with_an_arch_missing(tables):
+    # the library keeps one unit per call: a forgotten image is named, not put in pixels
+    from dentalkit.errors import InputError
+
+    points = tables["arch_points"]
+    upper = points[points["endpoint"] != LOWER]
+    scale = upper[KEY].drop_duplicates().assign(mm_per_px=0.08)
+    # the first arch without a value, in the key order arch sorts arches in
+    lower = points.loc[points["endpoint"] == LOWER, KEY].astype(str).sort_values(KEY).iloc[0]
+    with pytest.raises(InputError, match="mm_per_px has no value for") as info:
+        arch.fit(points, "parabola", mm_per_px=scale)
+    text = str(info.value)
+    assert f"patient_id={lower['patient_id']!r}" in text and "arch='lo'" in text
+    assert "mm_per_px=None" in text
