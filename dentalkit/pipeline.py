@@ -168,6 +168,20 @@ def _with_scale(table: pd.DataFrame, mm_per_px: Calibration | None) -> pd.DataFr
     return out
 
 
+def _concat_parts(results: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    """The results of the calibrated and uncalibrated parts, one after the other, with
+    the categories of both (``pd.concat`` makes differing categoricals object)."""
+    out = pd.concat(list(results), ignore_index=True)
+    for col in out.columns:
+        dtypes = [r[col].dtype for r in results if col in r.columns]
+        if out[col].dtype == object and all(isinstance(d, pd.CategoricalDtype) for d in dtypes):
+            cats = pd.unique(
+                np.concatenate([np.asarray(d.categories, dtype=object) for d in dtypes])
+            )
+            out[col] = pd.Categorical(out[col], categories=cats, ordered=dtypes[0].ordered)
+    return out
+
+
 def _measure_scaled(
     measure: Callable[..., tuple[pd.DataFrame, pd.DataFrame]],
     table: pd.DataFrame,
@@ -197,14 +211,7 @@ def _measure_scaled(
                 [None if pd.isna(r) else int(rows[int(r)]) for r in found["row"]], dtype="Int64"
             )
             problems.append(found)
-    out = pd.concat(results, ignore_index=True)
-    for col in out.columns:  # categories of both parts (concat makes other ones object)
-        dtypes = [r[col].dtype for r in results if col in r.columns]
-        if out[col].dtype == object and all(isinstance(d, pd.CategoricalDtype) for d in dtypes):
-            cats = pd.unique(
-                np.concatenate([np.asarray(d.categories, dtype=object) for d in dtypes])
-            )
-            out[col] = pd.Categorical(out[col], categories=cats, ordered=dtypes[0].ordered)
+    out = _concat_parts(results)
     if not problems:
         return out, problems_frame(pd.DataFrame(columns=list(PROBLEM_COLUMNS)), severity="error")
     return out, pd.concat(problems, ignore_index=True)
@@ -218,6 +225,142 @@ def _arch_scale(table: pd.DataFrame, mm_per_px: Calibration | None) -> pd.DataFr
     )
     keys = keys.dropna(subset=["mm_per_px"])
     return keys.reset_index(drop=True) if len(keys) else None
+
+
+#: Reason of an upper − lower difference of a session whose arches are in two units.
+_MIXED_UNITS = (
+    "one arch of this session is calibrated (mm) and the other is not (px): calibrate "
+    "both occlusogram endpoints (mm_per_px) to compare them"
+)
+
+
+def _arch_parts(table: pd.DataFrame, scale: pd.DataFrame | None) -> list[tuple[np.ndarray, Any]]:
+    """The arches of ``table`` split by calibration: ``(positions, mm_per_px)`` for the
+    rows of calibrated arches (``scale``) and for the others (``None``: pixels), empty
+    parts left out. ``dentalkit.arch`` takes one unit per call (a calibration table
+    without a value for some arch is refused there), so :func:`analyze` measures the two
+    parts apart, as ``_measure_scaled`` does for ceph and teeth."""
+    if scale is None:
+        return [(np.arange(len(table)), None)]
+    key = ["patient_id", "timestamp", "arch"]
+    has = pd.MultiIndex.from_frame(table[key].astype(str)).isin(
+        pd.MultiIndex.from_frame(scale[key].astype(str))
+    )
+    parts = [(np.flatnonzero(has), scale), (np.flatnonzero(~has), None)]
+    return [(rows, s) for rows, s in parts if len(rows)]
+
+
+def _remap_problems(records: Sequence[dict], rows: Mapping[str, np.ndarray]) -> list[dict]:
+    """``dentalkit.arch`` problem records of a part with ``row`` as the position in the
+    whole table (``rows[table]`` maps the part's positions); index labels are kept."""
+    out = []
+    for rec in records:
+        rec = dict(rec)
+        where = rows.get(str(rec.get("table")))
+        if where is not None and rec.get("row") is not None:
+            rec["row"] = int(where[int(rec["row"])])
+        out.append(rec)
+    return out
+
+
+def _fit_arches(
+    points: pd.DataFrame, keypoints: pd.DataFrame | None, scale: pd.DataFrame | None
+) -> pd.DataFrame:
+    """``arch.fit`` of every arch: calibrated arches in mm, the others in pixels."""
+    from dentalkit import arch
+
+    parts = _arch_parts(points, scale)
+    if len(parts) == 1:
+        return arch.fit(
+            points, "all", tooth_keypoints=keypoints, mm_per_px=parts[0][1], errors="collect"
+        )
+    fits, records = [], []
+    for rows, s in parts:
+        f = arch.fit(
+            points.iloc[rows], "all", tooth_keypoints=keypoints, mm_per_px=s, errors="collect"
+        )
+        records += _remap_problems(f.attrs["problems"], {"arch_points": rows})
+        fits.append(f)
+    out = _concat_parts(fits)
+    out.attrs["problems"] = tuple(sorted(records, key=lambda r: r["row"]))
+    return out
+
+
+def _measure_arches(
+    keypoints: pd.DataFrame, points: pd.DataFrame, scale: pd.DataFrame | None
+) -> pd.DataFrame:
+    """``arch.measure`` of every arch: calibrated arches in mm, the others in pixels.
+
+    A session whose upper arch is in mm and lower in px (or the reverse) gets its upper −
+    lower rows with status ``needs_mm`` and NaN values, as ``arch.measure`` gives them
+    without any calibration: the two units are never subtracted.
+    """
+    from dentalkit import arch
+
+    tk_parts, pt_parts = _arch_parts(keypoints, scale), _arch_parts(points, scale)
+    if len(tk_parts) == 1 and all(s is tk_parts[0][1] for _, s in pt_parts):
+        return arch.measure(keypoints, points, mm_per_px=tk_parts[0][1], errors="collect")
+    pt_rows = {s is None: rows for rows, s in pt_parts}
+    results, records = [], []
+    for tk_rows, s in tk_parts:
+        rows = pt_rows.get(s is None, np.zeros(0, dtype=np.int64))
+        part = points.iloc[rows] if len(rows) else None
+        m = arch.measure(keypoints.iloc[tk_rows], part, mm_per_px=s, errors="collect")
+        records += _remap_problems(
+            m.attrs["problems"], {"tooth_keypoints": tk_rows, "arch_points": rows}
+        )
+        results.append(m)
+    out = _concat_parts(results)
+    mixed = _mixed_differences(out)
+    if len(mixed):
+        out = _concat_parts([out, mixed])
+    out.attrs["problems"] = tuple(records)
+    return out
+
+
+def _mixed_differences(measures: pd.DataFrame) -> pd.DataFrame:
+    """``needs_mm`` upper − lower rows of the sessions whose two arches have two units."""
+    from dentalkit import arch
+
+    per_arch = measures[measures["arch"].astype(str).isin(["up", "lo"])]
+    units = per_arch.groupby(["patient_id", "timestamp"], observed=True)["unit"].nunique()
+    mixed = units[units > 1].index
+    if not len(mixed):
+        return measures.iloc[:0]
+    session = pd.MultiIndex.from_frame(per_arch[["patient_id", "timestamp"]])
+    upper = per_arch[session.isin(mixed) & (per_arch["arch"].astype(str) == "up").to_numpy()]
+    parts = []
+    for ms in arch.MEASURES.values():
+        if ms.base is None:
+            continue
+        base = upper[upper["measure"].astype(str) == ms.base]
+        if not len(base):
+            continue
+        part = base.copy()
+        part["arch"] = pd.Categorical(["up-lo"] * len(part), categories=base["arch"].cat.categories)
+        part["measure"] = pd.Categorical(
+            [ms.name] * len(part), categories=base["measure"].cat.categories
+        )
+        part["value"] = np.nan
+        part["unit"] = pd.Categorical(["px"] * len(part), categories=base["unit"].cat.categories)
+        part["status"] = pd.Categorical(
+            ["needs_mm"] * len(part), categories=base["status"].cat.categories
+        )
+        part["reason"] = pd.array([_MIXED_UNITS] * len(part), dtype="string")
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True) if parts else measures.iloc[:0]
+
+
+def _mean_forms(points: pd.DataFrame, by: str, scale: pd.DataFrame | None) -> pd.DataFrame:
+    """``arch.mean_form`` by ``by``, of the calibrated arches in mm and of the others in
+    pixels: one mean form per unit, never pooling the two."""
+    from dentalkit import arch
+
+    forms = [
+        arch.mean_form(points.iloc[rows], by=by, mm_per_px=s, errors="collect")
+        for rows, s in _arch_parts(points, scale)
+    ]
+    return forms[0] if len(forms) == 1 else _concat_parts(forms)
 
 
 def analyze(
@@ -237,6 +380,11 @@ def analyze(
         Output of :func:`dentalkit.convert.tables` (or :func:`dentalkit.io.read_tables`).
     mm_per_px : mapping, optional
         Millimetres per pixel by endpoint name; endpoints without one stay in pixels.
+        Tables holding both are measured in two parts and joined (``unit`` says which):
+        with one occlusogram calibrated, its arches are in mm and the other's in px, the
+        upper − lower differences of such a session are ``needs_mm`` rows (NaN), mean
+        forms are one per unit, and ``arch_compare`` and the growth model take the mm rows
+        only (docs/arch.md, "Partial calibration in the study pipeline").
     groups : DataFrame, optional
         A ``patient_id`` column plus group columns to compare (default: the skeletal
         class of each patient's first session, from :func:`dentalkit.ceph.classify`).
@@ -351,13 +499,12 @@ def analyze(
         if points is not None and len(points):
             scale = _arch_scale(points, mm_per_px)
             # every arch is fitted; an arch with bad points is a bad_input row (listed)
-            fits = arch.fit(
-                points, "all", tooth_keypoints=keypoints, mm_per_px=scale, errors="collect"
-            )
+            # calibrated arches in mm, the others in pixels (fitted apart: one unit per fit)
+            fits = _fit_arches(points, keypoints, scale)
             found.add("arch.fit", arch.problems(fits))
             out["arch_fits"] = fits
             if keypoints is not None and len(keypoints):
-                dims = arch.measure(keypoints, points, mm_per_px=scale, errors="collect")
+                dims = _measure_arches(keypoints, points, scale)
                 found.add("arch.measure", arch.problems(dims))
                 out["arch_measures"] = dims
             if groups is not None:
@@ -366,11 +513,9 @@ def analyze(
                 group_col = next(c for c in groups.columns if c != "patient_id")
                 grouped = _merge_groups(one_row_per_unit(points, "first"), groups)
                 # its bad arches are those arch.fit listed above (first sessions only)
-                out["arch_mean_forms"] = arch.mean_form(
-                    grouped.dropna(subset=[group_col]),
-                    by=group_col,
-                    mm_per_px=scale,
-                    errors="collect",
+                # one mean form per unit: mm arches and px arches are never averaged together
+                out["arch_mean_forms"] = _mean_forms(
+                    grouped.dropna(subset=[group_col]), group_col, scale
                 )
                 if "arch_measures" in out:
                     first = one_row_per_unit(out["arch_measures"], "first")
@@ -769,6 +914,10 @@ def _plan_mean_arch_forms(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     from dentalkit import plot
 
     mf = inputs.analyses["arch_mean_forms"]
+    if (mf["unit"] == "mm").any() and (mf["unit"] == "px").any():
+        # one arch calibrated, the other not: the panels share one scale, so only the
+        # mean forms in mm are drawn (the px ones stay in the table)
+        mf = mf[mf["unit"] == "mm"]
     if not len(mf):
         return None
     by = "skeletal_class" if "skeletal_class" in mf.columns else None

@@ -369,7 +369,9 @@ def calibration(
             raise InputError(
                 f"mm_per_px has no value for {int(lost.sum())} arch(es), e.g. "
                 f"patient_id={first['patient_id']!r}, timestamp={first['timestamp']!r}, "
-                f"arch={first['arch']!r}; give every image a calibration or use pixels"
+                f"arch={first['arch']!r}; give every image a calibration, or measure the "
+                "arches without one in a separate call with mm_per_px=None (pixels), as "
+                "dentalkit.pipeline.analyze does"
             )
     else:
         try:
