@@ -361,10 +361,13 @@ def _one_session_per_unit(pairs: pd.DataFrame, unit: str, cols: list[str], rule:
         {
             "view": pairs["view"].cat.codes.to_numpy(),
             "measure": pairs["measure"].cat.codes.to_numpy(),
-            "unit": pairs[unit].astype(object).map(str).to_numpy(),
-            "rank": _session_rank(pairs.reset_index(drop=True), cols, unit),
+            "unit": pd.factorize(pairs[unit])[0],
         }
-    ).sort_values("rank", kind="stable")
+    )
+    if not frame.duplicated().any():  # one session per unit already: nothing to choose
+        return np.ones(len(pairs), dtype=bool)
+    frame["rank"] = _session_rank(pairs.reset_index(drop=True), cols, unit)
+    frame = frame.sort_values("rank", kind="stable")
     pick = frame.drop_duplicates(["view", "measure", "unit"], keep=rule).index
     keep = np.zeros(len(pairs), dtype=bool)
     keep[pick.to_numpy()] = True
