@@ -14,9 +14,12 @@ from dentalkit.agreement._classes import classification
 from dentalkit.agreement._common import (
     Errors,
     check_errors,
+    check_session,
     finish,
+    one_session_per_unit,
     problems_frame,
     session_columns,
+    unit_column,
 )
 from dentalkit.agreement._pairing import no_pairs_error, pair, prepare
 from dentalkit.agreement._reliability import ICC_FORMS, ICC_MIN_RATINGS, icc, icc_min_targets
@@ -27,8 +30,6 @@ __all__ = ["MeasureAgreement", "measure"]
 
 #: Fewest paired sessions an ICC is computed from (two methods: pingouin's 5 ratings).
 ICC_MIN_PAIRS = icc_min_targets(2)
-#: Which paired sessions of each unit (patient) enter the statistics (``session=``).
-SESSION_RULES = ("first", "last", "all")
 
 
 @dataclass(frozen=True)
@@ -197,15 +198,11 @@ def measure(
     {'measure': ['SNA'], 'n': [4], 'bias': [0.5], 'dahlberg': [0.5]}
     """
     errors = check_errors(errors, "dentalkit.agreement.measure")
-    if session not in SESSION_RULES:
-        raise InputError(
-            f"session={session!r} is not allowed; use one of {SESSION_RULES} ('first', the "
-            "default, counts each patient once)"
-        )
+    check_session(session)
     if icc_form not in ICC_FORMS:
         raise InputError(f"unknown icc_form {icc_form!r}; choose one of {list(ICC_FORMS)}")
     cols = session_columns(reference, test, session_cols)
-    unit_col = _unit_column(unit, cols, reference, test)
+    unit_col = unit_column(unit, cols, reference, test)
     has_view = "view" in reference.columns or "view" in test.columns
     sides = []
     for side, table in (("reference", reference), ("test", test)):
@@ -258,7 +255,7 @@ def measure(
     # paired sessions per (view, measure) before the session rule: the summary's n_rows
     n_rows = out_pairs.groupby(["view", "measure"], observed=True)["measure"].transform("size")
     if unit_col is not None and session != "all":
-        keep = _one_session_per_unit(out_pairs, unit_col, cols, session)
+        keep = one_session_per_unit(out_pairs, unit_col, cols, session, "measure")
         out_pairs, n_rows = out_pairs.loc[keep], n_rows.loc[keep]
         out_pairs = out_pairs.reset_index(drop=True)
 
@@ -321,57 +318,6 @@ def _units(pairs: pd.DataFrame) -> np.ndarray:
             "the same way (mm_per_px in dentalkit.ceph.measure) before comparing"
         )
     return ur.where(ur.notna(), ut).to_numpy(dtype=object)
-
-
-def _unit_column(
-    unit: str | None, cols: list[str], reference: pd.DataFrame, test: pd.DataFrame
-) -> str | None:
-    """The unit-of-analysis column, or None when each paired session is a unit."""
-    if unit is None:
-        return None
-    if unit not in cols:
-        if unit == "patient_id" and not (unit in reference.columns and unit in test.columns):
-            return None  # the default, and the tables have no patient column
-        raise InputError(
-            f"unit={unit!r} must be one of the session columns {cols} (the pairs are keyed "
-            "on them): add it to session_cols, or pass unit=None to count each paired "
-            "session as a unit"
-        )
-    return unit
-
-
-def _session_rank(pairs: pd.DataFrame, cols: list[str], unit: str) -> np.ndarray:
-    """Sort key of each pair's session within its unit (timestamps as dates when they are)."""
-    other = [c for c in cols if c != unit]
-    if not other:
-        return np.zeros(len(pairs), dtype=np.int64)
-    keys = pd.DataFrame({c: pairs[c].astype(object).map(str) for c in other})
-    if "timestamp" in other:
-        when = pd.to_datetime(keys["timestamp"], errors="coerce", utc=True, format="ISO8601")
-        keys.insert(0, "_when", when)
-    order = keys.sort_values(list(keys.columns), na_position="last", kind="stable").index
-    rank = np.empty(len(pairs), dtype=np.int64)
-    rank[order.to_numpy()] = np.arange(len(pairs))
-    return rank
-
-
-def _one_session_per_unit(pairs: pd.DataFrame, unit: str, cols: list[str], rule: str) -> np.ndarray:
-    """Row mask: per (view, measure, unit), the first or last paired session."""
-    frame = pd.DataFrame(
-        {
-            "view": pairs["view"].cat.codes.to_numpy(),
-            "measure": pairs["measure"].cat.codes.to_numpy(),
-            "unit": pd.factorize(pairs[unit])[0],
-        }
-    )
-    if not frame.duplicated().any():  # one session per unit already: nothing to choose
-        return np.ones(len(pairs), dtype=bool)
-    frame["rank"] = _session_rank(pairs.reset_index(drop=True), cols, unit)
-    frame = frame.sort_values("rank", kind="stable")
-    pick = frame.drop_duplicates(["view", "measure", "unit"], keep=rule).index
-    keep = np.zeros(len(pairs), dtype=bool)
-    keep[pick.to_numpy()] = True
-    return keep
 
 
 def _summary(pairs, cols, agreement, confidence, loa_ci, icc_form, unit_col, session, n_rows):
