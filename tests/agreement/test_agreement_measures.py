@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from agreement_fixtures import PEFR_MINI, PEFR_WRIGHT
+from scipy import stats as sps
 
 from dentalkit import agreement
 from dentalkit.errors import PROBLEM_COLUMNS, DentalkitWarning, InputError
@@ -384,3 +385,13 @@ def test_constant_ratings_give_an_icc_problem_row():
     assert res.summary["bias"].item() == 0 and res.summary["dahlberg"].item() == 0
     with pytest.raises(InputError, match="undefined: no variance between sessions"):
         agreement.measure(ref, ref.copy())
+
+
+def test_unit_none_pools_every_session_as_before_with_intervals():
+    # the numbers before one session per patient, for a per-image question: sessions as units
+    ref, tst = _two_sessions()
+    row = agreement.measure(ref, tst, unit=None).summary.iloc[0]
+    d = np.array([3.0, 0.5, -2.0, 1.0, 0.0, 1.5, -0.5])
+    lo, hi = sps.t.interval(0.95, 6, loc=d.mean(), scale=d.std(ddof=1) / np.sqrt(7))
+    assert (row["n"], row["n_units"], row["unit_of_analysis"]) == (7, 7, "session")
+    assert (row["bias_ci_low"], row["bias_ci_high"]) == pytest.approx((lo, hi))
