@@ -153,7 +153,8 @@ def measure(
         more than one session the intervals, ``p_bias`` and the ICC are left NaN
         (they would treat one patient's sessions as different patients; the
         repeated-measures limits of Bland & Altman 2007 are not implemented), and
-        ``why`` says so. The classification table uses the same pairs.
+        ``why`` says so. The classification table uses the same pairs (with
+        ``"all"``, no kappa standard errors or intervals where a unit repeats).
     unit : str or None
         Column naming the unit of analysis, default ``"patient_id"``; it must be a
         session column. Without it (``None`` or absent from the tables) each paired
@@ -282,6 +283,11 @@ def measure(
         out_pairs, cols, thresholds, schemes, confidence, kappa_weights
     )
     problems.extend(cls_problems)
+    if unit_col is not None and len(cls):  # session="all": no interval over repeated patients
+        repeated = (cls["n_units"] < cls["n"]).to_numpy()
+        spread = [c for c in cls.columns if c.endswith(("_se", "_ci_low", "_ci_high", "_pct"))]
+        spread = [c for c in spread if c != "agreement_pct"]
+        cls.loc[repeated, spread] = np.nan
     prob = problems_frame(problems, "agreement_measures", "measure", cols)
     if not has_view:
         prob["view"] = None

@@ -365,6 +365,12 @@ def test_classification_uses_one_session_per_patient():
     res = agreement.measure(ref, tst, errors="collect")
     cls = res.classification.set_index("scheme").loc["skeletal_class"]
     assert cls["n"] == 5 and cls["n_units"] == 5
+    assert np.isfinite(cls["kappa_se"]) and np.isfinite(cls["agreement_ci_low_pct"])
+    pooled = agreement.measure(ref, tst, errors="collect", session="all").classification
+    row = pooled.set_index("scheme").loc["skeletal_class"]
+    assert (row["n"], row["n_units"]) == (7, 5) and np.isfinite(row["kappa"])
+    for col in ("kappa_se", "kappa_ci_low", "weighted_kappa_ci_high", "agreement_ci_low_pct"):
+        assert np.isnan(row[col]), col
 
 
 def test_constant_ratings_give_an_icc_problem_row():
