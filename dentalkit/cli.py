@@ -80,18 +80,27 @@ class _LogLine(logging.Formatter):
         return _cli_words(super().formatMessage(record))
 
 
+def _not_a_fetch_stop(record: logging.LogRecord) -> bool:
+    """False for the fetch's 'stopped sending requests' record (marked ``fetch_stop``)."""
+    return getattr(record, "fetch_stop", None) is None
+
+
 @contextmanager
-def _log_lines() -> Iterator[None]:
+def _log_lines(*, own_stop_line: bool = False) -> Iterator[None]:
     """Warnings and errors logged while a command runs, as lines on its stderr.
 
     Unlike ``logging.basicConfig``, the handler writes to the stderr of the running command
     and is removed when the command ends, so a later command in the same process (a test,
-    a notebook) does not write to the first one's closed stream.
+    a notebook) does not write to the first one's closed stream. ``own_stop_line``: the
+    command prints its own ``error:`` line when a fetch stops (:func:`_stop_line`), so the
+    fetch's log record saying the same is not shown too (Python users still get it).
     """
     root = logging.getLogger()
     handler = logging.StreamHandler(typer.get_text_stream("stderr"))
     handler.setLevel(logging.WARNING)
     handler.setFormatter(_LogLine())
+    if own_stop_line:
+        handler.addFilter(_not_a_fetch_stop)
     root.addHandler(handler)
     try:
         yield
@@ -359,7 +368,7 @@ def fetch(
     from dentalkit.fetch.client import Client
     from dentalkit.fetch.cohort import fetch_cohort
 
-    ctx.with_resource(_log_lines())
+    ctx.with_resource(_log_lines(own_stop_line=True))
     client = None
     try:
         client = Client(
@@ -553,7 +562,7 @@ def first_contact(
     from dentalkit.fetch.cohort import fetch_cohort, first_contact_plan
     from dentalkit.fetch.store import read_responses
 
-    ctx.with_resource(_log_lines())
+    ctx.with_resource(_log_lines(own_stop_line=True))
     try:
         client = Client(_service_url(base_url), **({} if cache is None else {"cache": cache}))
         plan = first_contact_plan(manifest)

@@ -15,18 +15,24 @@ from dentalkit.errors import problems_frame as _conform
 
 __all__ = [
     "SESSION_DEFAULT",
+    "SESSION_RULES",
     "Errors",
     "calibration",
     "check_errors",
+    "check_session",
     "finish",
     "key_frame",
+    "one_session_per_unit",
     "problems_frame",
     "session_columns",
+    "unit_column",
 ]
 
 #: Session key columns used by default (those present in *both* tables). ``session_time``
 #: is parsed from ``timestamp`` (data contract) and never part of the key.
 SESSION_DEFAULT = ("patient_id", "timestamp")
+#: Which paired sessions of each unit (patient) enter the statistics (``session=``).
+SESSION_RULES = ("first", "last", "all")
 #: Accepted ``errors=`` values: dentalkit's one rule, plus ``"ignore"`` (deprecated).
 Errors = Literal["raise", "collect", "warn", "ignore"]
 
@@ -181,3 +187,69 @@ def finish(problems: pd.DataFrame, errors: str, what: str, *, where: str) -> Non
         DentalkitWarning,
         stacklevel=3,
     )
+
+
+def check_session(session: str) -> None:
+    """Refuse a ``session=`` rule that is not one of :data:`SESSION_RULES`."""
+    if session not in SESSION_RULES:
+        raise InputError(
+            f"session={session!r} is not allowed; use one of {SESSION_RULES} ('first', the "
+            "default, counts each patient once)"
+        )
+
+
+def unit_column(
+    unit: str | None, cols: list[str], reference: pd.DataFrame, test: pd.DataFrame
+) -> str | None:
+    """The unit-of-analysis column, or None when each paired session is a unit."""
+    if unit is None:
+        return None
+    if unit not in cols:
+        if unit == "patient_id" and not (unit in reference.columns and unit in test.columns):
+            return None  # the default, and the tables have no patient column
+        raise InputError(
+            f"unit={unit!r} must be one of the session columns {cols} (the pairs are keyed "
+            "on them): add it to session_cols, or pass unit=None to count each paired "
+            "session as a unit"
+        )
+    return unit
+
+
+def _session_rank(pairs: pd.DataFrame, cols: list[str], unit: str) -> np.ndarray:
+    """Sort key of each pair's session within its unit (timestamps as dates when they are)."""
+    other = [c for c in cols if c != unit]
+    if not other:
+        return np.zeros(len(pairs), dtype=np.int64)
+    keys = pd.DataFrame({c: pairs[c].astype(object).map(str) for c in other})
+    if "timestamp" in other:
+        when = pd.to_datetime(keys["timestamp"], errors="coerce", utc=True, format="ISO8601")
+        keys.insert(0, "_when", when)
+    order = keys.sort_values(list(keys.columns), na_position="last", kind="stable").index
+    rank = np.empty(len(pairs), dtype=np.int64)
+    rank[order.to_numpy()] = np.arange(len(pairs))
+    return rank
+
+
+def one_session_per_unit(
+    pairs: pd.DataFrame, unit: str, cols: list[str], rule: str, item: str
+) -> np.ndarray:
+    """Row mask: per (view, item, unit), the first or last paired session.
+
+    ``pairs`` has a default index and categorical ``view`` and ``item`` columns; sessions
+    are ordered by the other session columns, ``timestamp`` read as a date when it is one.
+    """
+    frame = pd.DataFrame(
+        {
+            "view": pairs["view"].cat.codes.to_numpy(),
+            "item": pairs[item].cat.codes.to_numpy(),
+            "unit": pd.factorize(pairs[unit])[0],
+        }
+    )
+    if not frame.duplicated().any():  # one session per unit already: nothing to choose
+        return np.ones(len(pairs), dtype=bool)
+    frame["rank"] = _session_rank(pairs.reset_index(drop=True), cols, unit)
+    frame = frame.sort_values("rank", kind="stable")
+    pick = frame.drop_duplicates(["view", "item", "unit"], keep=rule).index
+    keep = np.zeros(len(pairs), dtype=bool)
+    keep[pick.to_numpy()] = True
+    return keep

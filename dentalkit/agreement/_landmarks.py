@@ -14,9 +14,12 @@ from dentalkit.agreement._common import (
     Errors,
     calibration,
     check_errors,
+    check_session,
     finish,
+    one_session_per_unit,
     problems_frame,
     session_columns,
+    unit_column,
 )
 from dentalkit.agreement._frame import FRAMES, to_anatomical
 from dentalkit.agreement._pairing import no_pairs_error, pair, prepare
@@ -35,7 +38,8 @@ class LandmarkAgreement:
     ----------
     summary : DataFrame
         One row per (view, landmark), in the landmark map's order, and one ``overall``
-        row per view: ``n`` pairs,
+        row per view: ``n`` pairs, ``unit_of_analysis`` (the unit column, ``"session"``
+        without one), ``n_units`` (units behind the pairs), ``session`` (the rule),
         ``mre`` (mean radial error), ``sd`` (its SD, ``ddof=1``), ``median``,
         ``max``, ``bias_x``/``bias_y`` (mean signed offset test − reference in the
         frame) with t intervals ``*_ci_low``/``*_ci_high``, ``sd_x``/``sd_y``,
@@ -44,7 +48,8 @@ class LandmarkAgreement:
     sdr : DataFrame
         Long: view, landmark, ``radius_mm``, ``n``, ``n_within``, ``sdr_pct`` (percent
         of pairs with radial error ≤ radius) and its Wilson interval ``ci_low_pct``/
-        ``ci_high_pct`` (NaN for the overall rows). Empty without calibration.
+        ``ci_high_pct`` (NaN for the overall rows, and with ``session="all"`` where
+        a unit repeats). Empty without calibration.
     pairs : DataFrame
         One row per paired landmark: session columns, view, landmark, the input
         image coordinates ``x_reference``, ``y_reference``, ``x_test``, ``y_test``
@@ -62,6 +67,10 @@ class LandmarkAgreement:
         The session key used.
     confidence : float
         Level of the intervals.
+    session : {"first", "last", "all"}
+        The ``session=`` rule used.
+    unit_col : str or None
+        The unit-of-analysis column (None: each paired session is a unit).
     """
 
     summary: pd.DataFrame
@@ -73,6 +82,8 @@ class LandmarkAgreement:
     by: str
     session_cols: list[str] = field(default_factory=list)
     confidence: float = 0.95
+    session: str = "first"
+    unit_col: str | None = "patient_id"
 
     @property
     def overall(self) -> pd.DataFrame:
@@ -150,6 +161,8 @@ def landmarks(
     confidence: float = 0.95,
     landmark_map: str | Path | pd.DataFrame | None = None,
     errors: Errors = "raise",
+    session: Literal["first", "last", "all"] = "first",
+    unit: str | None = "patient_id",
 ) -> LandmarkAgreement:
     """Agreement of two landmark tables: MRE ± SD, SDR and x/y bias per landmark and overall.
 
@@ -197,6 +210,18 @@ def landmarks(
         :class:`~dentalkit.errors.InputError` instead, listing them (patient, session,
         side/item and reason; the whole table on its ``problems`` attribute).
         ``"ignore"`` is deprecated (use ``"collect"``).
+    session : {"first", "last", "all"}
+        Which paired sessions of each unit enter the statistics, so that every patient
+        counts once in the per-landmark intervals. Default ``"first"``: per landmark
+        (and view), each unit's earliest calibrated session traced by both (sessions
+        ordered by ``timestamp``, read as a date when it is one); ``"last"`` its
+        latest. ``"all"`` pools every paired session: MRE, SD, SDR and bias over all
+        pairs, but the bias and SDR intervals are NaN where a unit has more than one
+        session (they would count one patient's images as different patients).
+    unit : str or None
+        Column naming the unit of analysis, default ``"patient_id"``; it must be a
+        session column. Without it (``None`` or no such column) each paired session
+        is a unit and ``session`` has no effect.
 
     Returns
     -------
@@ -234,7 +259,9 @@ def landmarks(
         raise InputError(f"by must be 'name' or 'landmark', got {by!r}")
     if frame not in FRAMES:
         raise InputError(f"frame must be one of {FRAMES}, got {frame!r}")
+    check_session(session)
     cols = session_columns(reference, test, session_cols)
+    unit_col = unit_column(unit, cols, reference, test)
     if sdr_radii_mm is not None and len(sdr_radii_mm) and mm_per_px is None:
         raise InputError(
             "SDR radii are in mm, but the landmarks are in px: pass mm_per_px (a number, "
@@ -292,6 +319,10 @@ def landmarks(
             scale = scale[~nocal]
             if not len(pairs):
                 raise InputError("no calibrated session: every session lacks a valid mm_per_px")
+    if unit_col is not None and session != "all":  # one session per patient and landmark
+        keep = one_session_per_unit(pairs, unit_col, cols, session, by)
+        pairs = pairs.loc[keep].reset_index(drop=True)
+        scale = scale[keep] if scale is not None else None
     unit = "mm" if scale is not None else "px"
     factor = scale if scale is not None else np.ones(len(pairs))
 
@@ -319,9 +350,53 @@ def landmarks(
     out_pairs = out_pairs.sort_values(["view", by], kind="stable").reset_index(drop=True)
 
     summary, sdr = summaries(out_pairs, by, radii, unit, confidence, order)
+    summary, sdr = _units(summary, sdr, out_pairs, by, unit_col, session)
     prob = problems_frame(problems, "agreement_landmarks", by, cols)
     finish(prob, errors, "landmarks", where="dentalkit.agreement.landmarks")
-    return LandmarkAgreement(summary, sdr, out_pairs, prob, unit, frame, by, cols, confidence)
+    return LandmarkAgreement(
+        summary, sdr, out_pairs, prob, unit, frame, by, cols, confidence, session, unit_col
+    )
+
+
+def _units(
+    summary: pd.DataFrame,
+    sdr: pd.DataFrame,
+    pairs: pd.DataFrame,
+    by: str,
+    unit_col: str | None,
+    session: str,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Add ``unit_of_analysis``, ``n_units``, ``session``; drop intervals where a unit repeats."""
+    keys = [summary["view"].astype(object), summary[by].astype(object)]
+    if unit_col is None:
+        n_units = summary["n"].to_numpy(np.int64)
+    else:
+        per_item = pairs.groupby(["view", by], observed=True)[unit_col].nunique()
+        per_view = pairs.groupby("view", observed=True)[unit_col].nunique()
+        n_units = np.array(
+            [
+                per_view[v] if item == OVERALL else per_item[(v, item)]
+                for v, item in zip(*keys, strict=True)
+            ],
+            dtype=np.int64,
+        )
+    at = summary.columns.get_loc("n") + 1
+    summary.insert(at, "unit_of_analysis", unit_col if unit_col is not None else "session")
+    summary.insert(at + 1, "n_units", n_units)
+    summary.insert(at + 2, "session", session if unit_col is not None else "all")
+    repeated = n_units < summary["n"].to_numpy()
+    if repeated.any():  # session="all": one patient's images are not independent patients
+        for col in ("bias_x_ci_low", "bias_x_ci_high", "bias_y_ci_low", "bias_y_ci_high"):
+            summary.loc[repeated, col] = np.nan
+        if len(sdr):
+            rep = pd.MultiIndex.from_arrays(
+                [k[repeated].to_numpy() for k in keys], names=["view", by]
+            )
+            hit = pd.MultiIndex.from_arrays(
+                [sdr["view"].astype(object), sdr[by].astype(object)]
+            ).isin(rep)
+            sdr.loc[hit, ["ci_low_pct", "ci_high_pct"]] = np.nan
+    return summary, sdr
 
 
 def _item_order(items: pd.Series, by: str, landmark_map) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -13,9 +14,12 @@ from dentalkit.agreement._classes import classification
 from dentalkit.agreement._common import (
     Errors,
     check_errors,
+    check_session,
     finish,
+    one_session_per_unit,
     problems_frame,
     session_columns,
+    unit_column,
 )
 from dentalkit.agreement._pairing import no_pairs_error, pair, prepare
 from dentalkit.agreement._reliability import ICC_FORMS, ICC_MIN_RATINGS, icc, icc_min_targets
@@ -35,12 +39,16 @@ class MeasureAgreement:
     Attributes
     ----------
     summary : DataFrame
-        One row per (view, measure): ``unit``, ``n`` pairs, ``mean_reference``,
+        One row per (view, measure): ``unit`` (of the measure), ``n`` pairs analysed,
+        ``unit_of_analysis`` (the unit column, ``"session"`` without one), ``n_units``
+        (units behind the pairs), ``n_rows`` (paired sessions before the ``session``
+        rule), ``session`` (the rule), ``mean_reference``,
         ``mean_test``; Bland–Altman ``bias`` (mean of test − reference) with
         ``bias_ci_low``/``bias_ci_high`` and ``p_bias`` (paired t test), ``sd_diff``,
         limits of agreement ``loa_low``/``loa_high`` with their intervals
         (``loa_low_ci_low`` …); ``dahlberg`` (method error); ``icc`` with
-        ``icc_ci95_low``/``icc_ci95_high`` and ``icc_form``.
+        ``icc_ci95_low``/``icc_ci95_high`` and ``icc_form``; ``method`` and ``why``
+        (which pairs were analysed and what the intervals assume).
     classification : DataFrame
         One row per classification scheme (``skeletal_class`` from ANB,
         ``skeletal_class_wits``, ``vertical_sn_gogn``, ``vertical_fma``) whose measure
@@ -50,14 +58,16 @@ class MeasureAgreement:
         ``weighted_kappa`` (``weights``: linear or quadratic) with
         ``weighted_kappa_se`` and its interval.
     pairs : DataFrame
-        One row per paired (session, measure): ``reference``, ``test``, ``mean``,
-        ``difference`` (test − reference), ``unit``.
+        One row per analysed paired (session, measure): ``reference``, ``test``,
+        ``mean``, ``difference`` (test − reference), ``unit`` (only the sessions the
+        ``session`` rule kept, so a figure drawn from it shows what the summary used).
     class_pairs : DataFrame
         One row per (session, scheme): ``reference`` and ``test`` category, ``agree``.
     problems : DataFrame
         Everything left out and why.
     settings : dict
-        ``agreement``, ``confidence``, ``loa_ci``, ``icc_form`` used.
+        ``agreement``, ``confidence``, ``loa_ci``, ``icc_form``, ``session`` and
+        ``unit`` used.
     """
 
     summary: pd.DataFrame
@@ -89,6 +99,8 @@ def measure(
     schemes: Sequence[str] | None = None,
     errors: Errors = "raise",
     kappa_weights: str = "linear",
+    session: Literal["first", "last", "all"] = "first",
+    unit: str | None = "patient_id",
 ) -> MeasureAgreement:
     """Agreement of two long measures tables, per measure and per classification.
 
@@ -131,6 +143,23 @@ def measure(
         ``"ignore"`` is deprecated (use ``"collect"``).
     kappa_weights : {"linear", "quadratic"}
         Weights of the weighted kappa of the (ordered) classes; default linear.
+    session : {"first", "last", "all"}
+        Which paired sessions of each unit enter the statistics, pre-specified so
+        that every unit (patient) counts once. Default ``"first"``: per measure (and
+        view), each unit's earliest session measured by both methods (sessions
+        ordered by ``timestamp``, read as a date when it is one, else as text);
+        ``"last"`` its latest. ``"all"`` pools every paired session: the bias, SD,
+        limits and Dahlberg's error are given over all pairs, but where a unit has
+        more than one session the intervals, ``p_bias`` and the ICC are left NaN
+        (they would treat one patient's sessions as different patients; the
+        repeated-measures limits of Bland & Altman 2007 are not implemented), and
+        ``why`` says so. The classification table uses the same pairs (with
+        ``"all"``, no kappa standard errors or intervals where a unit repeats).
+    unit : str or None
+        Column naming the unit of analysis, default ``"patient_id"``; it must be a
+        session column. Without it (``None`` or absent from the tables) each paired
+        session is a unit and ``session`` has no effect (``unit_of_analysis``
+        ``"session"``).
 
     Returns
     -------
@@ -140,6 +169,12 @@ def measure(
 
     Notes
     -----
+    The patient is the unit of analysis (docs/conventions.md): with several sessions
+    per patient, pooled differences are not independent, and the t intervals, the
+    ICC's F-based interval and the kappa's standard error would be too narrow (Bland
+    & Altman 2007, *J Biopharm Stat* 17:571–582). One session per unit keeps them
+    valid; with one session per patient every rule gives the same result.
+
     Bland & Altman (1986, *Lancet* 327:307–310; 1999, *Stat Methods Med Res*
     8:135–160); Dahlberg's method error sqrt(Σd²/2n) (Dahlberg 1940; Houston 1983,
     *Am J Orthod* 83:382–390), which pools random and systematic error — read it with
@@ -164,9 +199,11 @@ def measure(
     {'measure': ['SNA'], 'n': [4], 'bias': [0.5], 'dahlberg': [0.5]}
     """
     errors = check_errors(errors, "dentalkit.agreement.measure")
+    check_session(session)
     if icc_form not in ICC_FORMS:
         raise InputError(f"unknown icc_form {icc_form!r}; choose one of {list(ICC_FORMS)}")
     cols = session_columns(reference, test, session_cols)
+    unit_col = unit_column(unit, cols, reference, test)
     has_view = "view" in reference.columns or "view" in test.columns
     sides = []
     for side, table in (("reference", reference), ("test", test)):
@@ -216,8 +253,24 @@ def measure(
     out_pairs["measure"] = out_pairs["measure"].cat.set_categories(order)
     out_pairs["view"] = out_pairs["view"].cat.remove_unused_categories()
     out_pairs = out_pairs.sort_values(["view", "measure"], kind="stable").reset_index(drop=True)
+    # paired sessions per (view, measure) before the session rule: the summary's n_rows
+    n_rows = out_pairs.groupby(["view", "measure"], observed=True)["measure"].transform("size")
+    if unit_col is not None and session != "all":
+        keep = one_session_per_unit(out_pairs, unit_col, cols, session, "measure")
+        out_pairs, n_rows = out_pairs.loc[keep], n_rows.loc[keep]
+        out_pairs = out_pairs.reset_index(drop=True)
 
-    summary, small = _summary(out_pairs, cols, agreement, confidence, loa_ci, icc_form)
+    summary, small = _summary(
+        out_pairs,
+        cols,
+        agreement,
+        confidence,
+        loa_ci,
+        icc_form,
+        unit_col,
+        session,
+        n_rows.to_numpy(np.int64),
+    )
     problems.extend(small)
     if not has_view:  # arch or tooth measures: no view
         summary = summary.drop(columns="view")
@@ -230,6 +283,11 @@ def measure(
         out_pairs, cols, thresholds, schemes, confidence, kappa_weights
     )
     problems.extend(cls_problems)
+    if unit_col is not None and len(cls):  # session="all": no interval over repeated patients
+        repeated = (cls["n_units"] < cls["n"]).to_numpy()
+        spread = [c for c in cls.columns if c.endswith(("_se", "_ci_low", "_ci_high", "_pct"))]
+        spread = [c for c in spread if c != "agreement_pct"]
+        cls.loc[repeated, spread] = np.nan
     prob = problems_frame(problems, "agreement_measures", "measure", cols)
     if not has_view:
         prob["view"] = None
@@ -239,6 +297,8 @@ def measure(
         "confidence": confidence,
         "loa_ci": loa_ci,
         "icc_form": icc_form,
+        "session": session,
+        "unit": unit_col,
     }
     return MeasureAgreement(summary, cls, out_pairs, class_pairs, prob, settings)
 
@@ -266,7 +326,7 @@ def _units(pairs: pd.DataFrame) -> np.ndarray:
     return ur.where(ur.notna(), ut).to_numpy(dtype=object)
 
 
-def _summary(pairs, cols, agreement, confidence, loa_ci, icc_form):
+def _summary(pairs, cols, agreement, confidence, loa_ci, icc_form, unit_col, session, n_rows):
     view_codes = pairs["view"].cat.codes.to_numpy(np.int64)
     m_codes = pairs["measure"].cat.codes.to_numpy(np.int64)
     n_m = len(pairs["measure"].cat.categories)
@@ -284,12 +344,32 @@ def _summary(pairs, cols, agreement, confidence, loa_ci, icc_form):
     )
     dahl = np.sqrt(np.bincount(code, weights=d**2) / (2.0 * n))
     first = np.unique(code, return_index=True)[1]
+    if unit_col is None:
+        units = n.astype(np.int64)
+    else:
+        unit_codes = pd.factorize(pairs[unit_col].astype(object))[0]
+        units = (
+            pd.DataFrame({"g": code, "u": unit_codes})
+            .groupby("g")["u"]
+            .nunique()
+            .reindex(np.arange(len(uniq)))
+            .to_numpy(np.int64)
+        )
+    repeated = units < n  # only with session="all": a unit with several sessions
+    if repeated.any():  # intervals would count one patient's sessions as patients
+        for key in ba:
+            if key not in ("loa_low", "loa_high"):
+                ba[key] = np.where(repeated, np.nan, ba[key])
     summary = pd.DataFrame(
         {
             "view": pd.Categorical.from_codes(uniq // n_m, pairs["view"].cat.categories),
             "measure": pd.Categorical.from_codes(uniq % n_m, pairs["measure"].cat.categories),
             "unit": pairs["unit"].to_numpy(dtype=object)[first],
             "n": n.astype(np.int64),
+            "n_rows": n_rows[first],
+            "unit_of_analysis": unit_col if unit_col is not None else "session",
+            "n_units": units,
+            "session": session if unit_col is not None else "all",
             "mean_reference": np.bincount(code, weights=ref) / n,
             "mean_test": np.bincount(code, weights=tst) / n,
             "bias": bias,
@@ -323,6 +403,8 @@ def _summary(pairs, cols, agreement, confidence, loa_ci, icc_form):
             continue
         label = _measure_label(pairs, rows)
         n_units = _n_units(pairs, rows)
+        if repeated[g]:
+            continue  # the ICC would take one patient's sessions as different targets
         if len(rows) < ICC_MIN_PAIRS:
             problems.append(
                 pairs.iloc[rows[:1]][["view", "measure"]].assign(
@@ -359,12 +441,70 @@ def _summary(pairs, cols, agreement, confidence, loa_ci, icc_form):
                 )
             )
             continue
+        if not np.isfinite(r["icc"]):
+            problems.append(
+                pairs.iloc[rows[:1]][["view", "measure"]].assign(
+                    side="both",
+                    path="icc",
+                    reason=_undefined_icc_reason(label, ref[rows], tst[rows], n_units),
+                )
+            )
+            continue
         icc_vals[g] = r["icc"], r["ci95_low"], r["ci95_high"]
     summary["icc"] = icc_vals[:, 0]
     summary["icc_ci95_low"] = icc_vals[:, 1]
     summary["icc_ci95_high"] = icc_vals[:, 2]
     summary["icc_form"] = icc_form
+    summary["method"] = (
+        f"Bland–Altman bias and limits (bias ± {agreement:g} SD; limit intervals "
+        f"{loa_ci}); Dahlberg's method error; {icc_form} (pingouin)"
+    )
+    summary["why"] = _why(unit_col, session, repeated, n, units, n_rows[first])
     return summary, problems
+
+
+def _why(unit_col, session, repeated, n, n_units, n_rows) -> list[str]:
+    """Per summary row: which pairs were analysed and what the intervals assume."""
+    out = []
+    for rep, k, u, r in zip(repeated, n, n_units, n_rows, strict=True):
+        if unit_col is None:
+            out.append(
+                f"no unit column: each of the {int(k)} paired sessions counted as an "
+                "independent unit; if sessions share a patient, pass unit= and session='first'"
+            )
+        elif rep:
+            out.append(
+                f"session='all': {int(k)} paired sessions of {int(u)} {unit_col} units pooled; "
+                "bias, SD, limits and Dahlberg over all pairs, but intervals, p_bias and the "
+                "ICC are not given: they would count one unit's sessions as independent "
+                "(repeated-measures limits, Bland & Altman 2007, are not implemented); use "
+                "session='first' for them"
+            )
+        elif session == "all" or r == k:
+            out.append(f"one paired session per {unit_col}: {int(u)} units, independent")
+        else:
+            out.append(
+                f"pre-specified: each {unit_col}'s {session} paired session ({int(k)} of "
+                f"{int(r)} paired sessions), so every unit counts once"
+            )
+    return out
+
+
+def _undefined_icc_reason(label: str, ref: np.ndarray, tst: np.ndarray, n_units: int) -> str:
+    """Why pingouin gave no ICC (NaN) for a measure: the variance it divides by is zero."""
+    both = np.concatenate([ref, tst])
+    if np.ptp(both) == 0:
+        what = f"all {both.size} ratings are equal ({both[0]:g})"
+    elif np.ptp((ref + tst) / 2.0) == 0:
+        what = "every session has the same mean of the two methods"
+    else:
+        what = "the ANOVA's mean squares leave a zero denominator"
+    return (
+        f"ICC of {label} undefined: no variance between sessions ({what}; "
+        f"{ref.size} paired session(s) of {n_units} unit(s)); the ICC is the share of "
+        "between-session variance and needs measurements that differ between patients. "
+        "Bland–Altman and Dahlberg are still given"
+    )
 
 
 def _measure_label(pairs: pd.DataFrame, rows: np.ndarray) -> str:

@@ -371,6 +371,7 @@ class _Scheduler:
                 _STOPPED[why],
                 plain_reason(str(exc)),
                 self.store.out / "failures.parquet",
+                extra={"fetch_stop": why},  # the CLI prints its own line for it instead
             )
         if self.errors == "raise" and self.first_error is None:
             self.first_error = exc

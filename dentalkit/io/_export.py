@@ -46,7 +46,7 @@ import pyarrow.parquet as pq
 
 from dentalkit._atomic import atomic_write_all
 from dentalkit.errors import InputError
-from dentalkit.io._dictionary import data_dictionary, is_declared_table, value_labels
+from dentalkit.io._dictionary import _rows_text, data_dictionary, is_declared_table, value_labels
 from dentalkit.io._pseudonymize import PSEUDONYM_ATTR
 
 __all__ = [
@@ -124,17 +124,28 @@ def restore_cell(text: str) -> str:
 
 
 def _refuse_controls(table: str, name: str, col: pd.Series) -> None:
+    """Refuse a control character, naming rows as docs/conventions.md's row-number rule says:
+    the 0-based position in the table given (index labels when they differ)."""
     bad = col.map(lambda v: isinstance(v, str) and bool(_CONTROL.search(v))).to_numpy(bool)
     if bad.any():
-        rows = (np.flatnonzero(bad) + 1).tolist()
         first = col[bad].iloc[0]
         char = _CONTROL.search(first).group()  # type: ignore[union-attr]
-        shown = ", ".join(map(str, rows[:5])) + (f" … ({len(rows)} rows)" if len(rows) > 5 else "")
+        if name == "(column names)":
+            cols = np.flatnonzero(bad)
+            where = (
+                f"the name of column{'s' if len(cols) > 1 else ''} at position "
+                + ", ".join(map(str, cols[:5].tolist()))
+                + " (0-based). A CSV header cannot hold it: rename the column"
+            )
+        else:
+            where = (
+                f"{_rows_text(bad, col.index)}; in the CSV it would have written, line = "
+                "row + 2 (line 1 is the header). CSV readers cut or mangle it: remove it, "
+                r"e.g. df[col] = df[col].str.replace(r'[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]', "
+                "'', regex=True)"
+            )
         raise InputError(
-            f"table {table!r}, column {name!r}: control character U+{ord(char):04X} in row(s) "
-            f"{shown} (1-based; CSV line = row + 1). CSV readers cut or mangle it: remove it, "
-            "e.g. df[col] = df[col].str.replace(r'[\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f]', '', "
-            "regex=True)"
+            f"table {table!r}, column {name!r}: control character U+{ord(char):04X} in {where}"
         )
 
 

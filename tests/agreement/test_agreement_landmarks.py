@@ -390,3 +390,61 @@ def test_errors_and_anatomical_bias_do_not_depend_on_film_placement(shift, angle
     assert norm.to_numpy() == pytest.approx(np.hypot(base["bias_x"], base["bias_y"]), abs=1e-9)
     if angle == 0.0:
         assert moved["bias_x"].to_numpy() == pytest.approx(base["bias_x"].to_numpy(), abs=1e-9)
+
+
+# --- the patient is the unit: one session per patient in the per-landmark intervals ---
+
+
+def _three_patients_p1_twice():
+    """p1 has two sessions (2021 listed first, 2020 the earlier); p2 and p3 one each."""
+    ref = _table(
+        [
+            ("p1", "2021-05-01", "S", 100.0, 100.0),
+            ("p1", "2020-05-01", "S", 100.0, 100.0),
+            ("p2", "2020-01-01", "S", 120.0, 90.0),
+            ("p3", "2020-01-01", "S", 110.0, 95.0),
+        ]
+    )
+    dx = np.array([30.0, 10.0, -20.0, 5.0])  # px; at 0.1 mm/px: 3, 1, -2, 0.5 mm
+    return ref, ref.assign(x=ref["x"] + dx), dx * 0.1
+
+
+def test_landmarks_count_each_patient_once_by_default():
+    ref, tst, d = _three_patients_p1_twice()
+    res = agreement.landmarks(ref, tst, mm_per_px=0.1, frame="image")
+    s = res.summary.set_index("name").loc["S"]
+    first = d[[1, 2, 3]]  # p1's 2020 session, p2, p3
+    assert (s["n"], s["n_units"], s["session"]) == (3, 3, "first")
+    assert s["unit_of_analysis"] == "patient_id"
+    lo, hi = sps.t.interval(0.95, 2, loc=first.mean(), scale=first.std(ddof=1) / np.sqrt(3))
+    assert (s["bias_x"], s["bias_x_ci_low"], s["bias_x_ci_high"]) == pytest.approx(
+        (first.mean(), lo, hi)
+    )
+    assert s["mre"] == pytest.approx(np.abs(first).mean())
+    assert set(res.pairs["timestamp"].astype(str)) == {"2020-05-01", "2020-01-01"}
+    sdr = res.sdr[(res.sdr["name"] == "S") & (res.sdr["radius_mm"] == 2.0)].iloc[0]
+    # radial errors 1, 2 and 0.5 mm: all within 2 mm (≤, ISBI 2015); p1's 3 mm left out
+    assert (sdr["n"], sdr["n_within"]) == (3, 3) and np.isfinite(sdr["ci_low_pct"])
+
+
+def test_landmarks_all_sessions_pool_without_intervals():
+    ref, tst, d = _three_patients_p1_twice()
+    res = agreement.landmarks(ref, tst, mm_per_px=0.1, frame="image", session="all")
+    s = res.summary.set_index("name").loc["S"]
+    assert (s["n"], s["n_units"]) == (4, 3)
+    assert s["bias_x"] == pytest.approx(d.mean()) and s["mre"] == pytest.approx(np.abs(d).mean())
+    assert np.isnan(s["bias_x_ci_low"]) and np.isnan(s["bias_y_ci_high"])
+    assert res.sdr.loc[res.sdr["name"] == "S", "ci_low_pct"].isna().all()
+
+
+def test_landmarks_with_one_session_per_patient_are_the_same_under_every_rule():
+    base = agreement.landmarks(REF, TEST, mm_per_px=0.1, unit=None, frame="image")
+    for rule in ("first", "last", "all"):
+        res = agreement.landmarks(REF, TEST, mm_per_px=0.1, session=rule, frame="image")
+        cols = ["n", "mre", "sd", "bias_x", "bias_x_ci_low", "bias_y_ci_high"]
+        pd.testing.assert_frame_equal(res.summary[cols], base.summary[cols])
+        pd.testing.assert_frame_equal(res.sdr, base.sdr)
+        assert res.summary["n_units"].tolist() == [2, 2, 2]
+    assert base.summary["unit_of_analysis"].unique().tolist() == ["session"]
+    with pytest.raises(InputError, match="session='any' is not allowed"):
+        agreement.landmarks(REF, TEST, session="any")

@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from agreement_fixtures import PEFR_MINI, PEFR_WRIGHT
+from scipy import stats as sps
 
 from dentalkit import agreement
-from dentalkit.errors import DentalkitWarning, InputError
+from dentalkit.errors import PROBLEM_COLUMNS, DentalkitWarning, InputError
 
 
 def _long(values, measure="PEFR", unit="l/min", ids=None):
@@ -47,6 +48,8 @@ def test_measures_reproduces_the_bland_altman_1986_example():
         "confidence": 0.95,
         "loa_ci": "1986",
         "icc_form": "ICC(2,1)",
+        "session": "first",
+        "unit": "patient_id",
     }
 
 
@@ -145,7 +148,8 @@ def test_too_few_pairs_for_an_icc_is_said_in_dentalkits_words():
     )
     ref["timestamp"] = ["t1", "t2", "t1", "t2", "t1", "t2"]
     tst = ref.assign(value=ref["value"] + [0.5, 0.0, 1.0, -0.5, 0.5, 0.0])
-    res = agreement.measure(ref, tst, errors="collect")
+    # unit=None: each paired session is a unit (the default would keep one per patient)
+    res = agreement.measure(ref, tst, errors="collect", unit=None)
     s = res.summary.set_index("measure")
     # three or more pairs: pingouin's ICC, checked against the hand formula
     assert s.loc["SNA", "icc"] == pytest.approx(
@@ -163,7 +167,7 @@ def test_too_few_pairs_for_an_icc_is_said_in_dentalkits_words():
     assert "fewer than 5 ratings" in reason and "Koo & Li 2016" in reason
     assert "Data must have" not in reason  # pingouin's own text is not passed through
     with pytest.raises(InputError, match=r"ICC of ANB \(lateral\) not computed") as info:
-        agreement.measure(ref, tst)  # errors='raise', the default
+        agreement.measure(ref, tst, unit=None)  # errors='raise', the default
     pd.testing.assert_frame_equal(info.value.problems, prob)
 
 
@@ -255,3 +259,145 @@ def test_deprecated_alias_measures_warns_and_returns_the_same():
     new = agreement.measure(ref, tst)
     pd.testing.assert_frame_equal(old.summary, new.summary)
     pd.testing.assert_frame_equal(old.pairs, new.pairs)
+
+
+# --- the patient is the unit of analysis (issue 19's rule applied to agreement.measure) ---
+
+
+def _two_sessions():
+    """Five patients; p1 and p2 have two sessions (the later one listed first)."""
+    ids = ["p1", "p1", "p2", "p2", "p3", "p4", "p5"]
+    stamps = ["2021-03-01", "2020-03-01", "2022-01-05", "2021-06-30"] + ["2020-01-01"] * 3
+    ref = _long([80.0, 81.0, 84.0, 86.0, 79.0, 83.0, 88.0], "SNA", "deg", ids)
+    ref["timestamp"] = stamps
+    tst = ref.assign(value=ref["value"] + [3.0, 0.5, -2.0, 1.0, 0.0, 1.5, -0.5])
+    return ref, tst
+
+
+def test_default_uses_each_patients_first_paired_session():
+    import pingouin as pg
+
+    ref, tst = _two_sessions()
+    res = agreement.measure(ref, tst)
+    row = res.summary.iloc[0]
+    # first sessions by date: p1 2020-03-01 (d 0.5), p2 2021-06-30 (d 1.0), p3 0, p4 1.5, p5 -0.5
+    d = np.array([0.5, 1.0, 0.0, 1.5, -0.5])
+    assert (row["n"], row["n_units"], row["n_rows"]) == (5, 5, 7)
+    assert row["unit_of_analysis"] == "patient_id" and row["session"] == "first"
+    assert row["bias"] == pytest.approx(d.mean(), rel=1e-12)
+    assert row["sd_diff"] == pytest.approx(d.std(ddof=1), rel=1e-12)
+    assert row["dahlberg"] == pytest.approx(np.sqrt((d**2).sum() / 10), rel=1e-12)
+    assert row["loa_high"] == pytest.approx(d.mean() + 1.96 * d.std(ddof=1), rel=1e-12)
+    r1 = np.array([81.0, 86.0, 79.0, 83.0, 88.0])
+    long = pd.DataFrame(
+        {"s": np.tile(np.arange(5), 2), "m": np.repeat(["r", "t"], 5), "v": np.r_[r1, r1 + d]}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        direct = pg.intraclass_corr(long, "s", "m", "v").set_index("Type")
+    label = "ICC(A,1)" if "ICC(A,1)" in direct.index else "ICC2"
+    assert row["icc"] == pytest.approx(direct.loc[label, "ICC"], rel=1e-9)
+    assert row["icc"] == pytest.approx(_icc_a1(r1, r1 + d), rel=1e-9)
+    assert "first paired session (5 of 7 paired sessions)" in row["why"]
+    assert "Bland–Altman" in row["method"] and "ICC(2,1)" in row["method"]
+    # the pairs table holds what the summary used (the figure draws the same points)
+    assert sorted(res.pairs["timestamp"].astype(str)[:2]) == ["2020-03-01", "2021-06-30"]
+    assert len(res.pairs) == 5 and res.problems.empty
+
+    last = agreement.measure(ref, tst, session="last").summary.iloc[0]
+    d_last = np.array([3.0, -2.0, 0.0, 1.5, -0.5])
+    assert last["bias"] == pytest.approx(d_last.mean()) and last["n"] == 5
+
+
+def test_one_session_per_patient_gives_the_same_result_under_every_rule():
+    # Bland & Altman 1986's 17 subjects, one session each: the rule changes nothing
+    base = agreement.measure(_long(PEFR_MINI), _long(PEFR_WRIGHT), unit=None).summary
+    stats = ["n", "bias", "sd_diff", "loa_low_ci_low", "loa_high_ci_high", "p_bias", "icc"]
+    stats += ["icc_ci95_low", "dahlberg"]
+    for rule in ("first", "last", "all"):
+        s = agreement.measure(_long(PEFR_MINI), _long(PEFR_WRIGHT), session=rule).summary
+        pd.testing.assert_frame_equal(s[stats], base[stats])
+        assert s["n_units"].item() == 17 and s["n_rows"].item() == 17
+        assert "one paired session per patient_id" in s["why"].item()
+    assert base["unit_of_analysis"].item() == "session"
+    assert "counted as an independent unit" in base["why"].item()
+
+
+def test_all_sessions_give_point_estimates_without_intervals_that_ignore_clustering():
+    ref, tst = _two_sessions()
+    res = agreement.measure(ref, tst, session="all")
+    row = res.summary.iloc[0]
+    d = np.array([3.0, 0.5, -2.0, 1.0, 0.0, 1.5, -0.5])
+    assert (row["n"], row["n_units"], row["n_rows"]) == (7, 5, 7)
+    assert row["bias"] == pytest.approx(d.mean()) and row["sd_diff"] == pytest.approx(d.std(ddof=1))
+    assert row["loa_low"] == pytest.approx(d.mean() - 1.96 * d.std(ddof=1))
+    for col in ("bias_ci_low", "p_bias", "loa_low_ci_low", "loa_high_ci_high", "icc"):
+        assert np.isnan(row[col]), col
+    assert "Bland & Altman 2007" in row["why"] and "session='first'" in row["why"]
+    assert res.problems.empty  # a documented choice, not a problem of the input
+
+
+def test_sessions_are_ordered_by_time_not_by_text():
+    # 10:00+05:00 is 05:00 UTC, earlier than 06:00+00:00, though its text sorts later
+    ref = _long([80.0, 90.0, 82.0, 84.0], "SNA", "deg", ["p1", "p1", "p2", "p3"])
+    ref["timestamp"] = ["2020-01-01T10:00:00+05:00", "2020-01-01T06:00:00+00:00"] + ["t"] * 2
+    tst = ref.assign(value=ref["value"] + [1.0, 5.0, 0.0, 0.0])
+    res = agreement.measure(ref, tst, errors="collect")
+    assert res.summary["bias"].item() == pytest.approx(1.0 / 3)
+
+
+def test_unit_and_session_are_checked():
+    ref, tst = _two_sessions()
+    with pytest.raises(InputError, match="session='every' is not allowed"):
+        agreement.measure(ref, tst, session="every")
+    with pytest.raises(InputError, match="unit='clinic' must be one of the session columns"):
+        agreement.measure(ref.assign(clinic="a"), tst.assign(clinic="a"), unit="clinic")
+    # without a patient column the default counts sessions and says so
+    res = agreement.measure(
+        ref.drop(columns="patient_id"), tst.drop(columns="patient_id"), errors="collect"
+    )
+    assert res.summary["unit_of_analysis"].item() == "session"
+
+
+def test_classification_uses_one_session_per_patient():
+    ref, tst = _two_sessions()
+    ref, tst = (t.assign(measure="ANB", value=t["value"] - 80.0) for t in (ref, tst))
+    res = agreement.measure(ref, tst, errors="collect")
+    cls = res.classification.set_index("scheme").loc["skeletal_class"]
+    assert cls["n"] == 5 and cls["n_units"] == 5
+    assert np.isfinite(cls["kappa_se"]) and np.isfinite(cls["agreement_ci_low_pct"])
+    pooled = agreement.measure(ref, tst, errors="collect", session="all").classification
+    row = pooled.set_index("scheme").loc["skeletal_class"]
+    assert (row["n"], row["n_units"]) == (7, 5) and np.isfinite(row["kappa"])
+    for col in ("kappa_se", "kappa_ci_low", "weighted_kappa_ci_high", "agreement_ci_low_pct"):
+        assert np.isnan(row[col]), col
+
+
+def test_constant_ratings_give_an_icc_problem_row():
+    ref = _long([5.0] * 4, "SNA", "deg")
+    res = agreement.measure(ref, ref.copy(), errors="collect")
+    assert np.isnan(res.summary["icc"].item())
+    prob = res.problems
+    assert list(prob.columns[: len(PROBLEM_COLUMNS)]) == list(PROBLEM_COLUMNS)
+    assert len(prob) == 1 and prob["path"].item() == "icc" and prob["measure"].item() == "SNA"
+    assert (
+        prob["reason"]
+        .item()
+        .startswith(
+            "ICC of SNA (lateral) undefined: no variance between sessions (all 8 ratings are "
+            "equal (5); 4 paired session(s) of 4 unit(s))"
+        )
+    )
+    assert res.summary["bias"].item() == 0 and res.summary["dahlberg"].item() == 0
+    with pytest.raises(InputError, match="undefined: no variance between sessions"):
+        agreement.measure(ref, ref.copy())
+
+
+def test_unit_none_pools_every_session_as_before_with_intervals():
+    # the numbers before one session per patient, for a per-image question: sessions as units
+    ref, tst = _two_sessions()
+    row = agreement.measure(ref, tst, unit=None).summary.iloc[0]
+    d = np.array([3.0, 0.5, -2.0, 1.0, 0.0, 1.5, -0.5])
+    lo, hi = sps.t.interval(0.95, 6, loc=d.mean(), scale=d.std(ddof=1) / np.sqrt(7))
+    assert (row["n"], row["n_units"], row["unit_of_analysis"]) == (7, 7, "session")
+    assert (row["bias_ci_low"], row["bias_ci_high"]) == pytest.approx((lo, hi))

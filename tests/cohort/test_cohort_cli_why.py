@@ -44,6 +44,7 @@ def test_wrong_key_is_named_in_one_line_and_stops_the_run(fresh, tmp_path, caplo
     assert result.exit_code == 3, result.output
     (line,) = _lines(result)
     assert "rejected the API key" in line and "401" in line and "DENTALKIT_API_KEY" in line
+    _no_duplicate(result)
     assert fresh.base_url.rsplit("/api/v2", 1)[0] in line
     assert wrong not in result.output  # the key itself is never printed
     # it stopped: far fewer than the 12 requests reached the service (window of 4 in flight)
@@ -58,11 +59,27 @@ def test_wrong_key_is_named_in_one_line_and_stops_the_run(fresh, tmp_path, caplo
     # with errors=raise the same line, the same exit status
     raised = runner.invoke(app, [*args, "--errors", "raise"], env=env)
     assert raised.exit_code == 3 and len(_lines(raised)) == 1, raised.output
+    _no_duplicate(raised)
     # with the right key, the rerun sends everything, the 401s included (not skipped)
     good = {**env, "DENTALKIT_API_KEY": fresh.api_key}
     fixed = runner.invoke(app, args, env=good)
     assert fixed.exit_code == 0, fixed.output
     assert "12 stored now" in fixed.output and "failed earlier" not in fixed.output
+
+
+def _no_duplicate(result) -> None:
+    """The stop is said once on the terminal: the CLI's error line, not also the log's."""
+    assert "stopped sending requests" not in result.output, result.output
+    assert not re.search(r"^ERROR dentalkit", result.output, re.M), result.output
+
+
+def test_only_commands_with_their_own_stop_line_absorb_the_stop_record():
+    from dentalkit.cli import _not_a_fetch_stop
+
+    stop = logging.LogRecord("dentalkit.fetch", logging.ERROR, "", 0, "stopped", (), None)
+    stop.fetch_stop = "auth"
+    other = logging.LogRecord("dentalkit.fetch", logging.ERROR, "", 0, "other", (), None)
+    assert not _not_a_fetch_stop(stop) and _not_a_fetch_stop(other)
 
 
 def _stop_logs(caplog) -> list[str]:
@@ -93,6 +110,7 @@ def test_unreachable_service_is_named_in_one_line(tmp_path, caplog):
     assert result.exit_code == 4, result.output
     (line,) = _lines(result)
     assert f"cannot reach the service at http://127.0.0.1:{port}" in line
+    _no_duplicate(result)
     assert "--base-url" in line
     assert "(POST /classifier for patient 'W00': Connection refused)" in line
     assert not PYTHON_NAMES.search(line), line

@@ -92,7 +92,7 @@ REFUSALS = [
     (
         "control",
         _summary(measure=["SNA", "SN\x07B", "ANB"]),
-        r"'ceph_summary', column 'measure': control character U\+0007 in row\(s\) 2 ",
+        r"'ceph_summary', column 'measure': control character U\+0007 in row 1 \(0-based position\); ",
         [f for f in FORMATS if "csv" in f],
     ),
 ]

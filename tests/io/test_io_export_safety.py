@@ -95,9 +95,25 @@ def test_column_names_and_dictionary_cells_are_neutralized_too(tmp_path):
 @pytest.mark.parametrize("char", ["\x00", "\x07", "\x1b", "\x7f"])
 def test_control_characters_are_refused_naming_table_column_and_row(tmp_path, char):
     df = pd.DataFrame({"note": ["fine", "also fine", f"bad{char}cell"]})
-    with pytest.raises(InputError, match=rf"table 't', column 'note'.*U\+{ord(char):04X}.*row\(s\) 3"):  # fmt: skip
+    with pytest.raises(InputError, match=rf"table 't', column 'note'.*U\+{ord(char):04X} in row 2 \(0-based position\); "):  # fmt: skip
         export({"t": df}, tmp_path)
     assert not (tmp_path / "t.csv").exists()
+
+
+def test_control_character_rows_follow_the_row_number_rule(tmp_path):
+    # docs/conventions.md: a non-manifest table's row is its 0-based position (index label
+    # beside it when it differs), and its CSV line is row + 2
+    df = pd.DataFrame({"note": ["a", "b", "c", "bad\x07", "e"]}, index=[10, 11, 12, 13, 14])
+    with pytest.raises(InputError) as info:
+        export({"t": df}, tmp_path, descriptions={"note": "a note"})
+    msg = str(info.value)
+    assert "in row 3 (0-based position; index label 13); in the CSV it would have written, line = row + 2" in msg  # fmt: skip
+    assert "1-based" not in msg
+    # the same table without the character: line 3 + 2 of the CSV holds that cell
+    files = export({"t": df.replace("bad\x07", "bad")}, tmp_path, descriptions={"note": "a note"})
+    assert files["t.csv"].read_text().splitlines()[3 + 2 - 1] == "bad"
+    with pytest.raises(InputError, match=r"in the name of column at position 1 \(0-based\)\. A CSV header cannot hold it: rename the column"):  # fmt: skip
+        export({"u": pd.DataFrame({"ok": [1], "n\x1bame": [2]})}, tmp_path / "u")
 
 
 def test_tab_newline_and_carriage_return_inside_a_cell_are_kept(tmp_path):
