@@ -79,3 +79,19 @@ def test_the_mean_form_table_is_unchanged_when_every_group_has_a_fit():
     want = arch.mean_form(merged, by="group", mm_per_px=0.1)
     pd.testing.assert_frame_equal(out["arch_mean_forms"], want, check_like=True)
     assert not len(out["analysis_problems"])
+
+
+def test_no_mean_form_at_all_is_an_empty_table_of_the_declared_types(tmp_path):
+    from tests.schema_check import check_file
+
+    tables, groups = _tables()
+    lower = tables["arch_points"][tables["arch_points"]["arch"] == "lo"]
+    groups = pd.DataFrame(
+        {"patient_id": groups["patient_id"], "skeletal_class": ["Class I"] * 2 + ["Class II"] * 2}
+    )
+    out = pipeline.analyze({"arch_points": lower}, None, groups=groups, errors="collect")
+    assert len(out["arch_mean_forms"]) == 0
+    assert len(out["analysis_problems"]) == 2
+    pipeline.write_analyses(out, tmp_path)
+    for name in ("arch_mean_forms", "analysis_problems"):
+        assert check_file(tmp_path / f"{name}.parquet", name) == []

@@ -186,3 +186,21 @@ def test_no_group_to_average_gives_an_empty_table_in_collect_and_warns_in_warn()
     pd.testing.assert_frame_equal(arch.problems(warned), arch.problems(mf))
     with pytest.raises(InputError, match="errors="):
         arch.mean_form(lo, errors="ignore_all")
+
+
+def test_a_group_without_a_common_x_range_is_listed_in_collect_and_raised_by_default():
+    pts = pd.concat(
+        [_cohort([150.0, 160.0], "ok"), _cohort([140.0, 150.0], "apart", start=5)],
+        ignore_index=True,
+    )
+    fits = arch.fit(pts, "catenary").merge(pts[["patient_id", "group"]].drop_duplicates())
+    # by hand: the two arches of group "apart" cover [-220, -10] and [10, 220]
+    apart = (fits["group"] == "apart").to_numpy()
+    fits.loc[apart, "x_min"] = [-220.0, 10.0]
+    fits.loc[apart, "x_max"] = [-10.0, 220.0]
+    with pytest.raises(InputError, match="group=apart, arch=up: the arches of this group"):
+        arch.mean_form(fits, by="group")
+    mf = arch.mean_form(fits, by="group", n=5, errors="collect")
+    assert set(mf["group"]) == {"ok"}
+    pd.testing.assert_frame_equal(mf, arch.mean_form(fits[~apart], by="group", n=5))
+    assert arch.problems(mf)["path"].tolist() == ["group=apart, arch=up"]
