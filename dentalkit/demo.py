@@ -598,6 +598,9 @@ def _sections(
         sections.append(
             ("Arch dimensions (first session of each patient)", _markdown(stats.reset_index()))
         )
+    px_note = _px_arches_note(tables, analyses)
+    if px_note is not None:
+        sections.append(("Arches in pixels", px_note))
     cmp = analyses.get("arch_compare")
     if cmp is not None and len(cmp):
         body = (
@@ -699,6 +702,52 @@ def _sections(
             )
         )
     return sections
+
+
+def _px_arches_note(tables: dict, analyses: dict) -> str | None:
+    """One line naming the arches measured in pixels and what leaves them out, or None.
+
+    An arch whose occlusogram endpoint has no ``mm_per_px`` is fitted and measured in px
+    (``pipeline.analyze``); pixel lengths of different photographs share no scale, so
+    the arch comparison and the growth model take mm rows only, and the mean-forms
+    figure draws the mm forms when both units are present (docs/arch.md, "Partial
+    calibration in the study pipeline").
+    """
+    fits = analyses.get("arch_fits")
+    if fits is None or not len(fits) or "unit" not in fits.columns:
+        return None
+    units = fits.groupby(fits["arch"].astype(str), observed=True)["unit"].agg(
+        lambda u: set(u.astype(str))
+    )
+    px = [a for a in ("up", "lo") if a in units.index and "px" in units[a]]
+    if not px:
+        return None
+    points = tables.get("arch_points")
+    names = {"up": "upper", "lo": "lower"}
+    endpoints = []
+    for a in px:
+        eps: list[str] = []
+        if points is not None and {"arch", "endpoint"} <= set(points.columns):
+            chosen = points.loc[points["arch"].astype(str) == a, "endpoint"].dropna()
+            eps = sorted(set(chosen.astype(str)))
+        endpoints.append((names[a], eps))
+    which = " and ".join(
+        f"the {name} arch ({', '.join(f'`{e}`' for e in eps)})" if eps else f"the {name} arch"
+        for name, eps in endpoints
+    )
+    left_out = ["the arch comparison by skeletal class", "the growth model"]
+    if (fits["unit"].astype(str) == "mm").any():
+        left_out.insert(0, "the mean arch forms figure")
+    flags = " ".join(f"--mm-per-px {e}=VALUE" for _, eps in endpoints for e in eps)
+    one = len(endpoints) == 1
+    return (
+        f"{which[0].upper()}{which[1:]} {'is' if one else 'are'} in pixels because "
+        f"{'its endpoint is' if one else 'their endpoints are'} not calibrated (no mm per "
+        f"pixel), so {'it is' if one else 'they are'} left out of "
+        f"{', '.join(left_out[:-1])} and {left_out[-1]} (pixel lengths of different "
+        f"photographs share no scale); pass `{flags or '--mm-per-px ENDPOINT=VALUE'}` "
+        f"(VALUE in mm per pixel) to measure {'it' if one else 'them'} in mm."
+    )
 
 
 def _problems_section(problems: pd.DataFrame, analysis_problems: pd.DataFrame | None) -> str:

@@ -71,6 +71,7 @@ ANALYSIS_PROBLEM_PRODUCERS = (
     "ceph.measure",
     "arch.fit",
     "arch.measure",
+    "arch.mean_form",
     "teeth.measure",
     "findings.prevalence",
 )
@@ -351,16 +352,37 @@ def _mixed_differences(measures: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else measures.iloc[:0]
 
 
-def _mean_forms(points: pd.DataFrame, by: str, scale: pd.DataFrame | None) -> pd.DataFrame:
+def _mean_forms(
+    points: pd.DataFrame, by: str, scale: pd.DataFrame | None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``arch.mean_form`` by ``by``, of the calibrated arches in mm and of the others in
-    pixels: one mean form per unit, never pooling the two."""
+    pixels: one mean form per unit, never pooling the two; and the problem rows of the
+    groups left out (no fit with status ``ok``, e.g. every arch of a part failed).
+
+    The rows of bad points are not repeated here: ``arch.fit`` lists them (with their
+    row in the given table). A group row gets the ``endpoint`` of its arches' points.
+    """
     from dentalkit import arch
 
-    forms = [
-        arch.mean_form(points.iloc[rows], by=by, mm_per_px=s, errors="collect")
-        for rows, s in _arch_parts(points, scale)
-    ]
-    return forms[0] if len(forms) == 1 else _concat_parts(forms)
+    forms, records = [], []
+    for rows, s in _arch_parts(points, scale):
+        part = points.iloc[rows]
+        form = arch.mean_form(part, by=by, mm_per_px=s, errors="collect")
+        for rec in form.attrs["problems"]:
+            if rec.get("table") != "arch_mean_forms":
+                continue  # a bad point row: arch.fit lists it
+            rec = dict(rec)
+            if "endpoint" in part.columns:
+                eps = set(part.loc[part["arch"].astype(str) == rec["arch"], "endpoint"].dropna())
+                if len(eps) == 1:
+                    rec["endpoint"] = str(eps.pop())
+            records.append(rec)
+        forms.append(form)
+    kept = [f for f in forms if len(f)] or forms[:1]
+    out = kept[0] if len(kept) == 1 else _concat_parts(kept)
+    out.attrs.pop("problems", None)
+    found = pd.DataFrame.from_records(records, columns=[*PROBLEM_COLUMNS, "arch"])
+    return out, problems_frame(found, severity="error")
 
 
 def analyze(
@@ -402,7 +424,8 @@ def analyze(
         dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`), applied
         to the problems of every analysis run (:data:`ANALYSIS_PROBLEM_PRODUCERS`: absent
         landmarks of ``ceph.measure``, non-finite arch or tooth points of ``arch.fit`` and
-        ``arch.measure``, unusable outlines of ``teeth.measure``, malformed boxes or
+        ``arch.measure``, groups of ``arch.mean_form`` without a fit to average (left
+        out of ``arch_mean_forms``), unusable outlines of ``teeth.measure``, malformed boxes or
         counts of ``findings.prevalence``). ``"raise"`` (default, as everywhere in
         dentalkit): one :class:`~dentalkit.errors.InputError` lists every problem of
         every analysis, each with its analysis, table, patient, session and row, and
@@ -514,9 +537,12 @@ def analyze(
                 grouped = _merge_groups(one_row_per_unit(points, "first"), groups)
                 # its bad arches are those arch.fit listed above (first sessions only)
                 # one mean form per unit: mm arches and px arches are never averaged together
-                out["arch_mean_forms"] = _mean_forms(
+                # a group without an ok fit (every arch of a part failed) is absent and
+                # listed, so one bad part does not stop the analysis in collect mode
+                out["arch_mean_forms"], problems = _mean_forms(
                     grouped.dropna(subset=[group_col]), group_col, scale
                 )
+                found.add("arch.mean_form", problems)
                 if "arch_measures" in out:
                     first = one_row_per_unit(out["arch_measures"], "first")
                     am = _merge_groups(first, groups).dropna(subset=[group_col])

@@ -205,3 +205,21 @@ def test_arch_itself_still_refuses_a_calibration_table_with_an_arch_missing(tabl
     text = str(info.value)
     assert f"patient_id={lower['patient_id']!r}" in text and "arch='lo'" in text
     assert "mm_per_px=None" in text
+
+
+def test_the_report_says_in_one_line_which_arch_is_left_out_why_and_how(runs, tables):
+    from dentalkit.demo import _sections
+
+    sections = dict(_sections(tables, runs["partial"]))
+    note = sections["Arches in pixels"]
+    assert "\n" not in note
+    assert note.startswith(f"The lower arch (`{LOWER}`) is in pixels")
+    assert "not calibrated" in note and "upper arch" not in note
+    for left_out in ("mean arch forms figure", "arch comparison", "growth model"):
+        assert left_out in note
+    assert f"--mm-per-px {LOWER}=VALUE" in note
+    # every arch in mm: no such line; none in mm: the figure draws px forms, so not named
+    assert "Arches in pixels" not in dict(_sections(tables, runs["mm"]))
+    px_note = dict(_sections(tables, runs["px"]))["Arches in pixels"]
+    assert "upper arch" in px_note and "lower arch" in px_note and " are in pixels" in px_note
+    assert "figure" not in px_note and "--mm-per-px occlusogram_upper_points=VALUE" in px_note

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from dentalkit import arch
-from dentalkit.errors import InputError
+from dentalkit.errors import DentalkitWarning, InputError
 
 from .helpers import arch_table, catenary
 
@@ -136,3 +136,71 @@ def test_band_counts_patients_not_sessions():
     moved = pts.assign(group=np.where(pts["timestamp"] == "2025-01-01", "h", "g"))
     with pytest.raises(InputError, match="more than one group"):
         arch.mean_form(moved, by="group", n=9)
+
+
+def _one_part_fails():
+    """Upper arches fit (catenaries of known a); every lower arch has 3 points, fewer than
+    the 5 a catenary with pose='fit' needs, so no lower fit has status 'ok'."""
+    up = _cohort([150.0, 160.0, 170.0], "g", arch_="up")
+    lo = _cohort([130.0, 140.0], "g", arch_="lo", start=5, n_points=3)
+    return up, pd.concat([up, lo], ignore_index=True)
+
+
+def test_collect_keeps_the_other_arch_and_lists_the_group_without_an_ok_fit():
+    up, pts = _one_part_fails()
+    mf = arch.mean_form(pts, by="group", n=9, errors="collect")
+    assert set(mf["arch"].astype(str)) == {"up"}  # the lower mean form is absent
+    # the upper mean form is that of the upper arches alone, and their known curves
+    pd.testing.assert_frame_equal(mf, arch.mean_form(up, by="group", n=9))
+    curves = np.array([catenary(mf["x"].to_numpy(), a) for a in (150.0, 160.0, 170.0)])
+    np.testing.assert_allclose(mf["y_mean"], curves.mean(0), atol=1e-6)
+    found = arch.problems(mf)
+    assert len(found) == 1
+    row = found.iloc[0]
+    assert row["table"] == "arch_mean_forms" and row["arch"] == "lo"
+    assert row["path"] == "group=g, arch=lo" and pd.isna(row["row"])
+    assert "no catenary fit with status 'ok'" in row["reason"]
+    assert "too_few_points 2" in row["reason"]  # what became of the 2 lower arches
+
+
+def test_raise_names_the_group_and_how_to_go_on():
+    _, pts = _one_part_fails()
+    with pytest.raises(InputError) as info:
+        arch.mean_form(pts, by="group")  # errors="raise" is the default
+    msg = str(info.value)
+    assert "group=g, arch=lo" in msg and "no catenary fit with status 'ok'" in msg
+    assert "errors='collect'" in msg and "arch.fit" in msg
+    assert len(info.value.problems) == 1
+
+
+def test_no_group_to_average_gives_an_empty_table_in_collect_and_warns_in_warn():
+    lo = _cohort([130.0, 140.0], "g", arch_="lo", n_points=3)
+    with pytest.raises(InputError, match="no catenary fit with status 'ok'"):
+        arch.mean_form(lo, by="group")
+    mf = arch.mean_form(lo, by="group", errors="collect")
+    assert len(mf) == 0
+    assert list(mf.columns) == list(arch.mean_form(_cohort([150.0], "g"), by="group").columns)
+    assert arch.problems(mf)["path"].tolist() == ["group=g, arch=lo"]
+    with pytest.warns(DentalkitWarning, match="1 group"):
+        warned = arch.mean_form(lo, by="group", errors="warn")
+    pd.testing.assert_frame_equal(arch.problems(warned), arch.problems(mf))
+    with pytest.raises(InputError, match="errors="):
+        arch.mean_form(lo, errors="ignore_all")
+
+
+def test_a_group_without_a_common_x_range_is_listed_in_collect_and_raised_by_default():
+    pts = pd.concat(
+        [_cohort([150.0, 160.0], "ok"), _cohort([140.0, 150.0], "apart", start=5)],
+        ignore_index=True,
+    )
+    fits = arch.fit(pts, "catenary").merge(pts[["patient_id", "group"]].drop_duplicates())
+    # by hand: the two arches of group "apart" cover [-220, -10] and [10, 220]
+    apart = (fits["group"] == "apart").to_numpy()
+    fits.loc[apart, "x_min"] = [-220.0, 10.0]
+    fits.loc[apart, "x_max"] = [-10.0, 220.0]
+    with pytest.raises(InputError, match="group=apart, arch=up: the arches of this group"):
+        arch.mean_form(fits, by="group")
+    mf = arch.mean_form(fits, by="group", n=5, errors="collect")
+    assert set(mf["group"]) == {"ok"}
+    pd.testing.assert_frame_equal(mf, arch.mean_form(fits[~apart], by="group", n=5))
+    assert arch.problems(mf)["path"].tolist() == ["group=apart, arch=up"]
