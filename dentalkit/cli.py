@@ -362,6 +362,7 @@ def fetch(
         DentalkitError,
         InputError,
         ManifestError,
+        RedirectRefusedError,
         StoreLockedError,
         TransportError,
     )
@@ -397,15 +398,20 @@ def fetch(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except (AuthError, TransportError) as exc:  # errors=raise: the first failure stops the run
+        if isinstance(exc, RedirectRefusedError):  # an answer, not an unreachable service
+            typer.echo(_first_failure_line(exc, _failures_file(out)), err=True)
+            raise typer.Exit(1) from None
         why = "auth" if isinstance(exc, AuthError) else "unreachable"
-        typer.echo(_stop_line(why, client.base_url if client else base_url, str(exc)), err=True)
+        where = client.base_url if client else base_url
+        typer.echo(_stop_line(why, where, str(exc), _failures_file(out)), err=True)
         raise typer.Exit(FETCH_EXIT[why]) from None
     except DentalkitError as exc:  # errors=raise: any other failure, in one line
-        typer.echo(f"error: the run stopped at its first failure (--errors raise): {exc}", err=True)
+        typer.echo(_first_failure_line(exc, _failures_file(out)), err=True)
         raise typer.Exit(1) from None
     typer.echo(report.summary())
     if report.stopped:
-        typer.echo(_stop_line(report.stopped, client.base_url, report.stop_reason), err=True)
+        line = _stop_line(report.stopped, client.base_url, report.stop_reason, _failures_file(out))
+        typer.echo(line, err=True)
     for rec in report.quarantined.to_dict("records"):
         typer.echo(f"damaged {rec['kind']} {rec['file']} moved to {rec['moved_to']}")
     if len(report.problems):
@@ -424,7 +430,7 @@ def fetch(
             f"{len(report.problems)} bad manifest row(s) skipped; listed in {path} (its row "
             "counts the manifest's data rows from 1: CSV line = row + 1)"
         )
-    if report.failed or report.skipped_failed:
+    if (report.failed or report.skipped_failed) and not report.stopped:  # the stop line says it
         typer.echo(f"failures are listed in {out / 'failures.parquet'}; retry with --retry-failed")
     if report.stopped:
         raise typer.Exit(FETCH_EXIT[report.stopped])
@@ -447,29 +453,97 @@ def _origin(base_url: str | None) -> str:
     return f"{parts.scheme}://{parts.netloc}" if parts.netloc else base_url
 
 
-def _stop_line(why: str, base_url: str | None, reason: str | None) -> str:
-    """One line that names why a fetch stopped (never the key)."""
+def _failures_file(out: Path) -> Path | None:
+    """``OUT/failures.parquet`` when the run left one (it appears at the first failure)."""
+    path = out / "failures.parquet"
+    return path if path.exists() else None
+
+
+def _resume(why: str, failures: Path | None, *, retry_option: bool = True) -> str:
+    """Where a stopped fetch's failures are listed and how to resume it, in the terminal's
+    words: a rerun sends what is not stored yet; a 401 is sent again by it (the key's
+    fault, not the request's), any other failure only with ``--retry-failed``."""
+    listed = f"the failed requests are listed in {failures}; " if failures else ""
+    if why == "auth":
+        return (
+            f"{listed}rerun the same command to resume once the key is fixed (the rejected "
+            "requests are sent again)"
+        )
+    if not retry_option:
+        return f"{listed}rerun the same command to resume"
+    return (
+        f"{listed}rerun the same command to resume (stored answers are not sent again), "
+        "adding --retry-failed to resend the failed requests"
+    )
+
+
+def _stop_line(
+    why: str,
+    base_url: str | None,
+    reason: str | None,
+    failures: Path | None = None,
+    *,
+    retry_option: bool = True,
+) -> str:
+    """One line that names why a fetch stopped (never the key), where its failures are
+    listed and how to resume. ``retry_option``: the command has ``--retry-failed``."""
     where = _origin(base_url)
     if why == "auth":
         return (
             f"error: the service at {where} rejected the API key (HTTP 401 Unauthorized): set "
             "DENTALKIT_API_KEY to a valid key for this service (a sandbox key only works "
-            "against the sandbox); nothing else was sent, rerun to resume [exit 3]"
+            f"against the sandbox); nothing else was sent; {_resume(why, failures)} [exit 3]"
         )
     from dentalkit.fetch._schedule import is_tls_failure, plain_reason
 
+    resume = _resume(why, failures, retry_option=retry_option)
     if is_tls_failure(reason or ""):
         return (
             f"error: the service at {where} could not be trusted "
             f"({_short(plain_reason(reason or ''))}): check the base URL (--base-url or "
             "DENTALKIT_BASE_URL); if the service's certificate is signed by a private CA (an "
             "institution's own, or its proxy's), set REQUESTS_CA_BUNDLE to that CA's bundle "
-            "file (PEM) and rerun [exit 4]"
+            f"file (PEM); {resume} [exit 4]"
         )
     return (
         f"error: cannot reach the service at {where} ({_short(plain_reason(reason or ''))}): "
-        "check the base URL (--base-url or DENTALKIT_BASE_URL), the network and the proxy; "
-        "rerun to resume [exit 4]"
+        f"check the base URL (--base-url or DENTALKIT_BASE_URL), the network and the proxy; "
+        f"{resume} [exit 4]"
+    )
+
+
+def _failure_words(exc: Exception) -> str:
+    """The failed request (endpoint name, method and path, patient) and its error in plain
+    words: ``classifier (POST /classifier) for patient 'W00': the service answered HTTP 502
+    (Bad Gateway: …)``."""
+    from dentalkit.errors import ApiError, RateLimitedError, ResponseFormatError
+    from dentalkit.fetch._schedule import plain_reason
+
+    if isinstance(exc, ApiError | ResponseFormatError) and exc.endpoint:
+        who = f" for patient {exc.patient_id!r}" if exc.patient_id is not None else ""
+        if isinstance(exc, ApiError):
+            said = ": ".join(x for x in (exc.error, exc.message) if x) or _short(exc.body, 80)
+            what = f"the service answered HTTP {exc.status}" + (f" ({said})" if said else "")
+            if isinstance(exc, RateLimitedError):
+                what += " after every retry; lower --workers"
+        else:
+            what = f"the answer could not be read: {exc.reason}"
+        from dentalkit.endpoints import ENDPOINTS
+
+        names = [n for n, ep in ENDPOINTS.items() if ep.path == exc.endpoint]
+        ep = ENDPOINTS[names[0]] if len(names) == 1 else None
+        where = f"{names[0]} ({ep.method} {ep.path})" if ep else exc.endpoint
+        return f"{where}{who}: {what}"
+    return _short(plain_reason(str(exc)), 300)
+
+
+def _first_failure_line(exc: Exception, failures: Path | None) -> str:
+    """``--errors raise``: the one line for a first failure that is neither a rejected key
+    nor an unreachable service: what failed, where it is listed, how to resume."""
+    return (
+        "error: the run stopped at its first failure (--errors raise): "
+        f"{_failure_words(exc)}; {_resume('other', failures)}, or pass --errors collect to "
+        "fetch past failures [exit 1]"
     )
 
 
@@ -613,7 +687,14 @@ def first_contact(
         _echo_contract(contract)
         typer.echo(f"contract report: {paths['markdown']} ({paths['parquet'].name})")
     if report.stopped:
-        typer.echo(_stop_line(report.stopped, client.base_url, report.stop_reason), err=True)
+        line = _stop_line(
+            report.stopped,
+            client.base_url,
+            report.stop_reason,
+            _failures_file(out),
+            retry_option=False,  # first-contact has no --retry-failed
+        )
+        typer.echo(line, err=True)
         raise typer.Exit(FETCH_EXIT[report.stopped])
     if report.failed:
         _echo_failure_reasons(report.failures)

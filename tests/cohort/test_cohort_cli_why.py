@@ -60,6 +60,15 @@ def test_wrong_key_is_named_in_one_line_and_stops_the_run(fresh, tmp_path, caplo
     raised = runner.invoke(app, [*args, "--errors", "raise"], env=env)
     assert raised.exit_code == 3 and len(_lines(raised)) == 1, raised.output
     _no_duplicate(raised)
+    # both lines end with where the failures are and how to resume, in the terminal's words
+    for said in (line, _lines(raised)[0]):
+        assert said.endswith(
+            f"the failed requests are listed in {out / 'failures.parquet'}; rerun the same "
+            "command to resume once the key is fixed (the rejected requests are sent again) "
+            "[exit 3]"
+        ), said
+        assert not PYTHON_NAMES.search(said), said
+    assert "failures are listed in" not in result.output  # said once, in the stop line
     # with the right key, the rerun sends everything, the 401s included (not skipped)
     good = {**env, "DENTALKIT_API_KEY": fresh.api_key}
     fixed = runner.invoke(app, args, env=good)
@@ -114,6 +123,12 @@ def test_unreachable_service_is_named_in_one_line(tmp_path, caplog):
     assert "--base-url" in line
     assert "(POST /classifier for patient 'W00': Connection refused)" in line
     assert not PYTHON_NAMES.search(line), line
+    assert line.endswith(
+        f"the failed requests are listed in {tmp_path / 'out' / 'failures.parquet'}; rerun "
+        "the same command to resume (stored answers are not sent again), adding "
+        "--retry-failed to resend the failed requests [exit 4]"
+    ), line
+    assert (read_failures(tmp_path / "out")["error_type"] == "TransportError").all()
     # the log line says what stopped in the user's words, not a Python function's name
     logged = _stop_logs(caplog)
     assert any(
@@ -142,3 +157,40 @@ def test_other_failures_are_summarised_by_kind(sb, tmp_path):
 
     kinds = re.findall(r"^(\d+) failed: ServerError \(HTTP 5\d\d\): .+$", result.output, re.M)
     assert kinds and sum(int(k) for k in kinds) == 3, result.output
+
+
+def test_a_first_failure_under_errors_raise_is_named_with_its_file_and_resume(tmp_path):
+    # neither a rejected key nor an unreachable service: the line says which request
+    # failed, how, where it is listed and how to go on (issue: the hidden log line used
+    # to be the only one naming OUT/failures.parquet)
+    from dentalkit import settings
+    from dentalkit.sandbox import running
+
+    out = tmp_path / "out"
+    with running(faults={"error_rate": 1.0}) as failing:
+        old = settings.max_retries, settings.backoff_base
+        settings.max_retries, settings.backoff_base = 0, 0.0
+        try:
+            env = {"DENTALKIT_API_KEY": failing.api_key, "DENTALKIT_BASE_URL": failing.base_url}
+            args = ["fetch", str(_manifest(tmp_path / "m.csv", n=3)), "--endpoint", "classifier", "--out", str(out), "--cache", "memory", "--no-progress", "--workers", "1", "--errors", "raise"]  # fmt: skip
+            result = CliRunner().invoke(app, args, env=env)
+        finally:
+            settings.max_retries, settings.backoff_base = old
+    assert result.exit_code == 1, result.output
+    (line,) = _lines(result)
+    failures = read_failures(out)
+    # the line names the first failure (the requests already in flight are listed too)
+    first = failures.sort_values("failed_at").iloc[0]
+    status = int(first["status_code"])
+    assert first["error_type"] == "ServerError" and 500 <= status < 600
+    assert line.startswith(
+        "error: the run stopped at its first failure (--errors raise): "
+        f"{first['endpoint']} (POST /classifier) for patient {first['patient_id']!r}: the service answered HTTP {status} ("
+    ), line
+    assert line.endswith(
+        f"the failed requests are listed in {out / 'failures.parquet'}; rerun the same "
+        "command to resume (stored answers are not sent again), adding --retry-failed to "
+        "resend the failed requests, or pass --errors collect to fetch past failures [exit 1]"
+    ), line
+    assert not PYTHON_NAMES.search(line) and "settings." not in line, line
+    _no_duplicate(result)
