@@ -966,12 +966,20 @@ def analyze(
         )
     pipeline.write_analyses(analyses, out)
     _echo_counts(analyses, f"analysis tables to {out}")
+    # the arches left in pixels (endpoint without --mm-per-px), in the report's one line
+    from dentalkit.demo import _px_arches_note
+
+    px_note = _px_arches_note(tables, analyses)
     if problems is not None:
         summary = pipeline.problems_summary(problems)
         if len(problems):
             typer.echo(f"{summary}; see {out / 'analysis_problems.parquet'}")
-            raise typer.Exit(EXIT_INCOMPLETE)
-        typer.echo(f"{summary} (analysis_problems.parquet has 0 rows)")
+        else:
+            typer.echo(f"{summary} (analysis_problems.parquet has 0 rows)")
+    if px_note:
+        typer.echo(f"note: {px_note.replace('`', '')}")  # Markdown code marks off
+    if problems is not None and len(problems):
+        raise typer.Exit(EXIT_INCOMPLETE)
 
 
 @app.command()

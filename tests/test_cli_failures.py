@@ -430,4 +430,7 @@ def test_an_unverified_certificate_says_how_to_name_the_ca_on_the_command_line(
             ), out
             assert "set REQUESTS_CA_BUNDLE to that CA's bundle file (PEM)" in out
             assert "the network and the proxy" not in out  # not the unreachable advice
+            failures = tmp_path / mode / "failures.parquet"
+            assert f"the failed requests are listed in {failures}; rerun the same" in out, out
+            assert "adding --retry-failed to resend the failed requests [exit 4]" in out, out
             assert "HTTPSConnectionPool" not in out and not PYTHON_NAMES.search(out)
