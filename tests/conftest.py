@@ -69,3 +69,16 @@ def demo_study(tmp_path_factory):
     args += ["--dpi", "300"]  # the figures' content is the same; 600 dpi only costs time
     first = CliRunner().invoke(app, args)
     return out, args, first
+
+
+@pytest.fixture(scope="module")
+def demo_tables(demo_study):
+    """The contract tables of :func:`demo_study` (without its problems table), read once per
+    test module: the input of the tests that run ``pipeline.analyze`` on them."""
+    from dentalkit import io
+
+    out, _, result = demo_study
+    assert result.exit_code == 0, result.output
+    tables = io.read_tables(out / "tables")
+    tables.pop("problems")
+    return tables

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dentalkit import arch, io, pipeline
+from dentalkit import arch, pipeline
 from dentalkit.demo import sandbox_calibration
 from dentalkit.errors import DentalkitWarning
 from tests.schema_check import check_file
@@ -30,12 +30,8 @@ KEY = ["patient_id", "timestamp", "arch"]
 
 
 @pytest.fixture(scope="module")
-def tables(demo_study):
-    out, _, result = demo_study
-    assert result.exit_code == 0, result.output
-    tables = io.read_tables(out / "tables")
-    tables.pop("problems")
-    return tables
+def tables(demo_tables):
+    return demo_tables
 
 
 def _partial() -> dict[str, float]:

@@ -30,12 +30,8 @@ B_POINT = "Later_6"
 
 
 @pytest.fixture(scope="module")
-def clean(demo_study):
-    out, _, result = demo_study
-    assert result.exit_code == 0, result.output
-    tables = io.read_tables(out / "tables")
-    tables.pop("problems")
-    return tables
+def clean(demo_tables):
+    return demo_tables
 
 
 @pytest.fixture(scope="module")
