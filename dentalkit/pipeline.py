@@ -31,6 +31,7 @@ from dentalkit.errors import (
     InputError,
     MixedVersionsWarning,
     check_errors,
+    empty_problems,
     problems_error,
     problems_frame,
 )
@@ -95,10 +96,7 @@ class _Problems:
             return
         part = problems_frame(problems)[list(PROBLEM_COLUMNS)]
         if rows is not None:
-            pos = part["row"]
-            part["row"] = pd.array(
-                [None if pd.isna(r) else int(rows[int(r)]) for r in pos], dtype="Int64"
-            )
+            part["row"] = _in_whole(part["row"], rows)
         self.parts.append(part.assign(producer=producer))
 
     def table(self) -> pd.DataFrame:
@@ -106,7 +104,7 @@ class _Problems:
         if self.parts:
             out = pd.concat(self.parts, ignore_index=True)
         else:
-            out = problems_frame(pd.DataFrame(columns=list(PROBLEM_COLUMNS)), severity="error")
+            out = empty_problems()
             out["producer"] = pd.Series(dtype="object")
         out = problems_frame(out)
         out["producer"] = pd.Categorical(
@@ -161,6 +159,15 @@ def problems_summary(problems: pd.DataFrame | None) -> str:
     return f"{len(problems)} problem(s): " + ", ".join(f"{p} {counts[p]}" for p in order)
 
 
+def _in_whole(positions: pd.Series, rows: np.ndarray) -> pd.Series:
+    """Problem ``row`` positions in an analysed part, as positions in the whole table
+    (``rows[i]`` is the whole table's position of the part's row ``i``; null stays null)."""
+    return pd.Series(
+        pd.array([None if pd.isna(r) else int(rows[int(r)]) for r in positions], dtype="Int64"),
+        index=positions.index,
+    )
+
+
 def _with_scale(table: pd.DataFrame, mm_per_px: Calibration | None) -> pd.DataFrame:
     """``table`` plus a ``mm_per_px`` column looked up by its ``endpoint`` (NaN = pixels)."""
     out = table.copy()
@@ -208,13 +215,11 @@ def _measure_scaled(
         results.append(result)
         if len(found):
             found = problems_frame(found)
-            found["row"] = pd.array(
-                [None if pd.isna(r) else int(rows[int(r)]) for r in found["row"]], dtype="Int64"
-            )
+            found["row"] = _in_whole(found["row"], rows)
             problems.append(found)
     out = _concat_parts(results)
     if not problems:
-        return out, problems_frame(pd.DataFrame(columns=list(PROBLEM_COLUMNS)), severity="error")
+        return out, empty_problems()
     return out, pd.concat(problems, ignore_index=True)
 
 

@@ -63,10 +63,6 @@ def resolve_unit(
     )
 
 
-def _example(values: pd.Series) -> str:
-    return repr(values.astype("object").iloc[0])
-
-
 def check_group_fixed(clean: pd.DataFrame, unit: str, by: str, where: str) -> None:
     """Refuse units whose group changes between rows (never filed under the first)."""
     levels = clean.groupby(unit, observed=True, sort=False)[by].nunique()
