@@ -4,7 +4,7 @@ The public names live here; everything else is reached through the concept
 modules (``dentalkit.convert``, ``dentalkit.ceph``, ``dentalkit.arch``,
 ``dentalkit.teeth``, ``dentalkit.findings``, ``dentalkit.tle``,
 ``dentalkit.plot``, ``dentalkit.io``, ``dentalkit.sandbox``); fetching lives in
-``dentalkit.fetch``.
+``dentalkit.fetch``, the whole study (analyses, figures, report) in ``dentalkit.study``.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ _LAZY = (
     "convert",
     "findings",
     "io",
-    "pipeline",
     "plot",
     "sandbox",
     "stats",
+    "study",
     "teeth",
     "tle",
     "tracings",
@@ -84,13 +84,13 @@ __all__ = [
     "findings",
     "get_endpoint",
     "io",
-    "pipeline",
     "plot",
     "read_failures",
     "read_responses",
     "sandbox",
     "settings",
     "stats",
+    "study",
     "teeth",
     "tle",
     "tracings",

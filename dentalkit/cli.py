@@ -854,7 +854,8 @@ def _echo_counts(tables: dict, what: str) -> None:
 
 
 def _calibration(values: list[Calibration] | None) -> dict[str, float]:
-    """The parsed ``--mm-per-px`` values as the pipeline's mapping, endpoint → mm per px."""
+    """The parsed ``--mm-per-px`` values as the study's endpoint fallback, endpoint → mm
+    per px (:class:`dentalkit.study.Calibration` adds each image's own value first)."""
     return {cal.endpoint: cal.mm_per_px for cal in values or []}
 
 
@@ -909,8 +910,8 @@ def analyze(
         typer.Option(
             help="Collect: analyse the usable rows and list the rest in "
             "analysis_problems.parquet (exit status 1). Raise: stop and name every bad row, "
-            "writing nothing. The command collects by default; pipeline.analyze in Python "
-            "raises."
+            "writing nothing. The command collects by default; dentalkit.study.analyze in "
+            "Python raises."
         ),
     ] = ErrorsMode.collect,
 ) -> None:
@@ -924,34 +925,27 @@ def analyze(
     allow no analysis (they have no rows), 2 when TABLES_DIR holds no tables written by
     dentalkit tables, an input cannot be read, or --errors raise met a bad row.
     """
-    import pandas as pd
-
-    from dentalkit import pipeline
+    from dentalkit import study
     from dentalkit._progress import Stage
     from dentalkit.errors import DentalkitError
     from dentalkit.fetch.store import read_responses
+    from dentalkit.study.report import px_arches_note
 
     cal = _calibration(mm_per_px)
     try:
         tables = _read_tables_or_fail(tables_dir)
         responses = read_responses(store) if store is not None else None
-        record = None
-        if patients is not None:
-            record = (
-                pd.read_parquet(patients)
-                if patients.suffix == ".parquet"
-                else pd.read_csv(patients, dtype={"patient_id": str})
-            )
+        record = study.read_patients(patients)
         with Stage("analyses", _err, "ceph, arch, teeth, findings") as step:
-            analyses = pipeline.analyze(
+            analyses = study.analyze(
                 tables, cal or None, responses=responses, patients=record, errors=errors.value
             )
             step.result = f"{len(analyses)} analysis tables"
     except (DentalkitError, FileNotFoundError) as exc:
         text = str(exc)
-        if text.endswith(pipeline.ANALYZE_HINT):  # --errors raise: in the terminal's words
-            head, _, rows = text[: -len(pipeline.ANALYZE_HINT)].partition("\n")
-            head = head.replace("dentalkit.pipeline.analyze met", "the analyses met", 1)
+        if text.endswith(study.ANALYZE_HINT):  # --errors raise: in the terminal's words
+            head, _, rows = text[: -len(study.ANALYZE_HINT)].partition("\n")
+            head = head.replace("dentalkit.study.analyze met", "the analyses met", 1)
             head = head.replace("nothing was returned", "nothing was written", 1)
             text = (
                 f"{head}\n{rows}Fix these rows, or run with --errors collect to analyse the "
@@ -964,14 +958,12 @@ def analyze(
             f"the tables in {tables_dir} have no rows to analyse; nothing was written",
             EXIT_INCOMPLETE,
         )
-    pipeline.write_analyses(analyses, out)
+    study.write_analyses(analyses, out)
     _echo_counts(analyses, f"analysis tables to {out}")
     # the arches left in pixels (endpoint without --mm-per-px), in the report's one line
-    from dentalkit.demo import _px_arches_note
-
-    px_note = _px_arches_note(tables, analyses)
+    px_note = px_arches_note(tables, analyses)
     if problems is not None:
-        summary = pipeline.problems_summary(problems)
+        summary = study.problems_summary(problems)
         if len(problems):
             typer.echo(f"{summary}; see {out / 'analysis_problems.parquet'}")
         else:
@@ -999,7 +991,7 @@ def figures(
     have no rows to show), 2 when TABLES_DIR holds no tables written by dentalkit tables
     or ANALYSES_DIR no tables written by dentalkit analyze.
     """
-    from dentalkit import pipeline
+    from dentalkit import study
     from dentalkit._progress import Stage
     from dentalkit.errors import DentalkitError
 
@@ -1008,7 +1000,7 @@ def figures(
         tables = _read_tables_or_fail(tables_dir)
         if not analyses_dir.is_dir():
             raise _fail(f"{analyses_dir} is not a folder; run dentalkit analyze first")
-        analyses = pipeline.read_analyses(analyses_dir)
+        analyses = study.read_analyses(analyses_dir)
     except (DentalkitError, FileNotFoundError) as exc:
         raise _fail(str(exc)) from None
     if not analyses:
@@ -1017,7 +1009,7 @@ def figures(
             f"`dentalkit analyze {tables_dir} --out {analyses_dir}` first"
         )
     with Stage("figures", _err, f"drawing PDF and PNG at {dpi} dpi") as step:
-        written = pipeline.make_figures(
+        written = study.make_figures(
             tables, analyses, out, mm_per_px=cal or None, dpi=dpi, progress=progress
         )
         step.result = f"{len(written)} drawn"
@@ -1123,9 +1115,9 @@ def demo(
     The sandbox is a simulator of interface v2 (synthetic anatomy, no AI model). A second
     run finds every response already stored and redraws the outputs.
     """
-    from dentalkit.demo import run_demo
     from dentalkit.errors import ConfigurationError
     from dentalkit.sandbox.drift import check_scenarios
+    from dentalkit.study.demo import run_demo
 
     ctx.with_resource(_log_lines())
     scenarios = check_scenarios([d.value for d in drift] if drift else None)
