@@ -224,13 +224,12 @@ def build_manifest(
         life, protocol=(dest or src).protocol, n_requests=int(rows["endpoints"].map(len).sum())
     )
     rows = _read_dicom(src, rows, png_dir, problems)
-    originals = rows["patient_id"].copy()
     rows = _pseudonymise(rows, secret, problems)
     rows = _check_rows(rows, problems)
     report = _problem_table(problems)
     _raise_or_warn(report, errors)
     created = datetime.now(UTC)
-    images, uploaded = _publish(src, dest, rows, originals, secret, png_dir, life, problems)
+    images, uploaded = _publish(src, dest, rows, secret, png_dir, life, problems)
     report = _problem_table(problems)  # publishing may add problems (identifier in a URL)
     if errors == "raise" and (report["severity"] == "error").any():
         raise problems_error(report, "dentalkit.images.build_manifest left files out", _HINT)
@@ -415,6 +414,7 @@ def _pseudonymise(rows: pd.DataFrame, secret: Any, problems: Problems) -> pd.Dat
                 field="patient_id",
             )
         return rows[~from_dicom].reset_index(drop=True)
+    rows["_original"] = rows["patient_id"]  # from the file's path or the mapping: the user's own
     ids = rows["patient_id"].where(rows["patient_id"].notna(), rows["_dicom_id"])
     present = [v for v in ids.tolist() if v is not None]
     lookup = _dicom.pseudonyms(present, secret) if present else {}
@@ -492,7 +492,6 @@ def _publish(
     src: Location,
     dest: Location | None,
     rows: pd.DataFrame,
-    originals: pd.Series,
     secret: Any,
     png_dir: Any,
     life: timedelta,
@@ -505,18 +504,17 @@ def _publish(
         k if k else ("image" if len(e) > 1 else e[0])
         for k, e in zip(rows["kind"], rows["endpoints"], strict=True)
     ]
-    uploaded = 0
     if dest is None:
-        store, keys = src, rows["file"].tolist()
+        store, keys, pairs = src, rows["file"].tolist(), []
     else:
         pairs, keys = _staged(src, rows, labels, png_dir)
-        uploaded = dest.upload(pairs)
         store = dest
-    urls = store.presign(keys, life)
+    urls = store.presign(keys, life)  # signing needs no request: refuse plain HTTP first
     check_https(urls, store.url)
+    uploaded = dest.upload(pairs) if dest is not None else 0
     rows = rows.assign(image_url=urls)
     if secret is not None and dest is None:
-        rows = _drop_identifying_urls(rows, originals, problems)
+        rows = _drop_identifying_urls(rows, problems)
     return rows, uploaded
 
 
@@ -543,14 +541,11 @@ def _staged(
     return pairs, keys
 
 
-def _drop_identifying_urls(
-    rows: pd.DataFrame, originals: pd.Series, problems: Problems
-) -> pd.DataFrame:
+def _drop_identifying_urls(rows: pd.DataFrame, problems: Problems) -> pd.DataFrame:
     """Leave out images whose URL names the patient's original ID (pseudonyms would be void)."""
     keep = []
-    for (rel, mrow, url), original in zip(
-        rows[["file", "mapping_row", "image_url"]].itertuples(index=False), originals, strict=True
-    ):
+    columns = ["file", "mapping_row", "image_url", "_original"]
+    for rel, mrow, url, original in rows[columns].itertuples(index=False):
         leaks = (
             isinstance(original, str)
             and len(original) >= _MIN_LEAK_ID
@@ -572,8 +567,10 @@ def _drop_identifying_urls(
 def _manifest(images: pd.DataFrame) -> pd.DataFrame:
     """One row per image and endpoint, sorted by patient, timestamp, endpoint order, file."""
     order = {name: i for i, name in enumerate(ENDPOINTS)}
-    long = images.explode("endpoints").rename(
-        columns={"endpoints": "endpoint", "date": "timestamp"}
+    long = (
+        images.drop(columns=["endpoint"])
+        .explode("endpoints")
+        .rename(columns={"endpoints": "endpoint", "date": "timestamp"})
     )
     if not len(long):
         return pd.DataFrame({c: pd.Series(dtype=object) for c in MANIFEST_COLUMNS[:4]})
