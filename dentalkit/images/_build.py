@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -530,7 +531,8 @@ def _staged(
             key = _key(pid, date, labels[i], rows.at[i, "_sha"], ".png")
             final = Path(png_dir, *key.split("/"))
             final.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(png, final)
+            if not final.exists():  # two files with the same pixels share one pending PNG
+                atomic_write(final, lambda tmp, png=png: shutil.copyfile(png, tmp))
             local = str(final)
         else:
             local = src.path(rel)
@@ -538,6 +540,8 @@ def _staged(
             key = _key(pid, date, labels[i], digest, Path(rel).suffix)
         pairs.append((local, key))
         keys.append(key)
+    for png in set(rows["_png"].dropna()):
+        Path(png).unlink(missing_ok=True)
     return pairs, keys
 
 

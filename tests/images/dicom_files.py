@@ -24,7 +24,6 @@ IDENTIFYING = (
     BIRTH_DATE,
     "1979-02-14",
     PATIENT_ID,
-    "4471",
     *OTHER_IDS,
 )
 
