@@ -3,8 +3,8 @@
 The public names live here; everything else is reached through the concept
 modules (``dentalkit.convert``, ``dentalkit.ceph``, ``dentalkit.arch``,
 ``dentalkit.teeth``, ``dentalkit.findings``, ``dentalkit.tle``,
-``dentalkit.plot``, ``dentalkit.io``, ``dentalkit.sandbox``); fetching lives in
-``dentalkit.fetch``.
+``dentalkit.plot``, ``dentalkit.io``, ``dentalkit.sandbox``); images become a manifest
+in ``dentalkit.images``; fetching lives in ``dentalkit.fetch``.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ _LAZY = (
     "ceph",
     "convert",
     "findings",
+    "images",
     "io",
     "pipeline",
     "plot",
@@ -83,6 +84,7 @@ __all__ = [
     "fetch_cohort",
     "findings",
     "get_endpoint",
+    "images",
     "io",
     "pipeline",
     "plot",
