@@ -125,7 +125,9 @@ def main() -> None:
         )
         ours = time.perf_counter() - t1
         _recorder(url, "stop-recording")
-        log = [json.loads(line) for line in _recorder(url, "download-recording").splitlines() if line]
+        log = [
+            json.loads(line) for line in _recorder(url, "download-recording").splitlines() if line
+        ]
         bare, signed = _bare(url)
     finally:
         server.stdin.close()
@@ -137,7 +139,9 @@ def main() -> None:
         kind = "list" if "list-type=2" in entry["url"] else entry["method"]
         methods[kind] = methods.get(kind, 0) + 1
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"keys {n:,} (server set-up {setup:.1f} s, load average {load:.2f} on {os.cpu_count()} cores)")
+    print(
+        f"keys {n:,} (server set-up {setup:.1f} s, load average {load:.2f} on {os.cpu_count()} cores)"
+    )
     print(
         f"(a) build: {ours:.1f} s for {n:,} keys → {len(built.manifest):,} manifest rows, {images:,} "
         f"images, {len(built.problems):,} files left out ({ours / n * 1e6:.0f} µs per key); bare "

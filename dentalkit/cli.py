@@ -427,8 +427,7 @@ def manifest(
     left = built.problems["severity"] == "error"
     if len(built.problems):
         _err(
-            f"{int(left.sum())} file(s) left out, {int((~left).sum())} remark(s): see "
-            f"{written[-1]}"
+            f"{int(left.sum())} file(s) left out, {int((~left).sum())} remark(s): see {written[-1]}"
         )
         for rec in built.problems.head(5).to_dict("records"):
             _err(f"  {rec['severity']}: {rec['path']}: {rec['reason']}")

@@ -23,7 +23,14 @@ def test_manifest_command_writes_the_manifest_and_lists_files_left_out(tmp_path,
     fs.pipe({f"{bucket[5:]}/c/P1/2024-01-02/ceph.png": b"x", f"{bucket[5:]}/c/P1/x.txt": b"y"})
     out = tmp_path / "m.csv"
     args = ["manifest", f"{bucket}/c", "--pattern", "{patient_id}/{date}/{kind}.png"]
-    args += ["--kind", "ceph=ceph_lateral_points,classifier", "--out", str(out), "--lifetime", "36h"]
+    args += [
+        "--kind",
+        "ceph=ceph_lateral_points,classifier",
+        "--out",
+        str(out),
+        "--lifetime",
+        "36h",
+    ]
     result = CliRunner().invoke(app, args + _args(options))
     assert result.exit_code == 1, result.output  # one file left out
     written = pd.read_csv(out)

@@ -22,4 +22,6 @@ def test_manifest_benchmark_smoke_prints_time_and_requests():
     out = run.stdout
     assert re.search(r"^\(a\) build: [\d.]+ s for 2,000 keys → 3,596 manifest rows, 1,998 images, 2 files left out .* ratio = \d+\.\d+$", out, re.M)  # fmt: skip
     # the listing's pages, counted by the server: 2,000 keys need 2 ListObjectsV2 pages
-    assert re.search(r"^\(b\) requests to the store: 2 \(list 2\); .* = 2; ratio = 1\.00$", out, re.M)
+    assert re.search(
+        r"^\(b\) requests to the store: 2 \(list 2\); .* = 2; ratio = 1\.00$", out, re.M
+    )
