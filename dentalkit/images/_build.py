@@ -362,7 +362,7 @@ def _read_dicom(
                 raw = data[rel]
                 if isinstance(raw, Exception):
                     raise _dicom.DicomFileError(f"cannot be read: {type(raw).__name__}")
-                head = _dicom.read_header(raw)
+                key, head = _dicom.read_header(raw)
                 png = _dicom._png(raw)
             except _dicom.DicomFileError as exc:
                 problems.file(rel, str(exc), mapping_row=rows.at[i, "mapping_row"], field="dicom")
@@ -373,14 +373,16 @@ def _read_dicom(
             atomic_write(pending, lambda tmp, png=png: Path(tmp).write_bytes(png))
             rows.at[i, "_png"] = str(pending)
             rows.at[i, "_sha"] = digest
-            _fill_from_header(rows, i, head, problems)
+            _fill_from_header(rows, i, key, head, problems)
     return rows.drop(index=bad).reset_index(drop=True)
 
 
-def _fill_from_header(rows: pd.DataFrame, i: int, head: _dicom.Header, problems: Problems) -> None:
+def _fill_from_header(
+    rows: pd.DataFrame, i: int, key: str | None, head: _dicom.DicomImage, problems: Problems
+) -> None:
     rel, mrow = rows.at[i, "file"], rows.at[i, "mapping_row"]
     if rows.at[i, "patient_id"] is None:
-        rows.at[i, "_dicom_id"] = head.patient_key
+        rows.at[i, "_dicom_id"] = key
     if rows.at[i, "date"] is None:
         rows.at[i, "date"] = head.date
     if rows.at[i, "mm_per_px"] is None and head.mm_per_px is not None:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import io
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,6 @@ from dentalkit.errors import InputError, require
 __all__ = [
     "DicomFileError",
     "DicomImage",
-    "Header",
     "calibration",
     "read_dicom",
     "read_header",
@@ -62,19 +61,6 @@ _MAGNIFICATION_RANGE = (1.0, 2.0)  # SID/SOD: at least 1; a dental radiograph is
 
 class DicomFileError(Exception):
     """A DICOM file that cannot be used (left out, with this reason)."""
-
-
-@dataclass(frozen=True)
-class Header:
-    """What the builder reads from a DICOM file (``patient_key`` stays in memory only)."""
-
-    patient_key: str | None  # the original Patient ID: pseudonymised before any output
-    date: str | None
-    date_tag: str | None
-    mm_per_px: float | None
-    calibration_source: str | None
-    calibration_note: str | None
-    modality: str | None
 
 
 @dataclass(frozen=True)
@@ -226,14 +212,18 @@ def _date(ds: Any) -> tuple[str | None, str | None]:
     return None, None
 
 
-def read_header(data: bytes) -> Header:
-    """The builder's view of a DICOM file (raises :class:`DicomFileError`)."""
+def read_header(data: bytes) -> tuple[str | None, DicomImage]:
+    """``(Patient ID, image without it)`` of a DICOM file (raises :class:`DicomFileError`).
+
+    The Patient ID is returned apart so that it stays in memory only: the builder replaces
+    it by its pseudonym before anything is written or sent.
+    """
     ds = _dataset(data, pixels=False)
     mm, source, note = calibration(ds)
     date, tag = _date(ds)
     key = str(ds.get("PatientID", "") or "").strip() or None
     modality = str(ds.get("Modality", "") or "") or None
-    return Header(key, date, tag, mm, source, note, modality)
+    return key, DicomImage(None, date, tag, mm, source, note, modality)
 
 
 def _eight_bit(values: np.ndarray) -> np.ndarray:
@@ -359,21 +349,12 @@ def read_dicom(path: str | Path, *, secret: str | bytes | None = None) -> DicomI
         The file is not DICOM.
     """
     try:
-        head = read_header(Path(path).read_bytes())
+        key, image = read_header(Path(path).read_bytes())
     except DicomFileError as exc:
         raise InputError(f"{path}: {exc}") from None
-    pseudonym = None
-    if head.patient_key is not None and secret is not None:
-        pseudonym = pseudonyms([head.patient_key], secret)[head.patient_key]
-    return DicomImage(
-        pseudonym,
-        head.date,
-        head.date_tag,
-        head.mm_per_px,
-        head.calibration_source,
-        head.calibration_note,
-        head.modality,
-    )
+    if key is None or secret is None:
+        return image
+    return replace(image, patient_id=pseudonyms([key], secret)[key])
 
 
 def pseudonyms(ids: list[str], secret: str | bytes) -> dict[str, str]:

@@ -144,7 +144,7 @@ def _presign_async(fs: Any, paths: list[str], seconds: int) -> list[str]:
     return out
 
 
-def _store_error(what: str, url: str, exc: Exception) -> DentalkitErrorLike:
+def _store_error(what: str, url: str, exc: Exception) -> InputError | ConfigurationError:
     """A one-line error naming the store and what failed (never credentials)."""
     name = type(exc).__name__
     text = str(exc).splitlines()[0][:300] if str(exc) else name
@@ -159,9 +159,6 @@ def _store_error(what: str, url: str, exc: Exception) -> DentalkitErrorLike:
     if isinstance(exc, PermissionError):
         return ConfigurationError(f"could not {what} {url}: access denied ({text})")
     return InputError(f"could not {what} {url}: {name}: {text}")
-
-
-DentalkitErrorLike = InputError | ConfigurationError
 
 
 def open_location(
