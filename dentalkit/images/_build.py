@@ -476,10 +476,13 @@ def _raise_or_warn(report: pd.DataFrame, errors: str) -> None:
     if errors == "collect" or not len(report):
         return
     warns = len(report) - errs
-    text = f"{errs} file(s) left out and " if errs else ""
+    counts = [
+        f"{errs} file(s) left out" if errs else "",
+        f"{warns} remark(s) on kept files" if warns else "",
+    ]
     warnings.warn(
-        f"dentalkit.images.build_manifest: {text}{warns} remark(s) on kept files; see the "
-        "problems table (e.g. " + str(report["reason"].iloc[-1])[:160] + ")",
+        f"dentalkit.images.build_manifest: {' and '.join(c for c in counts if c)}; see the "
+        "problems table (e.g. " + str(report["reason"].iloc[0])[:160] + ")",
         DentalkitWarning,
         stacklevel=3,
     )
