@@ -253,3 +253,29 @@ def test_manifest_fetches_against_the_sandbox(tmp_path, s3, sandbox):
     assert sorted(responses["endpoint"]) == ["ceph_lateral_points", "tmj_xsectional"]
     assert (responses["status_code"] == 200).all()
     assert set(responses["image_url"]) == set(pd.read_csv(path)["image_url"])
+
+
+def test_dicom_in_a_store_is_converted_locally_and_uploaded(tmp_path, s3):
+    pytest.importorskip("pydicom")
+    from tests.images.dicom_files import PATIENT_ID, write_dicom
+
+    options, bucket, fs = s3
+    path = write_dicom(tmp_path / "src.dcm", PixelSpacing=[0.1, 0.1], Modality="CT")
+    _put(fs, bucket, {"dcm/a/tmj.dcm": path.read_bytes()})
+    common = dict(pattern="{*}/{kind}.dcm", storage_options=options)
+    with pytest.raises(InputError, match="give upload_to="):
+        build_manifest(f"{bucket}/dcm", png_dir=tmp_path / "png", **common)
+    built = build_manifest(
+        f"{bucket}/dcm",
+        png_dir=tmp_path / "png",
+        upload_to=f"{bucket}/png",
+        secret=SECRET,
+        **common,
+    )
+    row = built.manifest.iloc[0]
+    assert row["patient_id"] == _pseudonym(PATIENT_ID) and row["endpoint"] == "tmj_xsectional"
+    assert row["mm_per_px"] == 0.1 and row["calibration_source"] == "dicom:PixelSpacing"
+    png = requests.get(row["image_url"], timeout=10).content
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    (local,) = (tmp_path / "png").rglob("*.png")  # the same PNG is kept locally
+    assert local.read_bytes() == png and local.parent.parent.name == _pseudonym(PATIENT_ID)
