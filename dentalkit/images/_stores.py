@@ -11,7 +11,6 @@ never stores or prints them.
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import os
 from collections.abc import Mapping, Sequence
@@ -35,7 +34,6 @@ _SCHEMES = {
     "abfs": ("az", "adlfs", "azure"),
     "abfss": ("az", "adlfs", "azure"),
 }
-_SIGN_BATCH = 1000
 
 
 @dataclass
@@ -120,8 +118,7 @@ class Location:
         seconds = int(lifetime.total_seconds())
         paths = [self.path(r) for r in rels]
         try:
-            if getattr(self.fs, "async_impl", False) and hasattr(self.fs, "_url"):
-                return _presign_async(self.fs, paths, seconds)  # s3fs: one loop, many URLs
+            # one call per key: gathering s3fs's async _url in batches measured 2-8 times slower
             return [self.fs.sign(p, expiration=seconds) for p in paths]
         except NotImplementedError:
             raise InputError(
@@ -130,18 +127,6 @@ class Location:
             ) from None
         except Exception as exc:
             raise _store_error("presign URLs in", self.url, exc) from None
-
-
-def _presign_async(fs: Any, paths: list[str], seconds: int) -> list[str]:
-    from fsspec.asyn import sync
-
-    async def batch(part: list[str]) -> list[str]:
-        return list(await asyncio.gather(*(fs._url(p, expires=seconds) for p in part)))
-
-    out: list[str] = []
-    for i in range(0, len(paths), _SIGN_BATCH):
-        out += sync(fs.loop, batch, paths[i : i + _SIGN_BATCH])
-    return out
 
 
 def _store_error(what: str, url: str, exc: Exception) -> InputError | ConfigurationError:
