@@ -3,8 +3,9 @@
 The public names live here; everything else is reached through the concept
 modules (``dentalkit.convert``, ``dentalkit.ceph``, ``dentalkit.arch``,
 ``dentalkit.teeth``, ``dentalkit.findings``, ``dentalkit.tle``,
-``dentalkit.plot``, ``dentalkit.io``, ``dentalkit.sandbox``); fetching lives in
-``dentalkit.fetch``, the whole study (analyses, figures, report) in ``dentalkit.study``.
+``dentalkit.plot``, ``dentalkit.io``, ``dentalkit.sandbox``); images become a manifest
+in ``dentalkit.images``; fetching lives in ``dentalkit.fetch``, the whole study (analyses,
+figures, report) in ``dentalkit.study``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ _LAZY = (
     "ceph",
     "convert",
     "findings",
+    "images",
     "io",
     "plot",
     "sandbox",
@@ -83,6 +85,7 @@ __all__ = [
     "fetch_cohort",
     "findings",
     "get_endpoint",
+    "images",
     "io",
     "plot",
     "read_failures",

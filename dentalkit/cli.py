@@ -1,6 +1,6 @@
-"""Command line: ``dentalkit demo | study | sandbox | openapi | first-contact | fetch | verify | contract | tables | analyze | figures | export``.
+"""Command line: ``dentalkit demo | study | sandbox | openapi | manifest | first-contact | fetch | verify | contract | tables | analyze | figures | export``.
 
-The study as shell steps: ``fetch`` (manifest → store) → ``tables`` (store → Parquet
+The study as shell steps: ``manifest`` (images → manifest) → ``fetch`` (manifest → store) → ``tables`` (store → Parquet
 tables) → ``analyze`` (tables → analysis tables) → ``figures`` (tables + analyses →
 PDF/PNG) → ``export`` (CSV + data dictionary, optionally pseudonymized). ``study`` runs them
 all for a user's cohort (:mod:`dentalkit.study`), ``demo`` the same on the sandbox's synthetic
@@ -303,6 +303,137 @@ def openapi(
     else:
         out.write_text(text + "\n")
         typer.echo(f"wrote {out}")
+
+
+def _key_value(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` of --storage-option; VALUE read as JSON when it is JSON, else text."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise typer.BadParameter(f"'{text}' is not KEY=VALUE (e.g. endpoint_url=https://…)")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
+
+
+@app.command()
+def manifest(
+    source: Annotated[
+        str, typer.Argument(help="Folder, or s3:// gs:// az:// prefix, of the images.")
+    ],
+    out: Annotated[
+        Path, typer.Option(help="Manifest CSV to write; problems go to NAME-problems.csv.")
+    ] = Path("manifest.csv"),
+    pattern: Annotated[
+        str | None,
+        typer.Option(help="File names under SOURCE, e.g. '{patient_id}/{date}/{kind}.png'."),
+    ] = None,
+    mapping: Annotated[
+        Path | None,
+        typer.Option(dir_okay=False, help="CSV naming each file instead of a pattern."),
+    ] = None,
+    kind: Annotated[
+        list[str] | None,
+        typer.Option(metavar="KIND=ENDPOINT[,ENDPOINT]", help="Declare a kind (repeatable)."),
+    ] = None,
+    endpoint: Annotated[
+        list[EndpointName] | None,
+        typer.Option(metavar="ENDPOINT", help="Endpoint of every file when none names a kind."),
+    ] = None,
+    date_format: Annotated[
+        str | None, typer.Option(help="strptime form of {date}, e.g. %d.%m.%Y (default ISO).")
+    ] = None,
+    ignore: Annotated[
+        list[str] | None, typer.Option(metavar="GLOB", help="Files to skip (repeatable).")
+    ] = None,
+    upload: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="s3:// (gs://, az://) prefix to copy local images to."),
+    ] = None,
+    png_dir: Annotated[
+        Path | None, typer.Option(help="Folder for the PNGs converted from DICOM files.")
+    ] = None,
+    lifetime: Annotated[
+        str, typer.Option(help="Validity of the URLs, e.g. 7d, 36h (at most 7d on S3/GCS).")
+    ] = "7d",
+    secret_env: Annotated[
+        str | None,
+        typer.Option(help="Environment variable holding the pseudonymisation key (DICOM)."),
+    ] = None,
+    storage_option: Annotated[
+        list[str] | None,
+        typer.Option(metavar="KEY=VALUE", help="fsspec storage option (repeatable)."),
+    ] = None,
+    errors: Annotated[
+        ErrorsMode,
+        typer.Option(help="Collect: build the rest and list what is left out (exit 1)."),
+    ] = ErrorsMode.collect,
+) -> None:
+    """Build a fetch manifest from a folder or an object-store prefix of images.
+
+    Object-store images get presigned HTTPS URLs of the stated lifetime (refused when
+    shorter than the fetch will need); local images need --upload. DICOM files are
+    converted to PNG (--png-dir), calibrated from their pixel spacing and pseudonymised
+    (--secret-env). Every file left out is listed with why. Exit status: 0 done; 1 some
+    files left out; 2 nothing built. See docs/images.md.
+    """
+    import os
+
+    from dentalkit.errors import DentalkitError
+
+    secret = None
+    if secret_env is not None:
+        secret = os.environ.get(secret_env)
+        if not secret:
+            raise _fail(f"environment variable {secret_env} is not set or empty")
+    kinds = {}
+    for item in kind or []:
+        name, sep, eps = item.partition("=")
+        if not sep:
+            raise _fail(f"--kind {item!r} is not KIND=ENDPOINT[,ENDPOINT]")
+        kinds[name] = eps
+    try:
+        options = dict(_key_value(t) for t in storage_option or [])
+        from dentalkit.images import build_manifest
+
+        built = build_manifest(
+            source,
+            pattern=pattern,
+            mapping=mapping,
+            kinds=kinds or None,
+            endpoints=[e.value for e in endpoint] if endpoint else None,
+            date_format=date_format,
+            ignore=ignore or (),
+            upload_to=upload,
+            png_dir=png_dir,
+            lifetime=lifetime,
+            secret=secret,
+            storage_options=options,
+            errors=errors.value,  # type: ignore[arg-type]
+        )
+        written = built.write(out)
+    except (DentalkitError, typer.BadParameter) as exc:
+        raise _fail(str(exc)) from None
+    from dentalkit.images._lifetime import words
+
+    m = built.manifest
+    typer.echo(
+        f"wrote {len(m)} rows ({m['image_url'].nunique()} images, {m['patient_id'].nunique()} "
+        f"patients) to {out}; {built.uploaded} files uploaded"
+    )
+    typer.echo(
+        f"URLs valid {words(built.lifetime)}, until {built.expires_at:%Y-%m-%d %H:%M} UTC "
+        f"(the fetch needs about {words(built.required)}): fetch before then"
+    )
+    left = built.problems["severity"] == "error"
+    if len(built.problems):
+        _err(
+            f"{int(left.sum())} file(s) left out, {int((~left).sum())} remark(s): see {written[-1]}"
+        )
+        for rec in built.problems.head(5).to_dict("records"):
+            _err(f"  {rec['severity']}: {rec['path']}: {rec['reason']}")
+    if left.any():
+        raise typer.Exit(EXIT_INCOMPLETE)
 
 
 @app.command()
