@@ -58,7 +58,7 @@ from dentalkit._atomic import atomic_write
 from dentalkit.convert import schemas
 from dentalkit.errors import InputError
 from dentalkit.io._dictionary import arrow_table, data_dictionary, declared_field
-from dentalkit.io._export import export, read_export
+from dentalkit.io._export import export, read_export, write_problems_csv
 from dentalkit.io._pseudonymize import pseudonymize
 
 # Partitioned Parquet for cohorts that outgrow one file (dask.dataframe / DuckDB read it
@@ -79,6 +79,7 @@ __all__ = [
     "write_geoparquet",
     "write_parquet",
     "write_partitioned",
+    "write_problems_csv",
     "write_tables",
 ]
 

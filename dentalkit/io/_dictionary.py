@@ -80,6 +80,10 @@ ANALYSIS_TABLES: Mapping[str, tuple[str, str]] = MappingProxyType(
         "finding_boxes": ("findings.prevalence(...).boxes", "detection"),
         "finding_box_sizes": ("findings.prevalence(...).box_sizes", "source × class × measure"),
         "model_versions": ("study.model_versions", "endpoint × Version label"),
+        "calibration_applied": (
+            "study.Calibration.applied",
+            "image (patient × session × endpoint)",
+        ),
         "tmj_prevalence": ("findings.tmj_prevalence", "cohort (patients as units)"),
         "tle_estimates": ("tle.estimate", "patient"),
         "tle_summary": ("tle.summarize", "group"),
