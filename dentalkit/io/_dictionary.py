@@ -50,6 +50,7 @@ __all__ = [
     "data_dictionary",
     "declared_field",
     "is_declared_table",
+    "keys_as_declared",
     "load_catalogue",
     "partition_writer",
 ]
@@ -205,7 +206,19 @@ def is_declared_table(table: str) -> bool:
 
 
 def _declared_type(table: str, column: str) -> tuple[pa.DataType, bool, tuple[str, ...] | None]:
-    """Declared (Arrow type, nullable, allowed values) of a column; KeyError when none."""
+    """Declared (Arrow type, nullable, allowed values) of a column; KeyError when none.
+
+    A key column (``patient_id``, ``timestamp``, ``endpoint``) has
+    :data:`~dentalkit.convert.schemas.KEY_TYPE` in every table, whatever else declares it:
+    the one place that decides how keys are written.
+    """
+    type_, nullable, values = _declared_type_of(table, column)
+    if column in schemas.KEY_COLUMNS:
+        type_ = schemas.KEY_TYPE
+    return type_, nullable, values
+
+
+def _declared_type_of(table: str, column: str) -> tuple[pa.DataType, bool, tuple[str, ...] | None]:
     contract = schemas.SCHEMAS.get(table)
     if contract is not None and column in contract.names:
         field = contract.field(column)
@@ -221,6 +234,20 @@ def _declared_type(table: str, column: str) -> tuple[pa.DataType, bool, tuple[st
         # analysis table may hold several kinds, so only the type and nullability carry over
         return field.type, field.nullable, None
     raise KeyError((table, column))
+
+
+def keys_as_declared(table: pa.Table) -> pa.Table:
+    """``table`` with its key columns (text or dictionary-encoded text) as
+    :data:`~dentalkit.convert.schemas.KEY_TYPE`: for files written without a declaration."""
+    for i, field in enumerate(table.schema):
+        if field.name not in schemas.KEY_COLUMNS or field.type == schemas.KEY_TYPE:
+            continue
+        value = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
+        if pa.types.is_string(value) or pa.types.is_large_string(value) or pa.types.is_null(value):
+            table = table.set_column(
+                i, field.with_type(schemas.KEY_TYPE), table.column(i).cast(schemas.KEY_TYPE)
+            )
+    return table
 
 
 def _field_metadata(unit: str, desc: str, values: tuple[str, ...] | None) -> dict[str, str]:
@@ -456,7 +483,7 @@ def partition_writer(name: str | None, folder: str) -> Callable[[pd.DataFrame, P
 
     def write(frame: pd.DataFrame, path: Path) -> None:
         if table is None:
-            arrow = pa.Table.from_pandas(frame, preserve_index=False)
+            arrow = keys_as_declared(pa.Table.from_pandas(frame, preserve_index=False))
         else:
             arrow = arrow_table(frame, table)
         pq.write_table(arrow, path)
