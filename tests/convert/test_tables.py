@@ -181,7 +181,7 @@ def test_session_time_parses_iso_8601_only(timestamp, expected):
         with pytest.warns(DentalkitWarning, match="timestamp is not an ISO 8601 date"):
             c = convert.classifications(responses)
         probs = convert.tables(responses, include=["classifications"])["problems"]
-        assert probs[["table", "row", "field", "value", "severity"]].values.tolist() == [
+        assert probs[["table", "row", "field", "value", "severity"]].to_numpy().tolist() == [
             ["responses", 0, "timestamp", timestamp, "warning"]
         ]
         assert probs["reason"].item().endswith("session_time is missing; give its format with timestamp_format= (dentalkit tables --timestamp-format) (rows kept)")  # fmt: skip
