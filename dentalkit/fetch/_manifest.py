@@ -18,26 +18,37 @@ Text that is sent (patient ids, timestamps, image URLs, option values, ``p01`` �
 holds no control character and is at most :data:`MAX_LENGTH` characters long. Every problem
 of every row is found before anything is sent. Files are read by
 :mod:`~dentalkit.fetch._manifest_file`; the manifest as a whole (its columns, its rows) is
-checked by :mod:`~dentalkit.fetch._manifest_columns`.
+checked by :mod:`~dentalkit.fetch._manifest_columns`, each cell by
+:mod:`~dentalkit.fetch._manifest_cells`.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from numbers import Real
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dentalkit.convert import schemas
+from dentalkit.convert._calibration import DEFAULT_SOURCE as DEFAULT_CALIBRATION_SOURCE
 from dentalkit.convert._requests import check_timestamp_format, parse_session_times
-from dentalkit.convert._values import CONTROL_CHARACTERS
 from dentalkit.endpoints import ENDPOINTS, Endpoint, get_endpoint
-from dentalkit.errors import PROBLEM_COLUMNS, InputError, empty_problems, problems_frame
+from dentalkit.errors import PROBLEM_COLUMNS, InputError, problems_frame
 from dentalkit.fetch._http import canonical_request, request_key, session_request_key
+from dentalkit.fetch._manifest_cells import (
+    BAD,
+    MAX_LENGTH,
+    RowProblems,
+    bool_values,
+    check_text,
+    not_text,
+    text_cells,
+    type_reason,
+)
 from dentalkit.fetch._manifest_columns import (
     CALIBRATION_COLUMNS,
     KEY_COLUMNS,
@@ -47,7 +58,7 @@ from dentalkit.fetch._manifest_columns import (
     check_image_column,
     warn_ignored_columns,
 )
-from dentalkit.fetch._manifest_file import clean_text, read_manifest, show_cell
+from dentalkit.fetch._manifest_file import read_manifest, show_cell
 
 __all__ = [
     "CALIBRATION_COLUMNS",
@@ -59,169 +70,10 @@ __all__ = [
     "read_manifest",
 ]
 
-#: Longest accepted value of each column that is sent, in characters (Unicode code points):
-#: a longer value is a manifest problem and never sent. ``option`` is every option column,
-#: ``p01`` … ``p11`` and ``calibration_source``. A presigned object-store URL is far below
-#: 8,192 characters; all of them together stay well below the sandbox's 64 KiB body limit.
-MAX_LENGTH: Mapping[str, int] = MappingProxyType(
-    {"patient_id": 256, "timestamp": 64, "image_url": 8192, "option": 256}
-)
-#: Columns of the calibration kept from a manifest (``STORE/calibration.parquet``).
-CALIBRATION_TABLE_COLUMNS = (
-    "patient_id",
-    "timestamp",
-    "endpoint",
-    "image_url",
-    "mm_per_px",
-    "calibration_source",
-)
-#: ``calibration_source`` where a row gives ``mm_per_px`` and no source.
-DEFAULT_CALIBRATION_SOURCE = "manifest"
+#: Columns of the calibration kept from a manifest (``STORE/calibration.parquet``): the
+#: declared ``calibration`` table's.
+CALIBRATION_TABLE_COLUMNS = tuple(schemas.SCHEMAS["calibration"].names)
 _URL = re.compile(r"(?i)^https?://[^/\s?#]+")
-_TRUE = {"true", "1", "yes", "y", "t"}
-_FALSE = {"false", "0", "no", "n", "f"}
-_NAMES = {0: "NUL", 9: "TAB", 10: "LF", 13: "CR", 27: "ESC", 127: "DEL"}
-
-
-def _text(col: pd.Series) -> pd.Series:
-    """Column as object strings with None for missing/blank (no float NaN leaking through)."""
-    values = col.astype("object")
-    blank = values.map(lambda v: isinstance(v, str) and not v.strip(), na_action="ignore")
-    return values.where(col.notna() & ~blank.eq(True), None)
-
-
-class _Problems:
-    """The problems of a manifest's rows, collected phase by phase (one frame per check)."""
-
-    def __init__(self) -> None:
-        self.frames: list[pd.DataFrame] = []
-
-    def add(self, df: pd.DataFrame, mask: Any, field: str, values: Any, reason: Any) -> None:
-        """Record ``reason`` for ``field`` on the rows where ``mask`` holds."""
-        mask = np.asarray(mask, dtype=bool)
-        if not mask.any():
-            return
-        sub = df.loc[mask]
-        shown = (
-            values[mask].map(show_cell).to_numpy()
-            if isinstance(values, pd.Series)
-            else show_cell(values)
-        )
-        why = reason[mask].to_numpy() if isinstance(reason, pd.Series) else reason
-        self.frames.append(
-            pd.DataFrame(
-                {
-                    "table": "manifest",
-                    "row": sub["_row"].to_numpy(),
-                    "patient_id": sub["_pid"].map(_key_cell).to_numpy(),
-                    "timestamp": sub["_ts"].map(_key_cell).to_numpy(),
-                    "endpoint": sub["_ep_name"].to_numpy(),
-                    "field": field,
-                    "path": field,
-                    "value": shown,
-                    "reason": why,
-                }
-            )
-        )
-
-    def table(self) -> pd.DataFrame:
-        """All problems so far as one problems table, by row then field."""
-        if not self.frames:
-            return empty_problems()
-        out = pd.concat(self.frames, ignore_index=True)
-        out = out.sort_values(["row", "field"], kind="stable").reset_index(drop=True)
-        return problems_frame(out, severity="error")
-
-
-def _key_cell(v: Any) -> str | None:
-    """A patient or timestamp for the problems table: as given when it could be sent,
-    else shown escaped and shortened (a key that is not sent joins no table)."""
-    ok = v is None or (
-        clean_text(v) and len(v) <= MAX_LENGTH["patient_id"] and not CONTROL_CHARACTERS.search(v)
-    )
-    return v if ok else show_cell(v)
-
-
-def _not_text(values: pd.Series) -> pd.Series:
-    """True where a (non-missing) value is not a string that UTF-8 can encode."""
-    bad = values.map(lambda v: not clean_text(v), na_action="ignore")
-    return bad.eq(True)
-
-
-def _type_reason(values: pd.Series) -> pd.Series:
-    return values.map(
-        lambda v: (
-            "not valid Unicode text (lone surrogate)"
-            if isinstance(v, str)
-            else f"wrong type: expected a string, got {type(v).__name__}"
-        )
-    )
-
-
-def _control_reason(v: Any) -> str | None:
-    found = CONTROL_CHARACTERS.search(v) if isinstance(v, str) else None
-    if found is None:
-        return None
-    pos, char = found.start(), found.group()
-    name = _NAMES.get(ord(char))
-    what = f"U+{ord(char):04X}" + (f" ({name})" if name else "")
-    return (
-        f"control character {what} at position {pos + 1} (counting from 1): not sent; remove "
-        "it (a control character breaks the files and exports the value reaches)"
-    )
-
-
-def _check_text(
-    rows: pd.DataFrame, problems: _Problems, field: str, values: pd.Series, limit: int, mask: Any
-) -> pd.Series:
-    """Record control characters and over-long text of ``values`` on the rows of ``mask``.
-
-    Returns the mask of the values that are clean text, free of control characters and
-    at most ``limit`` characters long (missing values are not).
-    """
-    mask = np.asarray(mask, dtype=bool)
-    text = values.map(clean_text, na_action="ignore").eq(True).to_numpy() & mask
-    ctrl = np.zeros(len(values), dtype=bool)
-    long = np.zeros(len(values), dtype=bool)
-    where = np.flatnonzero(text)
-    cells = values.to_numpy(dtype=object)[where]
-    ctrl[where] = [CONTROL_CHARACTERS.search(v) is not None for v in cells]
-    long[where] = [len(v) > limit for v in cells]
-    problems.add(rows, ctrl, field, values, values.map(_control_reason, na_action="ignore"))
-    problems.add(
-        rows,
-        long & ~ctrl,
-        field,
-        values,
-        values.map(
-            lambda v: f"{len(v):,} characters long; at most {limit:,} are sent (docs/manifest.md)",
-            na_action="ignore",
-        ),
-    )
-    return pd.Series(text & ~ctrl & ~long, index=values.index)
-
-
-def _bool_values(col: pd.Series) -> tuple[pd.Series, pd.Series]:
-    """(parsed booleans or None, bad mask) for a boolean option column."""
-    raw = col.astype("object").where(col.notna(), None)
-
-    def parse(v: Any) -> Any:
-        if v is None or (isinstance(v, str) and not v.strip()):
-            return None
-        if isinstance(v, bool | np.bool_):
-            return bool(v)
-        if isinstance(v, str) and v.strip().lower() in _TRUE:
-            return True
-        if isinstance(v, str) and v.strip().lower() in _FALSE:
-            return False
-        return _BAD
-
-    parsed = raw.map(parse)
-    bad = parsed.map(lambda v: v is _BAD)
-    return parsed.where(~bad, None), bad
-
-
-_BAD = object()
 
 
 class Plan:
@@ -283,7 +135,7 @@ def plan_requests(
        calibration;
     5. :func:`_check_keys`, :func:`_read_options`, :func:`_check_tle_queries`,
        :func:`_read_calibration` — every problem of every row, collected (never raised) in
-       one :class:`_Problems`;
+       one :class:`RowProblems`;
     6. :func:`_build_requests` — the request (store key, HTTP key, payload) of every valid row;
     7. :func:`_drop_duplicates` — a request planned twice is sent once and reported;
     8. :func:`_calibration_rows` — the scales of the requests planned.
@@ -302,7 +154,7 @@ def plan_requests(
     rows = _expand_endpoints(_read_keys(manifest), endpoints)
     check_image_column(rows, columns)
     warn_ignored_columns(columns)
-    problems = _Problems()
+    problems = RowProblems()
     _check_keys(rows, problems, timestamp_format)
     options = _read_options(rows, columns, problems)
     _check_tle_queries(rows, columns, problems)
@@ -325,9 +177,9 @@ def _read_keys(manifest: pd.DataFrame) -> pd.DataFrame:
     """
     rows = manifest.copy()
     rows["_row"] = np.arange(1, len(rows) + 1)
-    rows["_pid"] = _text(rows["patient_id"])
-    rows["_ts"] = _text(rows["timestamp"])
-    rows["_url"] = _text(rows["image_url"]) if "image_url" in rows.columns else None
+    rows["_pid"] = text_cells(rows["patient_id"])
+    rows["_ts"] = text_cells(rows["timestamp"])
+    rows["_url"] = text_cells(rows["image_url"]) if "image_url" in rows.columns else None
     return rows
 
 
@@ -340,7 +192,7 @@ def _expand_endpoints(rows: pd.DataFrame, endpoints: Any) -> pd.DataFrame:
     the given order (a bad ``endpoints=`` raises :class:`InputError`, as it concerns no row).
     """
     if "endpoint" in rows.columns:
-        raw_ep = _text(rows["endpoint"])
+        raw_ep = text_cells(rows["endpoint"])
         names: dict[str, str | None] = {}
 
         def resolve(v: Any) -> str | None:
@@ -378,7 +230,7 @@ def _expand_endpoints(rows: pd.DataFrame, endpoints: Any) -> pd.DataFrame:
     return rows
 
 
-def _check_keys(rows: pd.DataFrame, problems: _Problems, timestamp_format: str | None) -> None:
+def _check_keys(rows: pd.DataFrame, problems: RowProblems, timestamp_format: str | None) -> None:
     """Collect the problems of the key cells: patient, timestamp, endpoint, image URL.
 
     Patient and timestamp must be present, clean text (UTF-8 encodable, no control
@@ -391,8 +243,8 @@ def _check_keys(rows: pd.DataFrame, problems: _Problems, timestamp_format: str |
     problems.add(rows, rows["_ts"].isna(), "timestamp", rows["_ts"], "missing field")
     sendable = {}
     for col, values in (("patient_id", rows["_pid"]), ("timestamp", rows["_ts"])):
-        problems.add(rows, _not_text(values), col, values, _type_reason(values))
-        sendable[col] = _check_text(rows, problems, col, values, MAX_LENGTH[col], everywhere)
+        problems.add(rows, not_text(values), col, values, type_reason(values))
+        sendable[col] = check_text(rows, problems, col, values, MAX_LENGTH[col], everywhere)
     bad_ep = rows["_ep_name"].isna()
     problems.add(
         rows,
@@ -414,15 +266,15 @@ def _check_keys(rows: pd.DataFrame, problems: _Problems, timestamp_format: str |
         rows, problems, is_img & sendable["timestamp"].to_numpy(), timestamp_format
     )
     url = rows["_url"]
-    url_wrong = _not_text(url).to_numpy()
-    url_sendable = _check_text(rows, problems, "image_url", url, MAX_LENGTH["image_url"], is_img)
+    url_wrong = not_text(url).to_numpy()
+    url_sendable = check_text(rows, problems, "image_url", url, MAX_LENGTH["image_url"], is_img)
     url_ok = url.map(
         lambda v: isinstance(v, str) and v.strip() == v and bool(_URL.match(v)),
         na_action="ignore",
     )
     url_ok = url_ok.eq(True)
     problems.add(rows, is_img & url.isna().to_numpy(), "image_url", url, "missing field")
-    problems.add(rows, is_img & url_wrong, "image_url", url, _type_reason(url))
+    problems.add(rows, is_img & url_wrong, "image_url", url, type_reason(url))
     problems.add(
         rows,
         url_sendable.to_numpy() & ~url_ok.to_numpy(),
@@ -433,7 +285,7 @@ def _check_keys(rows: pd.DataFrame, problems: _Problems, timestamp_format: str |
 
 
 def _check_session_times(
-    rows: pd.DataFrame, problems: _Problems, mask: np.ndarray, timestamp_format: str | None
+    rows: pd.DataFrame, problems: RowProblems, mask: np.ndarray, timestamp_format: str | None
 ) -> None:
     """Record the timestamps of ``mask`` that do not parse (ISO 8601, or the format given)."""
     if not mask.any():
@@ -467,7 +319,7 @@ def _having(rows: pd.DataFrame, wire: str) -> pd.Series:
 
 
 def _read_options(
-    rows: pd.DataFrame, columns: set[Any], problems: _Problems
+    rows: pd.DataFrame, columns: set[Any], problems: RowProblems
 ) -> dict[str, pd.Series]:
     """The option values of every row, by wire name, and the problems of the option cells.
 
@@ -486,13 +338,13 @@ def _read_options(
             f.type for e in ENDPOINTS.values() for f in e.optional_fields if f.name == wire
         )
         if ftype is bool:
-            values, bad = _bool_values(rows[col])
+            values, bad = bool_values(rows[col])
             problems.add(rows, bad, col, rows[col], "wrong option type: expected true/false")
         else:
-            values = _text(rows[col])
-            bad = _not_text(values)
+            values = text_cells(rows[col])
+            bad = not_text(values)
             problems.add(rows, bad, col, rows[col], "wrong option type: expected a string")
-            sendable = _check_text(rows, problems, col, values, MAX_LENGTH["option"], ~bad)
+            sendable = check_text(rows, problems, col, values, MAX_LENGTH["option"], ~bad)
             bad = bad | (values.notna() & ~bad & ~sendable)
             values = values.where(~bad, None)
         applies = _having(rows, wire)
@@ -510,7 +362,7 @@ def _read_options(
     return options
 
 
-def _check_tle_queries(rows: pd.DataFrame, columns: set[Any], problems: _Problems) -> None:
+def _check_tle_queries(rows: pd.DataFrame, columns: set[Any], problems: RowProblems) -> None:
     """Collect the problems of the ``p01`` … ``p11`` cells of ``/tle`` rows (all required text,
     no control character, at most ``MAX_LENGTH["option"]`` characters)."""
     is_tle = _is_tle(rows)
@@ -520,31 +372,31 @@ def _check_tle_queries(rows: pd.DataFrame, columns: set[Any], problems: _Problem
         if q not in columns:
             problems.add(rows, is_tle, q, None, "missing column (required for tle rows)")
             continue
-        v = _text(rows[q])
+        v = text_cells(rows[q])
         problems.add(rows, is_tle & v.isna().to_numpy(), q, v, "missing field")
-        nonstr = _not_text(v)
-        problems.add(rows, is_tle & nonstr.to_numpy(), q, v, _type_reason(v))
-        _check_text(rows, problems, q, v, MAX_LENGTH["option"], is_tle)
+        nonstr = not_text(v)
+        problems.add(rows, is_tle & nonstr.to_numpy(), q, v, type_reason(v))
+        check_text(rows, problems, q, v, MAX_LENGTH["option"], is_tle)
 
 
 def _scale(v: Any) -> Any:
-    """A ``mm_per_px`` cell as a float, None when empty, or ``_BAD`` when not a number."""
+    """A ``mm_per_px`` cell as a float, None when empty, or ``BAD`` when not a number."""
     if v is None or (isinstance(v, str) and not v.strip()):
         return None
     if isinstance(v, bool | np.bool_):
-        return _BAD
+        return BAD
     if isinstance(v, Real):
         return None if math.isnan(float(v)) else float(v)
     if isinstance(v, str):
         try:
             return float(v.strip())
         except ValueError:
-            return _BAD
-    return _BAD
+            return BAD
+    return BAD
 
 
 def _read_calibration(
-    rows: pd.DataFrame, columns: set[Any], problems: _Problems
+    rows: pd.DataFrame, columns: set[Any], problems: RowProblems
 ) -> pd.DataFrame | None:
     """The ``mm_per_px`` and ``calibration_source`` of every image row; the problems of both.
 
@@ -559,7 +411,7 @@ def _read_calibration(
     raw = rows["mm_per_px"].astype(object).where(rows["mm_per_px"].notna(), None)
     parsed = raw.map(_scale)
     is_tle = _is_tle(rows)
-    bad = parsed.map(lambda v: v is _BAD).to_numpy(bool)
+    bad = parsed.map(lambda v: v is BAD).to_numpy(bool)
     value = parsed.map(lambda v: v if isinstance(v, float) else np.nan).astype(float)
     out_of_range = value.notna().to_numpy() & ~(np.isfinite(value) & (value > 0)).to_numpy()
     problems.add(
@@ -584,12 +436,12 @@ def _read_calibration(
         )
     source = pd.Series(None, index=rows.index, dtype=object)
     if "calibration_source" in columns:
-        source = _text(rows["calibration_source"])
+        source = text_cells(rows["calibration_source"])
         problems.add(
-            rows, given & _not_text(source).to_numpy(), "calibration_source", source,
-            _type_reason(source),
+            rows, given & not_text(source).to_numpy(), "calibration_source", source,
+            type_reason(source),
         )  # fmt: skip
-        _check_text(rows, problems, "calibration_source", source, MAX_LENGTH["option"], given)
+        check_text(rows, problems, "calibration_source", source, MAX_LENGTH["option"], given)
     source = source.where(source.notna(), DEFAULT_CALIBRATION_SOURCE)
     return pd.DataFrame(
         {"mm_per_px": value.where(given & ~is_tle), "calibration_source": source},

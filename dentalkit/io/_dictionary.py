@@ -1102,6 +1102,10 @@ def columns_markdown() -> str:
         "%; months). Units of lengths are millimetres only after an explicit calibration",
         "(`mm_per_px`); otherwise pixels.",
         "",
+        "The key columns `patient_id`, `timestamp` and `endpoint` are Arrow `string` in every",
+        "file dentalkit writes (tables, problems, analyses, the store's files), whatever their",
+        "pandas dtype in memory: any two files join on them (`docs/data-contract.md`).",
+        "",
         "## Data contract tables",
         "",
     ]

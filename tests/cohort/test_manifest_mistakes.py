@@ -409,3 +409,15 @@ def test_calibration_is_not_sent_and_not_part_of_the_request_key():
     assert plan_requests(tle).problems[["field", "reason"]].to_numpy().tolist() == [
         ["mm_per_px", "mm_per_px applies to images; /tle has none"]
     ]
+
+
+def test_the_docs_page_lists_every_manifest_column_and_limit():
+    from pathlib import Path
+
+    from dentalkit.fetch._manifest_columns import KNOWN
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "manifest.md").read_text("utf-8")
+    missing = [c for c in sorted(KNOWN) if f"`{c}`" not in page and c not in ("p02", "p03", "p04", "p05", "p06", "p07", "p08", "p09", "p10")]  # fmt: skip
+    assert not missing, f"docs/manifest.md does not list the manifest column(s) {missing}"
+    for field, limit in MAX_LENGTH.items():
+        assert f"{limit:,} characters" in page, (field, limit)
