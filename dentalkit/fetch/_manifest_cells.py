@@ -68,7 +68,8 @@ class RowProblems:
             if isinstance(values, pd.Series)
             else show_cell(values)
         )
-        why = reason[mask].to_numpy() if isinstance(reason, pd.Series) else reason
+        many = isinstance(reason, pd.Series | np.ndarray)
+        why = np.asarray(reason, dtype=object)[mask] if many else reason
         self.frames.append(
             pd.DataFrame(
                 {
@@ -148,18 +149,28 @@ def check_text(
     cells = values.to_numpy(dtype=object)[where]
     ctrl[where] = [CONTROL_CHARACTERS.search(v) is not None for v in cells]
     long[where] = [len(v) > limit for v in cells]
-    problems.add(rows, ctrl, field, values, values.map(control_reason, na_action="ignore"))
+    cells = values.to_numpy(dtype=object)
+    problems.add(rows, ctrl, field, values, _reasons(cells, ctrl, control_reason))
+    too_long = long & ~ctrl
     problems.add(
         rows,
-        long & ~ctrl,
+        too_long,
         field,
         values,
-        values.map(
+        _reasons(
+            cells,
+            too_long,
             lambda v: f"{len(v):,} characters long; at most {limit:,} are sent (docs/manifest.md)",
-            na_action="ignore",
         ),
     )
     return pd.Series(text & ~ctrl & ~long, index=values.index)
+
+
+def _reasons(cells: np.ndarray, mask: np.ndarray, reason: Any) -> np.ndarray:
+    """``reason(cell)`` where ``mask`` holds (text cells only), None elsewhere."""
+    out = np.full(len(cells), None, dtype=object)
+    out[mask] = [reason(v) for v in cells[mask]]
+    return out
 
 
 def bool_values(col: pd.Series) -> tuple[pd.Series, pd.Series]:

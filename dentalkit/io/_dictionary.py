@@ -560,6 +560,8 @@ def _from_columns(
                 extra.append((i, name, arr.type, tuple(meta.items())))
             elif is_cat and pa.types.is_dictionary(type_):
                 arr = _dictionary_array(col.array, type_)
+            elif is_cat and pa.types.is_string(type_):  # a key column: decode the codes
+                arr = _dictionary_array(col.array, _CAT_TEXT).cast(type_)
             else:
                 arr = pa.array(values, type=type_, from_pandas=True)
         except _ARROW_ERRORS:
@@ -579,6 +581,9 @@ def _plan_types(
     """(Arrow type, nullable) of each column of :func:`_plan`'s schema."""
     schema, _ = _plan(table, columns, units)
     return tuple((field.type, field.nullable) for field in schema)
+
+
+_CAT_TEXT = pa.dictionary(pa.int32(), pa.string())
 
 
 def _dictionary_array(values: pd.Categorical, type_: pa.DictionaryType) -> pa.DictionaryArray:
