@@ -491,7 +491,10 @@ def conform(df: pd.DataFrame, table: str) -> pd.DataFrame:
                         f"table {table!r}: column {field.name!r} has values {sorted(extra)} "
                         f"outside its vocabulary {list(fixed)}"
                     )
-                col = col.astype(want)
+                if isinstance(col.dtype, pd.CategoricalDtype):  # the vocabulary's order
+                    col = col.cat.set_categories(want.categories)  # (astype keeps another)
+                else:
+                    col = col.astype(want)
             elif not isinstance(col.dtype, pd.CategoricalDtype):
                 # text on disk (a key column): categories in order of first appearance
                 codes, uniques = pd.factorize(col.astype(_STR))

@@ -229,7 +229,7 @@ def read_geoparquet(path: str | os.PathLike) -> pd.DataFrame:
     The covering ``bbox`` column is dropped (it is derived from the geometry). A file
     with the columns of the ``teeth`` table comes back with exactly its dtypes.
     """
-    table = pq.read_table(path)
+    table = _read_keyed(Path(path))
     raw = (table.schema.metadata or {}).get(b"geo")
     if raw is None:
         raise InputError(f"{path} has no 'geo' metadata: it is not a GeoParquet file")
@@ -306,5 +306,12 @@ def read_tables(
         if name == "teeth":
             result[name] = read_geoparquet(path)
         else:
-            result[name] = schemas.conform(pq.read_table(path).to_pandas(), name)
+            result[name] = schemas.conform(_read_keyed(path).to_pandas(), name)
     return result
+
+
+def _read_keyed(path: Path) -> pa.Table:
+    """A Parquet file with its key columns read as dictionaries: Parquet stores their
+    strings dictionary-encoded, so they become pandas categoricals without being decoded."""
+    names = pq.read_schema(path).names
+    return pq.read_table(path, read_dictionary=[k for k in schemas.KEY_COLUMNS if k in names])
