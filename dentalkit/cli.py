@@ -217,6 +217,15 @@ CacheOption = Annotated[
         help="HTTP cache: .sqlite path, folder, redis:// URL or 'memory' (default: settings)."
     ),
 ]
+TimestampFormatOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="FORMAT",
+        help="strptime format of the manifest's timestamps, e.g. '%d/%m/%Y' (default: ISO "
+        "8601, or the format the store recorded). Timestamps are sent as written; the format "
+        "reads session_time and is recorded in the store (docs/manifest.md).",
+    ),
+]
 
 
 @app.command()
@@ -475,6 +484,7 @@ def fetch(
         ),
     ] = ErrorsMode.collect,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    timestamp_format: TimestampFormatOption = None,
 ) -> None:
     """Fetch a cohort into OUT: cached, concurrent, resumable (rerun the same command to resume).
 
@@ -516,6 +526,7 @@ def fetch(
             progress=progress,
             errors=errors.value,  # type: ignore[arg-type]
             retry_failed=retry_failed,
+            timestamp_format=timestamp_format,
         )
     except ManifestError as exc:
         text = _manifest_error(exc, manifest)
@@ -564,7 +575,8 @@ def _echo_fetch_outcome(report, out: Path, base_url: str | None, *, summary: boo
             report.problems, out / "manifest-problems.csv", "manifest-problems"
         )
         typer.echo(
-            f"{len(report.problems)} bad manifest row(s) skipped; listed in {path} (its row "
+            f"{report.bad_rows} bad manifest row(s) skipped; their {len(report.problems)} "
+            f"problem(s) are listed in {path} (its row "
             "counts the manifest's data rows from 1: CSV line = row + 1)"
         )
     if (report.failed or report.skipped_failed) and not report.stopped:  # the stop line says it
@@ -754,6 +766,7 @@ def first_contact(
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Send without asking (scripts, CI).")
     ] = False,
+    timestamp_format: TimestampFormatOption = None,
 ) -> None:
     """First contact with a service: one request per endpoint, then the contract report.
 
@@ -772,7 +785,7 @@ def first_contact(
     ctx.with_resource(_log_lines(own_stop_line=True))
     try:
         client = Client(_service_url(base_url), **({} if cache is None else {"cache": cache}))
-        plan = first_contact_plan(manifest)
+        plan = first_contact_plan(manifest, timestamp_format=timestamp_format)
         stored: set[str] = set()
         if (out / "_dentalkit.json").exists():
             stored = set(read_responses(out)["request_key"])
@@ -793,7 +806,7 @@ def first_contact(
     if plan.missing:
         typer.echo(f"not contacted (no valid manifest row): {', '.join(plan.missing)}")
     if len(plan.problems):
-        typer.echo(f"{len(plan.problems)} bad manifest row(s) were not chosen")
+        typer.echo(f"{plan.problems['row'].nunique()} bad manifest row(s) were not chosen")
     typer.echo(
         f"cost: {cost} request(s) to send"
         + (
@@ -808,7 +821,12 @@ def first_contact(
         return
     try:
         report = fetch_cohort(
-            plan.manifest, out=out, client=client, progress=False, errors="collect"
+            plan.manifest,
+            out=out,
+            client=client,
+            progress=False,
+            errors="collect",
+            timestamp_format=timestamp_format,
         )
     except (ConfigurationError, InputError) as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -938,17 +956,26 @@ def tables(
     progress: Annotated[
         bool, typer.Option(help="Show a progress bar of the responses converted.")
     ] = True,
+    timestamp_format: Annotated[
+        str | None,
+        typer.Option(
+            metavar="FORMAT",
+            help="strptime format that session_time is read with, e.g. '%d/%m/%Y' (default: "
+            "the one the fetch recorded in STORE, else ISO 8601).",
+        ),
+    ] = None,
 ) -> None:
     """Convert stored responses into tidy tables (one Parquet file per table).
 
-    Writes every table of the data contract plus problems.parquet; malformed responses are
-    listed there (--errors collect) or stop the run with the JSON path at fault (--errors
-    raise). Exit status 0 when done, 1 when there are problems, 2 when STORE is not a
+    Writes every table of the data contract plus problems.parquet (and calibration.parquet
+    when the manifests gave mm_per_px); malformed responses are listed there (--errors
+    collect) or stop the run with the JSON path at fault (--errors raise). Exit status 0 when done, 1 when there are problems, 2 when STORE is not a
     store written by dentalkit fetch, holds no responses yet or cannot be read.
     """
     from dentalkit import convert, io
     from dentalkit._progress import Stage
     from dentalkit.errors import DentalkitError, ResponseFormatError
+    from dentalkit.fetch import read_calibration
     from dentalkit.fetch.store import read_responses
 
     try:
@@ -959,7 +986,15 @@ def tables(
                 f"run `dentalkit fetch MANIFEST --out {store}` first; nothing was written"
             )
         with Stage("tables", _err, f"converting {len(responses):,} responses from {store}") as st:
-            result = convert.tables(responses, errors=errors.value, progress=progress)
+            result = convert.tables(
+                responses,
+                errors=errors.value,
+                progress=progress,
+                timestamp_format=timestamp_format,
+                calibration=read_calibration(store)
+                if (store / "calibration.parquet").exists()
+                else None,
+            )
             st.result = f"{len(result)} tables, {len(result['problems'])} problem(s)"
     except ResponseFormatError as exc:  # --errors raise: in the terminal's words
         raise _fail(

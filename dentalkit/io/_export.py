@@ -299,7 +299,7 @@ def _parquet_table(
     ``description`` and ``unit`` (your ``descriptions=``/``units=`` included) and, where
     declared, ``values``; a pseudonymized table says so in the schema metadata.
     """
-    from dentalkit.io._dictionary import arrow_table
+    from dentalkit.io._dictionary import arrow_table, keys_as_declared
 
     special = [c for c in df.columns if types[str(c)] == "geometry"]
     typed = df.drop(columns=special)
@@ -312,7 +312,7 @@ def _parquet_table(
     if is_declared_table(name):
         arrow = arrow_table(typed, name)
     else:
-        arrow = pa.Table.from_pandas(typed, preserve_index=False)
+        arrow = keys_as_declared(pa.Table.from_pandas(typed, preserve_index=False))
         for column in lists:
             field = _list_field(name, column, df[column], df)
             i = arrow.schema.get_field_index(column)
