@@ -24,8 +24,13 @@ def test_growth_benchmark_smoke(capsys):
 
 
 def test_growth_coverage_smoke(capsys):
-    res = _load("growth_coverage").main(["--smoke"])  # checks the truth rate is −0.25 °/year
+    module = _load("growth_coverage")
+    res = module.main(["--smoke"])  # checks the truth rate is −0.25 °/year
     assert len(res) == 2
-    assert (res["n_units"] == 8).all() and (res["n_rows"] == 24).all()
+    assert (res["n_units"] == 8).all() and (res["n_rows"] == 32).all()  # 4 sessions each
     assert (res["ci_low"] < res["estimate"]).all() and (res["estimate"] < res["ci_high"]).all()
-    assert "coverage of the 95 % CI" in capsys.readouterr().out
+    assert (res["df"] > 0).all()
+    out = capsys.readouterr().out
+    assert "coverage t (Wilson 95 % CI)" in out and "target: coverage (t) 94–96 %" in out
+    table = module.summarize(res)
+    assert list(table["size"]) == [8] and table["cohorts"].tolist() == [2]
