@@ -180,3 +180,42 @@ def test_describe_counts_patients_and_clusters_a_proportion_over_their_rows():
     assert (w["n"], w["n_units"]) == (30, 15)
     one = describe(t.drop_duplicates("patient_id"), "decay", "g").iloc[0]
     assert one["ci_method"].startswith("Wilson") and one["n_units"] == 15
+
+
+def test_rows_as_units_warn_and_say_row():
+    """Issue 29: neither unit=None nor a table without the unit column is silent."""
+    from dentalkit.errors import DentalkitWarning
+    from dentalkit.stats import describe
+
+    t = _sessions()
+    with pytest.warns(DentalkitWarning, match=r"unit=None.*unit_of_analysis='row'"):
+        r = compare(t, "value", "grp", unit=None).iloc[0]
+    assert r["unit_of_analysis"] == "row" and r["n_units"] == 24
+    with pytest.warns(DentalkitWarning, match="no patient_id column"):
+        r2 = compare(t.drop(columns="patient_id"), "value", "grp").iloc[0]
+    assert r2["unit_of_analysis"] == "row"
+    with pytest.warns(DentalkitWarning, match="no patient_id column"):
+        d = describe(t.drop(columns="patient_id"), "value", "grp")
+    assert set(d["unit_of_analysis"]) == {"row"} and d["n_units"].tolist() == [12, 12]
+    d2 = describe(t, "value", "grp")
+    assert set(d2["unit_of_analysis"]) == {"patient_id"} and d2["n_units"].tolist() == [6, 6]
+
+
+def test_a_paired_comparison_that_pairs_nothing_raises_saying_why():
+    """Each patient's own timestamps as levels: no patient is at every level."""
+    t = _sessions()
+    t["when"] = t["patient_id"] + "-" + t["timestamp"]  # unique per patient
+    two = t[t["patient_id"].isin(["p00", "p01"])]
+    with pytest.raises(InputError, match=r"no patient_id has a value at every level of 'when'"):
+        compare(two, "value", "when", paired="patient_id")
+    # with per=: a split that pairs nothing gets a note when another split pairs
+    both = pd.concat(
+        [t.assign(measure="A"), two.assign(measure="B", timestamp=two["when"])],
+        ignore_index=True,
+    )
+    res = compare(both, "value", "timestamp", paired="patient_id", per="measure")
+    res = res.set_index("measure")
+    assert res.loc["A", "test"] == "paired_t" and res.loc["A", "n_units"] == 12
+    assert np.isnan(res.loc["B", "p_value"]) and "nothing can be paired" in res.loc["B", "note"]
+    with pytest.raises(InputError, match="nothing can be paired"):
+        compare(both[both["measure"] == "B"], "value", "timestamp", paired="patient_id")
