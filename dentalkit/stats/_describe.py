@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from dentalkit.stats._proportions import cluster_proportion_ci, proportion_ci
+from dentalkit.stats._proportions import CLUSTER_CI_METHOD, cluster_proportion_ci, proportion_ci
 from dentalkit.stats._tables import as_list, require_columns
 from dentalkit.stats._units import DEFAULT_UNIT, resolve_unit
 
@@ -28,8 +28,9 @@ def describe(
     ``min``, ``max``; bool or 0/1 values get ``n``, ``n_positive``,
     ``proportion`` and its interval ``ci_low``/``ci_high`` with ``ci_method``:
     Wilson (Wilson 1927) when every row of a group is a different unit,
-    cluster-robust on the unit (Liang & Zeger 1986) when a unit has several
-    rows in a group (sessions, teeth). Missing values are not counted.
+    Wilson on an effective sample size clustered on the unit (Korn & Graubard
+    1998; :func:`~dentalkit.stats._proportions.cluster_proportion_ci`) when a unit
+    has several rows in a group (sessions, teeth). Missing values are not counted.
     ``n_units`` counts the units (``unit``, default ``"patient_id"`` when the
     table has it; otherwise rows, with a warning) behind ``n`` rows, and
     ``unit_of_analysis`` names the unit column (``"row"`` when rows are the units).
@@ -77,9 +78,7 @@ def describe(
             idx = np.searchsorted(np.unique(labels.to_numpy().astype(str)), target.to_numpy())
             out.loc[repeated, "ci_low"] = low[idx][repeated]
             out.loc[repeated, "ci_high"] = high[idx][repeated]
-            out.loc[repeated, "ci_method"] = (
-                f"cluster-robust Wald, rows clustered on {unit_col} (Liang & Zeger 1986)"
-            )
+            out.loc[repeated, "ci_method"] = f"{CLUSTER_CI_METHOD}, rows clustered on {unit_col}"
     else:
         out = g.agg(
             n="size",

@@ -1,0 +1,24 @@
+"""The coverage simulations of issue 29 run (tiny sizes); the figures come from the full
+runs (docs/statistics.md, docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).parents[2] / "benchmarks"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", ROOT / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_proportion_coverage_smoke(capsys):
+    res = _load("proportion_coverage").main(["--smoke"])
+    assert set(res["method"]) == {"wald_before", "cluster_bootstrap", "dentalkit"}
+    new = res[res["method"] == "dentalkit"]
+    assert (new["zero_width"] == 0).all() and (new["mean_width"] > 0).all()
+    assert "target ≥ 93 %" in capsys.readouterr().out
