@@ -280,14 +280,14 @@ def measure(
             f"kappa_weights={kappa_weights!r} is not allowed; use 'linear' or 'quadratic'"
         )
     cls, class_pairs, cls_problems = classification(
-        out_pairs, cols, thresholds, schemes, confidence, kappa_weights
+        out_pairs, cols, thresholds, schemes, confidence, kappa_weights, unit_col
     )
     problems.extend(cls_problems)
-    if unit_col is not None and len(cls):  # session="all": no interval over repeated patients
+    if unit_col is not None and len(cls):
+        # session="all": the intervals are clustered on the patient; the large-sample SEs
+        # would count one patient's sessions as independent, so they are left out
         repeated = (cls["n_units"] < cls["n"]).to_numpy()
-        spread = [c for c in cls.columns if c.endswith(("_se", "_ci_low", "_ci_high", "_pct"))]
-        spread = [c for c in spread if c != "agreement_pct"]
-        cls.loc[repeated, spread] = np.nan
+        cls.loc[repeated, [c for c in cls.columns if c.endswith("_se")]] = np.nan
     prob = problems_frame(problems, "agreement_measures", "measure", cols)
     if not has_view:
         prob["view"] = None

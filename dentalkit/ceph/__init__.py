@@ -27,7 +27,7 @@ landmark_names(), required_landmarks(), load_name_map(), rename_landmarks()
 
 from dentalkit.ceph._catalog import load_measures, load_points
 from dentalkit.ceph.change import change
-from dentalkit.ceph.classify import class_changes, classify, load_thresholds
+from dentalkit.ceph.classify import class_changes, class_order, classify, load_thresholds
 from dentalkit.ceph.isbi import read_isbi
 from dentalkit.ceph.measure import measure
 from dentalkit.ceph.names import (
@@ -43,6 +43,7 @@ from dentalkit.ceph.summary import summarize
 __all__ = [
     "change",
     "class_changes",
+    "class_order",
     "classify",
     "landmark_names",
     "load_measures",

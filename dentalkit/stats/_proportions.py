@@ -76,6 +76,7 @@ def effective_wilson(
     confidence: float = 0.95,
     *,
     df_correction: bool = True,
+    cap: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval of a proportion (or a mean in [0, 1]) with an effective n.
 
@@ -86,6 +87,8 @@ def effective_wilson(
     the observations; where V̂ is 0 (p̂ = 0 or 1, or no spread) n* is the number of
     clusters — the P(no event in any cluster) ≤ (1 − p)^G bound — so the interval is
     never zero-width. One cluster: n* = 1, no correction (t with 0 df does not exist).
+    ``cap=False`` keeps n* above the observations, as it is for a mean of scores that
+    are not 0/1 (weighted disagreements: their variance is below p̂(1 − p̂)).
 
     Returns
     -------
@@ -100,7 +103,8 @@ def effective_wilson(
     with np.errstate(divide="ignore", invalid="ignore"):
         n_eff = np.where(var > 0, p * (1 - p) / var, g)
         n_eff = np.where((n_eff > 0) & np.isfinite(n_eff), n_eff, g)
-    n_eff = np.minimum(n_eff, n_obs)
+    if cap:
+        n_eff = np.minimum(n_eff, n_obs)
     if df_correction:
         z = stats.norm.ppf(0.5 + confidence / 2)
         with np.errstate(invalid="ignore"):

@@ -369,8 +369,12 @@ def test_classification_uses_one_session_per_patient():
     pooled = agreement.measure(ref, tst, errors="collect", session="all").classification
     row = pooled.set_index("scheme").loc["skeletal_class"]
     assert (row["n"], row["n_units"]) == (7, 5) and np.isfinite(row["kappa"])
-    for col in ("kappa_se", "kappa_ci_low", "weighted_kappa_ci_high", "agreement_ci_low_pct"):
+    # session="all": intervals clustered on the patient; the large-sample SEs left out
+    for col in ("kappa_se", "weighted_kappa_se"):
         assert np.isnan(row[col]), col
+    for col in ("kappa_ci_low", "weighted_kappa_ci_high", "agreement_ci_low_pct"):
+        assert np.isfinite(row[col]), col
+    assert row["kappa_ci_method"].endswith("clustered on patient_id")
 
 
 def test_constant_ratings_give_an_icc_problem_row():

@@ -22,3 +22,13 @@ def test_proportion_coverage_smoke(capsys):
     new = res[res["method"] == "dentalkit"]
     assert (new["zero_width"] == 0).all() and (new["mean_width"] > 0).all()
     assert "target ≥ 93 %" in capsys.readouterr().out
+
+
+def test_kappa_coverage_smoke(capsys):
+    module = _load("kappa_coverage")
+    cuts, order = module.bands()
+    assert order == ["Class III", "Class I", "Class II"] and cuts.tolist() == [0.0, 4.0]
+    res = module.main(["--smoke"])
+    assert set(res["method"]) == {"normal", "bootstrap", "dentalkit"}
+    assert set(res["weights"]) == {"none", "linear"} and (res["studies"] > 0).all()
+    assert "target ≥ 93 % at n = 20" in capsys.readouterr().out
