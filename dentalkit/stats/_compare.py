@@ -95,6 +95,8 @@ COLUMNS = [
     "effect_ci_low",
     "effect_ci_high",
     "effect_ci_method",
+    "effect_ci_level",
+    "effect_agrees_with_test",
     "omega_squared",
     "difference_name",
     "difference",
@@ -112,6 +114,7 @@ _FLOATS = [
     "effect_size",
     "effect_ci_low",
     "effect_ci_high",
+    "effect_ci_level",
     "omega_squared",
     "difference",
     "difference_ci_low",
@@ -239,14 +242,21 @@ def compare(
     ``normality_p`` report it. Pretesting changes the error rates of the test
     that follows (Rochon et al. 2012), which is why it is not the default.
 
-    **Effect sizes.** Hedges' g (t-tests), Cohen's d_z (paired t),
-    rank-biserial correlation (Mann–Whitney; matched-pairs version for
-    Wilcoxon, Kerby 2014), η² = SS_between/SS_total with its noncentral-F
-    interval and ω² (one-way ANOVAs, Welch's too: the effect size describes the
-    data, the test is Welch's), partial η² (repeated measures), ε²
-    (Kruskal–Wallis), Kendall's W (Friedman), odds ratio with exact CI and
-    difference in proportions with Newcombe's CI (2×2 tables), Cramér's V
-    (larger tables), conditional odds ratio b/c (McNemar).
+    **Effect sizes agree with the test that was run** where one can be derived from
+    its statistic, and ``effect_agrees_with_test`` says which: Cohen's d with SD
+    √((s₁² + s₂²)/2) after Welch's t and Hedges' g after Student's t, each with the
+    interval of the test's noncentral t (Bonett 2008; Hedges & Olkin 1985); Cohen's
+    d_z (paired t, noncentral t); ω² = λ/(λ + N) of the F that was run — Welch's F
+    after Welch's ANOVA, Fisher's after Fisher's — and partial η² (repeated measures),
+    with the interval of that F's noncentral distribution at level 1 − 2α (90 % for a
+    95 % test), whose lower end is the one-sided bound: above 0 exactly when p < α
+    (Steiger 2004); ``effect_ci_level`` states the level. Not derived from the test
+    (``effect_agrees_with_test`` False, said in ``effect_ci_method``): the
+    rank-biserial correlation (Mann–Whitney; matched pairs for Wilcoxon, Kerby 2014),
+    ε² (Kruskal–Wallis), Kendall's W (Friedman), each with a BCa bootstrap interval;
+    the odds ratio with its exact CI and the difference in proportions with Newcombe's
+    CI (2×2 tables), Cramér's V (larger tables), the conditional odds ratio b/c
+    (McNemar).
 
     References
     ----------
@@ -256,7 +266,8 @@ def compare(
     of normality when comparing two independent samples. *BMC Med Res Methodol*
     2012;12:81. Olejnik S, Algina J. Generalized eta and omega squared statistics.
     *Psychol Methods* 2003;8:434–447. Steiger JH. Beyond the F test. *Psychol
-    Methods* 2004;9:164–182.
+    Methods* 2004;9:164–182. Bonett DG. Confidence intervals for standardized linear
+    contrasts of means. *Psychol Methods* 2008;13:99–109.
 
     Examples
     --------

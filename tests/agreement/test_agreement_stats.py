@@ -384,7 +384,7 @@ def test_kappa_interval_when_every_pair_agrees_is_not_a_point():
 def test_kappa_clustered_on_units():
     """The same pairs twice per patient: clustering on the patient widens the interval
     back to about that of one pair per patient (the copies add no information)."""
-    a, b, ref, tst = _classes(seed=11, n=20)
+    _, _, ref, tst = _classes(seed=11, n=20)
     one = agreement.cohens_kappa(ref, tst, categories=SKELETAL)
     units = [f"p{i}" for i in range(20)] * 2
     twice = agreement.cohens_kappa(ref * 2, tst * 2, categories=SKELETAL, units=units)
