@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -397,3 +398,43 @@ def test_kappa_clustered_on_units():
         agreement.cohens_kappa(ref, tst, units=units)
     with pytest.raises(InputError, match="ci="):
         agreement.cohens_kappa(ref, tst, ci="bootstrap")
+
+
+# ------------------------------------------- Bland & Altman 2007: repeated measurements
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def test_repeated_measures_limits_reproduce_bland_altman_2007():
+    """§3 of the paper: 60 pairs of 12 subjects (RV − IC): mean difference 0.6021667, SD
+    0.99062408, limits −1.3394565 to 2.5437899 (as printed)."""
+    t = pd.read_csv(DATA / "ba2007_cardiac.csv", comment="#")
+    r = agreement.bland_altman_repeated(t["ic"], t["rv"], t["subject"])
+    assert (r["n"], r["n_units"]) == (60, 12)
+    assert r["bias"] == pytest.approx(0.6021667, abs=5e-8)
+    assert r["sd_total"] == pytest.approx(0.99062408, abs=5e-8)
+    assert (r["loa_low"], r["loa_high"]) == pytest.approx((-1.3394565, 2.5437899), abs=5e-7)
+    # treating the 60 pairs as 60 subjects understates the SD
+    assert np.std(t["rv"] - t["ic"], ddof=1) < r["sd_total"]
+
+
+def test_repeated_measures_components_equal_a_variance_components_fit():
+    """Balanced (3 pairs per subject): the ANOVA components are the REML estimates of a
+    random-intercept model of the differences (statsmodels MixedLM)."""
+    from statsmodels.regression.mixed_linear_model import MixedLM
+
+    rng = np.random.default_rng(29)
+    subjects = np.repeat(np.arange(15), 3)
+    d = 0.4 + np.repeat(rng.normal(0, 0.8, 15), 3) + rng.normal(0, 0.5, 45)
+    r = agreement.bland_altman_repeated(np.zeros(45), d, subjects)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = MixedLM(d, np.ones((45, 1)), subjects).fit(reml=True)
+    assert r["sd_between"] == pytest.approx(np.sqrt(float(np.asarray(fit.cov_re)[0, 0])), rel=1e-4)
+    assert r["sd_within"] == pytest.approx(np.sqrt(fit.scale), rel=1e-4)
+    assert r["bias"] == pytest.approx(float(np.asarray(fit.fe_params)[0]), rel=1e-8)
+    assert r["bias_ci_high"] - r["bias"] == pytest.approx(
+        sps.t.ppf(0.975, 14) * float(np.asarray(fit.bse_fe)[0]), rel=1e-4
+    )
+    with pytest.raises(InputError, match="more pairs than subjects"):
+        agreement.bland_altman_repeated([1.0, 2.0], [1.0, 2.5], ["a", "b"])
