@@ -26,6 +26,7 @@ landmark_names(), required_landmarks(), load_name_map(), rename_landmarks()
 """
 
 from dentalkit.ceph._catalog import load_measures, load_points
+from dentalkit.ceph.baseline import regression_to_the_mean
 from dentalkit.ceph.change import change
 from dentalkit.ceph.classify import class_changes, class_order, classify, load_thresholds
 from dentalkit.ceph.isbi import read_isbi
@@ -54,6 +55,7 @@ __all__ = [
     "measure",
     "read_isbi",
     "reference_table",
+    "regression_to_the_mean",
     "rename_landmarks",
     "required_landmarks",
     "summarize",

@@ -207,6 +207,8 @@ def growth(
     confidence: float = 0.95,
     progress: bool = False,
     df_method: str = "satterthwaite",
+    group_defined_by: str | None = None,
+    adjust_baseline: bool = True,
 ) -> GrowthResult:
     """Fit a linear mixed-effects growth model per measure of a long table.
 
@@ -276,6 +278,21 @@ def growth(
         ``"satterthwaite"`` (default): t tests and t intervals on Satterthwaite's
         degrees of freedom, computed as lmerTest does (``df`` column); ``"wald"``:
         Wald z (statsmodels' default inference, too narrow with few patients).
+    group_defined_by : str, optional
+        The measure (a value of the first ``per`` column) whose first-session value
+        defined ``group`` — ``"ANB"`` for a skeletal class taken at the first session.
+        Such groups differ in their baseline tracing error, so an unadjusted model
+        finds group × time effects that are regression to the mean (in ANB, and in
+        SNA and SNB which share its landmarks; ``benchmarks/regression_to_mean.py``).
+        Then every measure is modelled baseline-adjusted: the patient's centred
+        first-session value of this measure as a covariate, also × time and at the
+        first session (``baseline ANB``, ``baseline ANB:years``, ``baseline ANB:first
+        session`` terms; the last only where patients have ≥ 3 sessions), which is an
+        analysis of covariance (Barnett et al. 2005); the ``note`` says so.
+    adjust_baseline : bool
+        With ``group_defined_by``: ``True`` (default) adjusts as above; ``False`` fits
+        the unadjusted model and the ``note`` warns that its group × time terms
+        include regression to the mean.
 
     Returns
     -------
@@ -335,7 +352,12 @@ def growth(
     linear mixed-effects models using lme4. J Stat Softw 67(1). Belenky G et al.
     (2003) Patterns of performance degradation and restoration during sleep
     restriction and subsequent recovery. J Sleep Res 12:1–12 (the ``sleepstudy``
-    data the tests reproduce).
+    data the tests reproduce). Satterthwaite FE (1946) An approximate distribution of
+    estimates of variance components. Biometrics Bull 2:110–114. Kuznetsova A,
+    Brockhoff PB, Christensen RHB (2017) lmerTest package: tests in linear mixed
+    effects models. J Stat Softw 82(13). Barnett AG, van der Pols JC, Dobson AJ (2005)
+    Regression to the mean: what it is and how to deal with it. Int J Epidemiol
+    34:215–220.
 
     Examples
     --------
@@ -368,6 +390,8 @@ def growth(
         unit=unit,
         group=group,
         covariates=as_list(covariates),
+        baseline=group_defined_by,
+        adjust_baseline=adjust_baseline,
         patients=patients,
         origin=float(origin),
     )

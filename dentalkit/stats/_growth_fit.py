@@ -147,6 +147,12 @@ def fit_one(
             return empty
     else:
         reference = None
+    if design.baseline_terms and counts["_units_3times"] == 0:
+        # with two sessions per unit, d·time and d·[first session] carry the same
+        # information: the jump term is left out (silently: nothing is lost)
+        keep &= np.array(names) != design.baseline_terms[-1]
+    if design.baseline_note:
+        notes.append(design.baseline_note)
     constant = (X[:, keep].std(axis=0) == 0) & (np.array(names)[keep] != "Intercept")
     if constant.any():
         dropped = [n for n, c in zip(np.array(names)[keep], constant, strict=True) if c]

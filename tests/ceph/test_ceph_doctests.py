@@ -8,7 +8,9 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("name", ["dentalkit.ceph.classify", "dentalkit.ceph.norms"])
+@pytest.mark.parametrize(
+    "name", ["dentalkit.ceph.classify", "dentalkit.ceph.norms", "dentalkit.ceph.baseline"]
+)
 def test_docstring_examples(name):
     result = doctest.testmod(
         importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE

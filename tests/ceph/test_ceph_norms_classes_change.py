@@ -241,3 +241,41 @@ def test_age_notes_state_the_age_exactly():
     assert note.endswith("is for ages 18 and over, not 17.99 years")
     assert zscores(m.assign(age=17.999), norms)["norm_note"].item().endswith("not 17.99 years")
     assert zscores(m.assign(age=18.0), norms)["z"].item() == pytest.approx(1 / 3)
+
+
+def test_regression_to_the_mean_lists_shared_landmarks_and_correlation():
+    from dentalkit.ceph import regression_to_the_mean, required_landmarks
+
+    rng = np.random.default_rng(2)
+    n = 30
+    sna = rng.normal(82, 3.5, n)
+    snb = sna - 2.5 + rng.normal(0, 2.2, n)
+    fma = rng.normal(25, 4, n)
+    rows = []
+    for i in range(n):
+        for ts, shift in (("2024-01-01", 0.0), ("2025-01-01", 0.5)):
+            for m, v in (
+                ("SNA", sna[i]),
+                ("SNB", snb[i]),
+                ("ANB", sna[i] - snb[i]),
+                ("FMA", fma[i]),
+            ):
+                rows.append((f"p{i}", ts, m, v + shift * (m == "FMA"), "deg"))
+    table = long(rows)
+    r = regression_to_the_mean(table).set_index("measure")
+    assert list(r.index[:1]) == ["ANB"] and r.loc["ANB", "at_risk"]
+    anb = set(required_landmarks(["ANB"])["ANB"])
+    for m in ("SNA", "SNB", "FMA"):
+        assert r.loc[m, "shared_landmarks"] == sorted(anb & set(required_landmarks([m])[m]))
+    first = table[table["timestamp"] == "2024-01-01"].pivot(
+        index="patient_id", columns="measure", values="value"
+    )
+    assert r.loc["SNA", "correlation"] == pytest.approx(
+        np.corrcoef(first["ANB"], first["SNA"])[0, 1]
+    )
+    assert r.loc["SNA", "n_units"] == 30
+    assert r.loc["SNA", "at_risk"] and not r.loc["FMA", "at_risk"]
+    assert "regression to the mean" in r.loc["SNB", "why"]
+    assert "group_defined_by='ANB'" in r.loc["SNB", "why"]
+    with pytest.raises(InputError, match="not a measure"):
+        regression_to_the_mean(defining="ANB2")

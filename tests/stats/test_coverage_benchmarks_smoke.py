@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).parents[2] / "benchmarks"
 
 
@@ -32,3 +34,13 @@ def test_kappa_coverage_smoke(capsys):
     assert set(res["method"]) == {"normal", "bootstrap", "dentalkit"}
     assert set(res["weights"]) == {"none", "linear"} and (res["studies"] > 0).all()
     assert "target ≥ 93 % at n = 20" in capsys.readouterr().out
+
+
+def test_regression_to_mean_smoke(capsys):
+    module = _load("regression_to_mean")
+    assert list(module.classes_of(np.array([-0.5, 0.0, 3.9, 4.0]))) == [
+        "Class III", "Class I", "Class I", "Class II",
+    ]  # fmt: skip
+    res = module.main(["--smoke"])
+    assert len(res) == 18 and set(res["measure"]) == {"ANB", "SNA", "SNB"}
+    assert "target: adjusted ≈ 0.05" in capsys.readouterr().out
