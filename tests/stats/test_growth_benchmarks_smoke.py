@@ -17,10 +17,11 @@ def _load(name: str):
 
 
 def test_growth_benchmark_smoke(capsys):
-    out = _load("growth").main(["--smoke"])  # asserts both ways give the same estimates
-    assert set(out) == {"direct", "dentalkit", "ratio"}
-    assert out["direct"] > 0 and out["dentalkit"] > 0
-    assert "ratio dentalkit ÷ direct" in capsys.readouterr().out
+    out = _load("growth").main(["--smoke"])  # asserts every way gives the same estimates
+    assert set(out) == {"direct", "dentalkit", "wald", "ratio", "ratio_wald"}
+    assert out["direct"] > 0 and out["dentalkit"] > 0 and out["wald"] > 0
+    text = capsys.readouterr().out
+    assert "ratio dentalkit ÷ direct" in text and "ratio Satterthwaite ÷ Wald" in text
 
 
 def test_growth_coverage_smoke(capsys):
