@@ -359,28 +359,33 @@ def _why_no_z(
 ) -> list[str]:
     """Why each of ``rows`` (no z and no note yet) got no z-score, in words."""
     chosen = best.set_index("_row")
-    out = []
-    for pos, (_, row) in zip(positions, rows.iterrows(), strict=True):
-        m, unit = str(row["measure"]), str(row["unit"])
-        value = pd.to_numeric(pd.Series([row["value"]]), errors="coerce").iloc[0]
+    # what the norm table holds for each measure, found once per measure (not once per row)
+    facts: dict[str, tuple[bool, bool, str, list[str]]] = {}
+    for m in pd.unique(rows["measure"].astype(str)):
         mine = full[full["measure"] == m]
         kept = usable[usable["measure"] == m]
-        same_unit = kept[(kept["unit"] == "") | (kept["unit"] == unit)]
         groups = ", ".join(dict.fromkeys(mine["group"].astype(str)))
+        units = list(dict.fromkeys(kept["unit"].astype(str)))
+        facts[m] = (mine.empty, bool(mine["verified"].any()), groups, units)
+    values = pd.to_numeric(rows["value"], errors="coerce").to_numpy(dtype=float)
+    out = []
+    for pos, value, m, unit in zip(
+        positions, values, rows["measure"].astype(str), rows["unit"].astype(str), strict=True
+    ):
+        no_norm, verified, groups, units = facts[m]
         if not np.isfinite(value):
             out.append("no z: the value is missing (the measure could not be computed)")
-        elif mine.empty:
+        elif no_norm:
             out.append(f"no z: the norm table has no norm for {m}")
-        elif not include_unverified and not mine["verified"].any():
+        elif not include_unverified and not verified:
             out.append(
                 f"no z: the {groups} norm of {m} is not verified in a retrieved source "
                 "(include_unverified=True uses it, with a warning)"
             )
-        elif kept.empty:
+        elif not units:
             out.append(f"no z: no norm of {m} in the norm group(s) {group!r}")
-        elif same_unit.empty:
-            units = ", ".join(dict.fromkeys(kept["unit"].astype(str)))
-            out.append(f"no z: the norm of {m} is in {units}, the value in {unit}")
+        elif "" not in units and unit not in units:
+            out.append(f"no z: the norm of {m} is in {', '.join(units)}, the value in {unit}")
         elif pos in chosen.index and not np.isfinite(chosen.loc[pos, "sd"]):
             g = chosen.loc[pos, "group"]
             out.append(
