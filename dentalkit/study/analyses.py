@@ -73,6 +73,11 @@ CEPH_COMPARED = ("SN_MP", "SN_GoGn", "FMA", "gonial_angle", "N_Me", "ANS_Me", "S
 #: The sagittal measures that define the skeletal class: compared only between groups
 #: that are not skeletal classes (a column of the patients table).
 CEPH_CLASS_MEASURES = ("SNA", "SNB", "ANB", "Wits")
+#: ``producer`` of the ``analysis_problems`` rows that say why an analysis, one of its
+#: tables or one of its comparisons was not made on this cohort (too few patients, groups
+#: or sessions, an endpoint without answers …): ``table`` names what is missing, ``path``
+#: the analysis (or the comparison), ``reason`` why. The rest of the study goes on.
+NOT_RUN = "study.analyze"
 #: How to go on after :func:`analyze` raised on bad rows (the message's last line).
 ANALYZE_HINT = (
     "Fix these rows, or pass errors='collect' to run every analysis on the other rows and "
@@ -95,6 +100,28 @@ class _Problems:
         if rows is not None:
             part["row"] = in_whole(part["row"], rows)
         self.parts.append(part.assign(producer=producer))
+
+    def not_run(
+        self,
+        table: str,
+        reason: str,
+        *,
+        path: str | None = None,
+        field: str | None = None,
+        value: str | None = None,
+        endpoint: str | None = None,
+    ) -> None:
+        """Say why ``table`` (or a part of it, ``path``) was not made on this cohort: a
+        row of producer :data:`NOT_RUN` (the study goes on without it)."""
+        row = {"table": table, "endpoint": endpoint, "field": field, "path": path}
+        row.update(value=value, reason=reason, severity="error")
+        self.parts.append(problems_frame(pd.DataFrame([row])).assign(producer=NOT_RUN))
+
+    def said(self, table: str) -> bool:
+        """Whether a :data:`NOT_RUN` row already says why ``table`` is missing."""
+        return any(
+            bool(((p["producer"] == NOT_RUN) & (p["table"] == table)).any()) for p in self.parts
+        )
 
     def table(self) -> pd.DataFrame:
         """One table: :data:`~dentalkit.errors.PROBLEM_COLUMNS`, then ``producer``."""
@@ -187,6 +214,8 @@ class AnalysisSpec:
         Its warnings are silenced (its problems are rows of a table instead).
     when : callable, optional
         ``when(inputs)`` → whether its other inputs are there (e.g. ``/tle`` answers).
+    unmet : str
+        What is missing when ``when`` says no (the reason of its ``analysis_problems`` row).
     """
 
     name: str
@@ -198,6 +227,7 @@ class AnalysisSpec:
     producers: tuple[str, ...] = ()
     quiet: bool = True
     when: Callable[[AnalysisInputs], bool] | None = None
+    unmet: str = ""
 
     def ready(self, inputs: AnalysisInputs) -> bool:
         """Whether its inputs are there (tables with rows, earlier results, groups)."""
@@ -209,6 +239,25 @@ class AnalysisSpec:
             return False
         return not self.groups or inputs.groups is not None
 
+    def why_not(self, inputs: AnalysisInputs) -> str:
+        """Why it cannot run (:meth:`ready` is False), in words."""
+        absent = [t for t in self.tables if inputs.rows(t) is None]
+        if absent:
+            return (
+                f"not run: the tables have no {absent[0]} rows (no answer of an endpoint "
+                "that gives them was converted)"
+            )
+        missing = [n for n in self.needs if n not in inputs.results]
+        if missing:
+            return f"not run: it needs {missing[0]}, which was not made (see its row)"
+        if self.when is not None and not self.when(inputs):
+            return f"not run: {self.unmet}"
+        return (
+            "not run: there are no groups to compare — no patient has a skeletal class (no "
+            "lateral cephalogram was measured); name a column of the patients table in the "
+            "study file's [groups] to compare other groups"
+        )
+
 
 # ---------------------------------------------------------------- the analyses
 
@@ -216,6 +265,11 @@ class AnalysisSpec:
 def _run_versions(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
     versions = model_versions(inputs.tables)
     if not len(versions):
+        inputs.problems.not_run(
+            "model_versions",
+            "not made: no table holds an endpoint's answers",
+            path="model_versions",
+        )
         return {}
     _warn_pooled(versions)
     return {"model_versions": versions}
@@ -224,7 +278,14 @@ def _run_versions(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
 def _run_calibration(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
     # which scale each image got (its own, its endpoint's, none): the policy's record
     applied = inputs.calibration.applied(inputs.tables)
-    return {"calibration_applied": applied} if len(applied) else {}
+    if not len(applied):
+        inputs.problems.not_run(
+            "calibration_applied",
+            "not made: the tables hold no image's answers",
+            path="calibration",
+        )
+        return {}
+    return {"calibration_applied": applied}
 
 
 def _run_ceph(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
@@ -244,7 +305,48 @@ def _run_ceph(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
         out["ceph_class_changes"] = ceph.class_changes(out["ceph_classes"])
         out["ceph_change"] = ceph.change(lateral)
         out["ceph_summary"] = ceph.summarize(lateral, session=inputs.design.session)
+    else:
+        for name in ("ceph_classes", "ceph_class_changes", "ceph_change", "ceph_summary"):
+            inputs.problems.not_run(
+                name,
+                "not made: no lateral cephalogram was measured (no ceph_lateral_points "
+                "landmarks), so there is no skeletal class, change or summary",
+                path="ceph",
+                endpoint="ceph_lateral_points",
+            )
     return out
+
+
+def _untested(
+    name: str, cmp: pd.DataFrame, keys: list[str], col: str, inputs: AnalysisInputs
+) -> pd.DataFrame:
+    """The comparisons of ``cmp`` that ran a test; each one that did not (a group of one
+    patient …) is a :data:`NOT_RUN` row saying why, and is left out of table ``name``."""
+    ran = cmp["test"].notna().to_numpy(dtype=bool)
+    for r in cmp[~ran].itertuples(index=False):
+        sizes = getattr(r, "n_units_per_group", None)
+        groups = list(r.groups) if r.groups is not None else []
+        counts = (
+            ", ".join(f"{g}: {int(n)}" for g, n in zip(groups, sizes, strict=True))
+            if sizes is not None and len(groups) == len(sizes)
+            else ", ".join(map(str, groups))
+        )
+        where = ", ".join(f"{k}={getattr(r, k)}" for k in keys)
+        note = r.note if isinstance(r.note, str) and r.note else "no test could run"
+        inputs.problems.not_run(
+            name,
+            f"not tested, left out of {name}: {note} (patients per {col}: {counts or 'none'})",
+            path=where,
+            field=col,
+            value=counts or None,
+        )
+    return cmp[ran].reset_index(drop=True)
+
+
+def _group_counts(table: pd.DataFrame, col: str) -> str:
+    """``"Class I: 4 patients"``: the patients of each group of ``table``."""
+    counts = table.groupby(col, observed=True)["patient_id"].nunique()
+    return ", ".join(f"{g}: {n} patient(s)" for g, n in counts.items()) or "no patient"
 
 
 def _run_ceph_compare(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
@@ -259,16 +361,29 @@ def _run_ceph_compare(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
     cm = inputs.results["ceph_measures"]
     cm = cm[(cm["view"] == "lateral") & cm["measure"].astype(str).isin(compared)]
     if not len(cm):
+        inputs.problems.not_run(
+            "ceph_compare",
+            f"not run: no lateral cephalogram gave the compared measures ({', '.join(compared)})",
+            path="ceph_compare",
+            endpoint="ceph_lateral_points",
+        )
         return {}
     cm = merge_groups(inputs.one_per_patient(cm), inputs.groups).dropna(subset=[col, "value"])
     if cm[col].nunique() < 2:
+        inputs.problems.not_run(
+            "ceph_compare",
+            f"not run: a comparison needs two groups of {col} with a measured patient; "
+            f"found {_group_counts(cm, col)}",
+            path="ceph_compare",
+            field=col,
+        )
         return {}
     design = inputs.design
-    return {
-        "ceph_compare": stats.compare(
-            cm, "value", col, per="measure", correction=design.adjust, confidence=design.confidence
-        )
-    }
+    cmp = stats.compare(
+        cm, "value", col, per="measure", correction=design.adjust, confidence=design.confidence
+    )
+    cmp = _untested("ceph_compare", cmp, ["measure"], col, inputs)
+    return {"ceph_compare": cmp} if len(cmp) else {}
 
 
 def _run_arch(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
@@ -284,6 +399,13 @@ def _run_arch(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
         dims = measure_arches(keypoints, points, inputs.arch_scale)
         inputs.problems.add("arch.measure", arch.problems(dims))
         out["arch_measures"] = dims
+    else:
+        inputs.problems.not_run(
+            "arch_measures",
+            "not made: the tables have no tooth_keypoints rows (the arch widths, depth and "
+            "perimeter are measured between tooth keypoints)",
+            path="arch",
+        )
     return out
 
 
@@ -305,20 +427,41 @@ def _run_arch_groups(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
         am = am[am["arch"].isin(["up", "lo"]) & (am["unit"] == "mm")]
         if am[col].nunique() >= 2:
             design = inputs.design
-            out["arch_compare"] = arch.compare(
-                am, col, correction=design.adjust, confidence=design.confidence
+            cmp = arch.compare(am, col, correction=design.adjust, confidence=design.confidence)
+            cmp = _untested("arch_compare", cmp, ["arch", "measure"], col, inputs)
+            if len(cmp):
+                out["arch_compare"] = cmp
+        else:
+            inputs.problems.not_run(
+                "arch_compare",
+                f"not run: a comparison needs two groups of {col} with an arch measured in mm; "
+                f"found {_group_counts(am, col)} (arches in pixels are not compared)",
+                path="arch_groups",
+                field=col,
             )
+    else:
+        inputs.problems.not_run(
+            "arch_compare", "not run: no arch_measures were made (see its row)", path="arch_groups"
+        )
     return out
 
 
 def _run_growth(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
-    return growth_by_group(
+    why: list[str] = []
+    out = growth_by_group(
         inputs.results.get("ceph_measures"),
         inputs.results.get("arch_measures"),
         inputs.groups,
         correction=inputs.design.adjust,
         confidence=inputs.design.confidence,
+        why=why,
     )
+    if not out:
+        for name in _GROWTH_TABLES:
+            inputs.problems.not_run(
+                name, f"not run: {why[0] if why else 'no model'}", path="growth"
+            )
+    return out
 
 
 def _run_teeth(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
@@ -352,8 +495,19 @@ def _run_findings(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
             clinical = (det["source"] == "clinical").to_numpy(dtype=bool)
             det, det_rows = det[clinical], np.flatnonzero(clinical)
     else:
+        inputs.problems.not_run(
+            "findings_prevalence",
+            "not run: no responses and no finding_counts rows tell which images were analysed "
+            "for findings (the denominators)",
+            path="findings",
+        )
         return {}
     if not len(images):
+        inputs.problems.not_run(
+            "findings_prevalence",
+            "not run: no image was analysed for findings (no answer of a findings endpoint)",
+            path="findings",
+        )
         return {}
     prev = findings.prevalence(
         det, inputs.tables.get("finding_counts"), images=images, errors="collect"
@@ -389,8 +543,9 @@ def _run_tle(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
     responses = inputs.responses
     asked = responses[responses["endpoint"].astype(str) == TLE_ENDPOINT]
     sessions = first_sessions(asked)
-    typed, _ = tle_patients(inputs.patients, sessions)
+    typed, why = tle_patients(inputs.patients, sessions)
     if typed is None:
+        inputs.problems.not_run("tle_estimates", f"not run: {why}", path="tle")
         return {}
     typed = typed[typed["patient_id"].isin(list(sessions))].reset_index(drop=True)
     estimates = tle.estimate(typed, responses, errors="collect")
@@ -402,13 +557,27 @@ def _run_tle(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
             estimates["patient_id"].astype(str).map(observed), errors="coerce"
         ).astype("float64")
     out = {"tle_estimates": estimates}
-    if int(estimates["estimate_length_months"].notna().sum()) >= 3:  # a summary needs values
+    n = int(estimates["estimate_length_months"].notna().sum())
+    if n >= 3:  # a summary needs values
         level = inputs.design.confidence
         out["tle_summary"] = tle.summarize(
             estimates, by="malocclusion_class", confidence_level=level
         )
-        if OBSERVED in estimates.columns and estimates[OBSERVED].notna().sum() >= 3:
+        pairs = int(estimates[OBSERVED].notna().sum()) if OBSERVED in estimates.columns else 0
+        if pairs >= 3:
             out["tle_calibration"] = tle.calibration(estimates, OBSERVED, confidence_level=level)
+        else:
+            inputs.problems.not_run(
+                "tle_calibration",
+                f"not made: a calibration needs 3 patients with an estimate and {OBSERVED} in "
+                f"the patients table; found {pairs}",
+                path="tle",
+            )
+    else:
+        for name in ("tle_summary", "tle_calibration"):
+            inputs.problems.not_run(
+                name, f"not made: it needs 3 patients with an estimate; found {n}", path="tle"
+            )
     return out
 
 
@@ -458,12 +627,17 @@ ANALYSES: tuple[AnalysisSpec, ...] = (
     AnalysisSpec(
         "tle", _run_tle, when=_asked_tle,
         writes=("tle_estimates", "tle_summary", "tle_calibration"),
+        unmet="no /tle answers with a patients table (the treatment-length estimates need "
+        "both: docs/tle.md)",
     ),
 )  # fmt: skip
 
 #: The analyses whose problems :func:`analyze` gathers into ``analysis_problems`` (its
 #: ``producer`` column), in the order it runs them.
-ANALYSIS_PROBLEM_PRODUCERS: tuple[str, ...] = tuple(p for a in ANALYSES for p in a.producers)
+ANALYSIS_PROBLEM_PRODUCERS: tuple[str, ...] = (
+    *(p for a in ANALYSES for p in a.producers),
+    NOT_RUN,
+)
 
 
 def selected_analyses(names: Sequence[str] | None) -> tuple[AnalysisSpec, ...]:
@@ -635,12 +809,20 @@ def analyze(
         given_groups=groups,
     )
     for spec in selected_analyses(design.analyses):
-        if not spec.ready(inputs):
+        if not spec.ready(inputs):  # it cannot run on this cohort: each table says why
+            why = spec.why_not(inputs)
+            for name in spec.writes:
+                inputs.problems.not_run(name, why, path=spec.name)
             continue
         with warnings.catch_warnings():
             if spec.quiet:  # problems are collected into tables; a warning would repeat them
                 warnings.simplefilter("ignore", DentalkitWarning)
             inputs.results.update(spec.run(inputs))
+        for name in spec.writes:  # nothing silently missing: a table made, or a reason
+            if name not in inputs.results and not inputs.problems.said(name):
+                inputs.problems.not_run(
+                    name, f"not made: {spec.name} had nothing to compute it from", path=spec.name
+                )
     out = inputs.results
     problems = _fill_endpoints(inputs.problems.table(), tables)
     if errors == "raise":

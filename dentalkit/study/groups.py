@@ -94,6 +94,7 @@ def growth_by_group(
     arch: Sequence[str] = GROWTH_ARCH,
     correction: str | None = "holm",
     confidence: float = 0.95,
+    why: list[str] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Growth of ceph and arch measures over the sessions, compared between groups.
 
@@ -117,6 +118,8 @@ def growth_by_group(
         Multiplicity correction across the measures, per term (default ``"holm"``).
     confidence : float
         Level of the intervals (default 0.95).
+    why : list of str, optional
+        Where to append, in words, why nothing was modelled (when the result is empty).
 
     Returns
     -------
@@ -150,12 +153,20 @@ def growth_by_group(
         )
         parts.append(am.reindex(columns=cols))
     parts = [p for p in parts if len(p)]
+    said = why if why is not None else []
     if not parts:
+        said.append(
+            f"no lateral measure ({', '.join(ceph)}) and no arch measure in mm "
+            f"({', '.join(arch)}) to model"
+        )
         return {}
     data = pd.concat(parts, ignore_index=True)
     data = data.astype({"patient_id": "object", "timestamp": "object", "unit": "object"})
     sessions = data.groupby("patient_id")["timestamp"].nunique()
     if not (sessions >= 2).any():
+        said.append(
+            "no patient has two sessions: a growth model needs patients seen more than once"
+        )
         return {}
     groups = groups[["patient_id", group_col]]
     levels = list(pd.unique(groups[group_col].dropna()))
@@ -174,6 +185,7 @@ def growth_by_group(
         )
     except InputError as exc:
         log.warning("growth analysis skipped: %s", exc)
+        said.append(f"the growth model could not be fitted: {exc}")
         return {}
     grouped = merge_groups(data, groups)
     return {
