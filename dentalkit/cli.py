@@ -1093,7 +1093,9 @@ def analyze(
     by sex or age give no z-score (the norm_note column says why). Exit status 0 when done,
     1 when some rows could not be analysed (see analysis_problems.parquet) or the tables
     allow no analysis (they have no rows), 2 when TABLES_DIR holds no tables written by
-    dentalkit tables, an input cannot be read, or --errors raise met a bad row.
+    dentalkit tables, an input cannot be read, or --errors raise met a bad row. An analysis
+    the cohort is too small for (one group, a group of one patient, one session) does not
+    change the exit status: its row in analysis_problems.parquet says why.
     """
     from dentalkit import study
     from dentalkit._progress import Stage
@@ -1137,7 +1139,7 @@ def analyze(
     for note in (tle_note(analyses), px_note):
         if note:
             typer.echo(f"note: {note.replace('`', '')}")  # Markdown code marks off
-    if problems is not None and len(problems):
+    if study.left_out(problems):  # analyses that cannot run on this cohort only say why
         raise typer.Exit(EXIT_INCOMPLETE)
 
 
@@ -1322,7 +1324,9 @@ def study(
     report prints the design it ran with. Exit status 0 when done; 1 when done but some
     manifest rows were bad, some requests failed or some rows could not be analysed (each is
     listed); 2 when the study file, manifest or an option is wrong; 3 when the service
-    rejected the API key; 4 when it could not be reached.
+    rejected the API key; 4 when it could not be reached. An analysis the cohort is too small
+    for (one group, a group of one patient, one session, an endpoint without answers) does
+    not change the exit status: analysis_problems.parquet and the report say why.
     """
     from dentalkit import study as _study
     from dentalkit.errors import ConfigurationError, InputError, ManifestError, StoreLockedError
@@ -1354,7 +1358,7 @@ def study(
     for note in result.notes:
         typer.echo(f"note: {note.replace('`', '')}")  # Markdown code marks off
     typer.echo(f"report: {result.paths['report']}")
-    if len(fetched.problems) or fetched.failed or fetched.skipped_failed or result.problems:
+    if len(fetched.problems) or fetched.failed or fetched.skipped_failed or result.left_out:
         raise typer.Exit(EXIT_INCOMPLETE)
 
 

@@ -57,9 +57,11 @@ __all__ = [
     "ANALYSIS_PROBLEM_PRODUCERS",
     "ANALYZE_HINT",
     "CEPH_COMPARED",
+    "NOT_RUN",
     "AnalysisInputs",
     "AnalysisSpec",
     "analyze",
+    "left_out",
     "model_versions",
     "problems_summary",
     "read_analyses",
@@ -461,6 +463,15 @@ def _run_growth(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
             inputs.problems.not_run(
                 name, f"not run: {why[0] if why else 'no model'}", path="growth"
             )
+        return out
+    models = out["growth_models"]
+    for r in models[models["status"].astype(str) != "ok"].itertuples(index=False):
+        # its growth_models row says so too (status, note); growth_fixed has no terms of it
+        inputs.problems.not_run(
+            "growth_models",
+            f"not fitted ({r.status}), no growth terms: {r.note}",
+            path=f"measure={r.measure}",
+        )
     return out
 
 
@@ -518,6 +529,14 @@ def _run_findings(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
         inputs.problems.add("findings.prevalence", problems[in_findings], rows=det_rows)
         problems = problems[~in_findings]
     inputs.problems.add("findings.prevalence", problems)
+    if not len(prev.prevalence):  # written with no rows: nothing was found to count
+        n_pat = images["patient_id"].nunique()
+        inputs.problems.not_run(
+            "findings_prevalence",
+            f"not made (no rows): no finding was detected in the {len(images)} image(s) of "
+            f"{n_pat} patient(s) analysed for findings, so no class has a prevalence to show",
+            path="findings",
+        )
     return {"findings_prevalence": prev.prevalence}
 
 
@@ -702,6 +721,21 @@ def problems_summary(problems: pd.DataFrame | None) -> str:
     return f"{len(problems)} problem(s): " + ", ".join(f"{p} {counts[p]}" for p in order)
 
 
+def left_out(problems: pd.DataFrame | None) -> int:
+    """How many ``analysis_problems`` rows left data out (bad rows, implausible scales):
+    every row but the :data:`NOT_RUN` ones, which say why an analysis could not run on
+    this cohort. The commands exit 1 when this is not 0.
+
+    Examples
+    --------
+    >>> left_out(pd.DataFrame({"producer": ["ceph.measure", NOT_RUN]}))
+    1
+    """
+    if problems is None:
+        return 0
+    return int((problems["producer"].astype(str) != NOT_RUN).sum())
+
+
 def analyze(
     tables: Mapping[str, pd.DataFrame],
     mm_per_px: Calibration | Mapping[str, float] | None = None,
@@ -757,7 +791,11 @@ def analyze(
         others are NaN or a status other than ``ok`` in its table) and the result holds
         ``analysis_problems``; ``"warn"``: the same, plus one
         :class:`~dentalkit.errors.DentalkitWarning` with the count per analysis.
-        ``dentalkit analyze`` and the demo collect.
+        ``dentalkit analyze`` and the demo collect. An analysis (or one of its tables or
+        comparisons) that cannot run on this cohort — one group, a group of one patient,
+        one session, an endpoint without answers — is not a bad row: it is a
+        :data:`NOT_RUN` row of ``analysis_problems`` saying why, in every mode, and never
+        raises.
 
     Returns
     -------
@@ -773,8 +811,8 @@ def analyze(
         ``model_versions`` (:func:`model_versions`: the ``Version`` labels each endpoint's
         rows carry), and the growth analysis of :func:`growth_by_group` (``growth_fixed``,
         ``growth_variance``, ``growth_models``, ``growth_bands``, ``growth_data``) when
-        patients have more than one session. With ``errors="collect"`` or ``"warn"``
-        also ``analysis_problems`` (always, 0 rows when there is none): the problems of
+        patients have more than one session. Also ``analysis_problems`` (always, 0 rows
+        when there is none; ``errors="raise"`` returns it only without bad rows): the problems of
         every analysis in :data:`dentalkit.errors.PROBLEM_SCHEMA`, plus ``producer`` (the
         analysis that reported the row; :data:`ANALYSIS_PROBLEM_PRODUCERS`). ``row`` is the
         0-based position in the table named by ``table`` as given to this function (null
@@ -825,28 +863,27 @@ def analyze(
                 )
     out = inputs.results
     problems = _fill_endpoints(inputs.problems.table(), tables)
-    if errors == "raise":
-        if len(problems):
-            # the message names the analysis and the table of each row; .problems is the
-            # table collect would return
-            shown = problems.assign(
-                reason=problems["producer"].astype(str)
-                + " ("
-                + problems["table"].astype(str)
-                + "): "
-                + problems["reason"].astype(str)
-            )
-            err = problems_error(
-                shown,
-                f"dentalkit.study.analyze met {problems_summary(problems)}; nothing was returned",
-                ANALYZE_HINT,
-            )
-            err.problems = problems
-            raise err
-        return out
-    if errors == "warn" and len(problems):
+    bad = problems[problems["producer"].astype(str) != NOT_RUN]  # rows left out
+    if errors == "raise" and len(bad):
+        # the message names the analysis and the table of each row; .problems is the
+        # table collect would return
+        shown = bad.assign(
+            reason=bad["producer"].astype(str)
+            + " ("
+            + bad["table"].astype(str)
+            + "): "
+            + bad["reason"].astype(str)
+        )
+        err = problems_error(
+            shown,
+            f"dentalkit.study.analyze met {problems_summary(bad)}; nothing was returned",
+            ANALYZE_HINT,
+        )
+        err.problems = problems
+        raise err
+    if errors == "warn" and len(bad):
         warnings.warn(
-            f"dentalkit.study.analyze met {problems_summary(problems)}; the other rows "
+            f"dentalkit.study.analyze met {problems_summary(bad)}; the other rows "
             "were analysed, and the analysis_problems table lists these",
             DentalkitWarning,
             stacklevel=2,

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dentalkit.study.analyses import problems_summary
+from dentalkit.study.analyses import NOT_RUN, problems_summary
 from dentalkit.study.design import CORRECTION_NAMES, Design
 
 __all__ = [
@@ -510,7 +510,23 @@ def _problems_section(problems: pd.DataFrame, analysis_problems: pd.DataFrame | 
             if len(analysis_problems)
             else f"- Analyses: no problems ({where} has 0 rows)."
         )
+        lines += _not_run_lines(analysis_problems)
     return "\n".join(lines)
+
+
+def _not_run_lines(analysis_problems: pd.DataFrame) -> list[str]:
+    """One line per reason an analysis, table or comparison was not made on this cohort
+    (the ``study.analyze`` rows), naming the tables (and comparisons) it concerns."""
+    rows = analysis_problems[analysis_problems["producer"].astype(str) == NOT_RUN]
+    if not len(rows):
+        return []
+    lines = ["- Not made on this cohort, and why:"]
+    for reason, group in rows.groupby(rows["reason"].astype(str), sort=False):
+        tables = ", ".join(f"`{t}`" for t in dict.fromkeys(group["table"].astype(str)))
+        parts = [str(p) for p in group["path"].dropna() if "=" in str(p)]  # comparisons
+        which = f" ({len(parts)} comparison(s): {'; '.join(parts)})" if parts else ""
+        lines.append(f"  - {tables}{which}: {reason}")
+    return lines
 
 
 def _growth_section(analyses: Mapping, words: _Words) -> tuple[str, str] | None:

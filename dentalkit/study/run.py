@@ -72,6 +72,14 @@ class StudyResult:
         return 0 if self.analysis_problems is None else len(self.analysis_problems)
 
     @property
+    def left_out(self) -> int:
+        """How many of those rows left data out (not counting the analyses that could not
+        run on this cohort, which say why: :func:`dentalkit.study.left_out`)."""
+        from dentalkit.study.analyses import left_out
+
+        return left_out(self.analysis_problems)
+
+    @property
     def stopped(self) -> str | None:
         """Why the fetch stopped the run (``"auth"``, ``"unreachable"``), or None."""
         return getattr(self.fetch, "stopped", None)
