@@ -319,6 +319,19 @@ def _run_ceph(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
     return out
 
 
+def _run_plausible(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
+    # a scale whose lengths are no human's (N-Me of 10,904 mm): a warning row and a
+    # DentalkitWarning naming the scale; the lengths are kept (docs/study.md)
+    from dentalkit.study._plausible import PRODUCER, implausible_lengths, warn_implausible
+
+    found = implausible_lengths(
+        inputs.results["ceph_measures"], inputs.tables["landmarks"], inputs.calibration
+    )
+    inputs.problems.add(PRODUCER, found)
+    warn_implausible(found)
+    return {}
+
+
 def _untested(
     name: str, cmp: pd.DataFrame, keys: list[str], col: str, inputs: AnalysisInputs
 ) -> pd.DataFrame:
@@ -621,6 +634,10 @@ ANALYSES: tuple[AnalysisSpec, ...] = (
         producers=("ceph.measure",),
     ),
     AnalysisSpec(
+        "plausible_lengths", _run_plausible, tables=("landmarks",), needs=("ceph_measures",),
+        producers=("study.implausible_lengths",), quiet=False,
+    ),
+    AnalysisSpec(
         "ceph_compare", _run_ceph_compare, needs=("ceph_measures",), groups=True,
         writes=("ceph_compare",),
     ),
@@ -660,8 +677,8 @@ ANALYSIS_PROBLEM_PRODUCERS: tuple[str, ...] = (
 
 
 def selected_analyses(names: Sequence[str] | None) -> tuple[AnalysisSpec, ...]:
-    """The specs the design names (every one when None); model versions and the
-    calibration record always run."""
+    """The specs the design names (every one when None); model versions, the
+    calibration record and its plausibility check always run."""
     if names is None:
         return ANALYSES
     known = {a.name for a in ANALYSES}
@@ -671,7 +688,7 @@ def selected_analyses(names: Sequence[str] | None) -> tuple[AnalysisSpec, ...]:
             f"study design: unknown analysis {', '.join(map(repr, unknown))}; the analyses "
             f"are {', '.join(a.name for a in ANALYSES)}"
         )
-    always = ("model_versions", "calibration")
+    always = ("model_versions", "calibration", "plausible_lengths")
     return tuple(a for a in ANALYSES if a.name in names or a.name in always)
 
 

@@ -216,9 +216,12 @@ def _sensitivity(
 
 def _tables(responses: pd.DataFrame, out: Path, echo: Callable, progress: bool) -> dict:
     from dentalkit import convert, io
+    from dentalkit.fetch import read_calibration
 
     step = Stage("tables", echo, f"converting {len(responses)} responses")
-    tables = convert.tables(responses, errors="collect", progress=progress)
+    # the images' own scales (the manifest's mm_per_px, DICOM spacing) the fetch stored
+    own = read_calibration(out) if (out / "calibration.parquet").exists() else None
+    tables = convert.tables(responses, errors="collect", progress=progress, calibration=own)
     io.write_tables(tables, out / "tables")
     step.done(
         ", ".join(f"{name} {len(t)}" for name, t in tables.items() if name != "problems")
