@@ -24,6 +24,7 @@ from __future__ import annotations
 import warnings
 from functools import cache
 from importlib import resources
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -165,3 +166,14 @@ def warn_implausible(found: pd.DataFrame) -> None:
         DentalkitWarning,
         stacklevel=3,
     )
+
+
+def run_plausible(inputs: Any) -> dict[str, pd.DataFrame]:
+    """The study's ``plausible_lengths`` analysis: the rows of :func:`implausible_lengths`
+    into ``inputs.problems`` and one warning; the lengths are kept (no table is written)."""
+    found = implausible_lengths(
+        inputs.results["ceph_measures"], inputs.tables["landmarks"], inputs.calibration
+    )
+    inputs.problems.add(PRODUCER, found)
+    warn_implausible(found)
+    return {}

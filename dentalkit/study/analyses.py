@@ -18,7 +18,6 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -28,12 +27,12 @@ from dentalkit.errors import (
     DentalkitWarning,
     Errors,
     InputError,
-    MixedVersionsWarning,
     check_errors,
     empty_problems,
     problems_error,
     problems_frame,
 )
+from dentalkit.study._not_run import NOT_RUN, group_counts, left_out, untested, why_not
 from dentalkit.study._parts import (
     arch_scale,
     fit_arches,
@@ -41,6 +40,15 @@ from dentalkit.study._parts import (
     mean_forms,
     measure_arches,
     measure_scaled,
+)
+from dentalkit.study._plausible import PRODUCER as PLAUSIBLE
+from dentalkit.study._plausible import run_plausible
+from dentalkit.study._tables import (
+    fill_endpoints,
+    model_versions,
+    read_analyses,
+    warn_pooled,
+    write_analyses,
 )
 from dentalkit.study._tle import OBSERVED, TLE_ENDPOINT, first_sessions, tle_patients
 from dentalkit.study.calibration import Calibration, calibration_policy
@@ -75,11 +83,6 @@ CEPH_COMPARED = ("SN_MP", "SN_GoGn", "FMA", "gonial_angle", "N_Me", "ANS_Me", "S
 #: The sagittal measures that define the skeletal class: compared only between groups
 #: that are not skeletal classes (a column of the patients table).
 CEPH_CLASS_MEASURES = ("SNA", "SNB", "ANB", "Wits")
-#: ``producer`` of the ``analysis_problems`` rows that say why an analysis, one of its
-#: tables or one of its comparisons was not made on this cohort (too few patients, groups
-#: or sessions, an endpoint without answers …): ``table`` names what is missing, ``path``
-#: the analysis (or the comparison), ``reason`` why. The rest of the study goes on.
-NOT_RUN = "study.analyze"
 #: How to go on after :func:`analyze` raised on bad rows (the message's last line).
 ANALYZE_HINT = (
     "Fix these rows, or pass errors='collect' to run every analysis on the other rows and "
@@ -103,27 +106,15 @@ class _Problems:
             part["row"] = in_whole(part["row"], rows)
         self.parts.append(part.assign(producer=producer))
 
-    def not_run(
-        self,
-        table: str,
-        reason: str,
-        *,
-        path: str | None = None,
-        field: str | None = None,
-        value: str | None = None,
-        endpoint: str | None = None,
-    ) -> None:
-        """Say why ``table`` (or a part of it, ``path``) was not made on this cohort: a
-        row of producer :data:`NOT_RUN` (the study goes on without it)."""
-        row = {"table": table, "endpoint": endpoint, "field": field, "path": path}
-        row.update(value=value, reason=reason, severity="error")
+    def not_run(self, table: str, reason: str, **where: str | None) -> None:
+        """Say why ``table`` (or a part of it, ``path=``) was not made on this cohort: a row
+        of producer :data:`NOT_RUN` (``field=``, ``value=``, ``endpoint=`` optional)."""
+        row = {"table": table, "reason": reason, "severity": "error", **where}
         self.parts.append(problems_frame(pd.DataFrame([row])).assign(producer=NOT_RUN))
 
     def said(self, table: str) -> bool:
         """Whether a :data:`NOT_RUN` row already says why ``table`` is missing."""
-        return any(
-            bool(((p["producer"] == NOT_RUN) & (p["table"] == table)).any()) for p in self.parts
-        )
+        return any(((p["producer"] == NOT_RUN) & (p["table"] == table)).any() for p in self.parts)
 
     def table(self) -> pd.DataFrame:
         """One table: :data:`~dentalkit.errors.PROBLEM_COLUMNS`, then ``producer``."""
@@ -241,25 +232,6 @@ class AnalysisSpec:
             return False
         return not self.groups or inputs.groups is not None
 
-    def why_not(self, inputs: AnalysisInputs) -> str:
-        """Why it cannot run (:meth:`ready` is False), in words."""
-        absent = [t for t in self.tables if inputs.rows(t) is None]
-        if absent:
-            return (
-                f"not run: the tables have no {absent[0]} rows (no answer of an endpoint "
-                "that gives them was converted)"
-            )
-        missing = [n for n in self.needs if n not in inputs.results]
-        if missing:
-            return f"not run: it needs {missing[0]}, which was not made (see its row)"
-        if self.when is not None and not self.when(inputs):
-            return f"not run: {self.unmet}"
-        return (
-            "not run: there are no groups to compare — no patient has a skeletal class (no "
-            "lateral cephalogram was measured); name a column of the patients table in the "
-            "study file's [groups] to compare other groups"
-        )
-
 
 # ---------------------------------------------------------------- the analyses
 
@@ -267,27 +239,15 @@ class AnalysisSpec:
 def _run_versions(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
     versions = model_versions(inputs.tables)
     if not len(versions):
-        inputs.problems.not_run(
-            "model_versions",
-            "not made: no table holds an endpoint's answers",
-            path="model_versions",
-        )
         return {}
-    _warn_pooled(versions)
+    warn_pooled(versions)
     return {"model_versions": versions}
 
 
 def _run_calibration(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
     # which scale each image got (its own, its endpoint's, none): the policy's record
     applied = inputs.calibration.applied(inputs.tables)
-    if not len(applied):
-        inputs.problems.not_run(
-            "calibration_applied",
-            "not made: the tables hold no image's answers",
-            path="calibration",
-        )
-        return {}
-    return {"calibration_applied": applied}
+    return {"calibration_applied": applied} if len(applied) else {}
 
 
 def _run_ceph(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
@@ -319,51 +279,6 @@ def _run_ceph(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
     return out
 
 
-def _run_plausible(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
-    # a scale whose lengths are no human's (N-Me of 10,904 mm): a warning row and a
-    # DentalkitWarning naming the scale; the lengths are kept (docs/study.md)
-    from dentalkit.study._plausible import PRODUCER, implausible_lengths, warn_implausible
-
-    found = implausible_lengths(
-        inputs.results["ceph_measures"], inputs.tables["landmarks"], inputs.calibration
-    )
-    inputs.problems.add(PRODUCER, found)
-    warn_implausible(found)
-    return {}
-
-
-def _untested(
-    name: str, cmp: pd.DataFrame, keys: list[str], col: str, inputs: AnalysisInputs
-) -> pd.DataFrame:
-    """The comparisons of ``cmp`` that ran a test; each one that did not (a group of one
-    patient …) is a :data:`NOT_RUN` row saying why, and is left out of table ``name``."""
-    ran = cmp["test"].notna().to_numpy(dtype=bool)
-    for r in cmp[~ran].itertuples(index=False):
-        sizes = getattr(r, "n_units_per_group", None)
-        groups = list(r.groups) if r.groups is not None else []
-        counts = (
-            ", ".join(f"{g}: {int(n)}" for g, n in zip(groups, sizes, strict=True))
-            if sizes is not None and len(groups) == len(sizes)
-            else ", ".join(map(str, groups))
-        )
-        where = ", ".join(f"{k}={getattr(r, k)}" for k in keys)
-        note = r.note if isinstance(r.note, str) and r.note else "no test could run"
-        inputs.problems.not_run(
-            name,
-            f"not tested, left out of {name}: {note} (patients per {col}: {counts or 'none'})",
-            path=where,
-            field=col,
-            value=counts or None,
-        )
-    return cmp[ran].reset_index(drop=True)
-
-
-def _group_counts(table: pd.DataFrame, col: str) -> str:
-    """``"Class I: 4 patients"``: the patients of each group of ``table``."""
-    counts = table.groupby(col, observed=True)["patient_id"].nunique()
-    return ", ".join(f"{g}: {n} patient(s)" for g, n in counts.items()) or "no patient"
-
-
 def _run_ceph_compare(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
     # Vertical and size measures by group, one session per patient (the sagittal measures
     # that define the skeletal class are compared only between groups of another kind).
@@ -388,7 +303,7 @@ def _run_ceph_compare(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
         inputs.problems.not_run(
             "ceph_compare",
             f"not run: a comparison needs two groups of {col} with a measured patient; "
-            f"found {_group_counts(cm, col)}",
+            f"found {group_counts(cm, col)}",
             path="ceph_compare",
             field=col,
         )
@@ -397,7 +312,7 @@ def _run_ceph_compare(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
     cmp = stats.compare(
         cm, "value", col, per="measure", correction=design.adjust, confidence=design.confidence
     )
-    cmp = _untested("ceph_compare", cmp, ["measure"], col, inputs)
+    cmp = untested("ceph_compare", cmp, ["measure"], col, inputs)
     return {"ceph_compare": cmp} if len(cmp) else {}
 
 
@@ -443,14 +358,14 @@ def _run_arch_groups(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
         if am[col].nunique() >= 2:
             design = inputs.design
             cmp = arch.compare(am, col, correction=design.adjust, confidence=design.confidence)
-            cmp = _untested("arch_compare", cmp, ["arch", "measure"], col, inputs)
+            cmp = untested("arch_compare", cmp, ["arch", "measure"], col, inputs)
             if len(cmp):
                 out["arch_compare"] = cmp
         else:
             inputs.problems.not_run(
                 "arch_compare",
                 f"not run: a comparison needs two groups of {col} with an arch measured in mm; "
-                f"found {_group_counts(am, col)} (arches in pixels are not compared)",
+                f"found {group_counts(am, col)} (arches in pixels are not compared)",
                 path="arch_groups",
                 field=col,
             )
@@ -634,8 +549,8 @@ ANALYSES: tuple[AnalysisSpec, ...] = (
         producers=("ceph.measure",),
     ),
     AnalysisSpec(
-        "plausible_lengths", _run_plausible, tables=("landmarks",), needs=("ceph_measures",),
-        producers=("study.implausible_lengths",), quiet=False,
+        "plausible_lengths", run_plausible, tables=("landmarks",), needs=("ceph_measures",),
+        producers=(PLAUSIBLE,), quiet=False,
     ),
     AnalysisSpec(
         "ceph_compare", _run_ceph_compare, needs=("ceph_measures",), groups=True,
@@ -692,22 +607,6 @@ def selected_analyses(names: Sequence[str] | None) -> tuple[AnalysisSpec, ...]:
     return tuple(a for a in ANALYSES if a.name in names or a.name in always)
 
 
-def _fill_endpoints(problems: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """``endpoint`` of the problems that name a row of a given table but no endpoint."""
-    need = problems["endpoint"].isna() & problems["row"].notna()
-    for name in pd.unique(problems.loc[need, "table"].astype(object)):
-        table = tables.get(str(name))
-        if table is None or "endpoint" not in table.columns:
-            continue
-        sel = (need & (problems["table"] == name)).to_numpy(dtype=bool)
-        rows = problems.loc[sel, "row"].to_numpy(dtype="int64")
-        rows_ok = (rows >= 0) & (rows < len(table))
-        idx = np.flatnonzero(sel)[rows_ok]
-        values = table["endpoint"].astype(object).to_numpy()[rows[rows_ok]]
-        problems.loc[idx, "endpoint"] = [None if pd.isna(v) else str(v) for v in values]
-    return problems
-
-
 def problems_summary(problems: pd.DataFrame | None) -> str:
     """How many problems, per analysis: ``"3 problem(s): ceph.measure 2, arch.measure 1"``.
 
@@ -736,21 +635,6 @@ def problems_summary(problems: pd.DataFrame | None) -> str:
     order += sorted(set(names) - set(order))
     counts = names.value_counts()
     return f"{len(problems)} problem(s): " + ", ".join(f"{p} {counts[p]}" for p in order)
-
-
-def left_out(problems: pd.DataFrame | None) -> int:
-    """How many ``analysis_problems`` rows left data out (bad rows, implausible scales):
-    every row but the :data:`NOT_RUN` ones, which say why an analysis could not run on
-    this cohort. The commands exit 1 when this is not 0.
-
-    Examples
-    --------
-    >>> left_out(pd.DataFrame({"producer": ["ceph.measure", NOT_RUN]}))
-    1
-    """
-    if problems is None:
-        return 0
-    return int((problems["producer"].astype(str) != NOT_RUN).sum())
 
 
 def analyze(
@@ -865,7 +749,7 @@ def analyze(
     )
     for spec in selected_analyses(design.analyses):
         if not spec.ready(inputs):  # it cannot run on this cohort: each table says why
-            why = spec.why_not(inputs)
+            why = why_not(spec, inputs)
             for name in spec.writes:
                 inputs.problems.not_run(name, why, path=spec.name)
             continue
@@ -876,10 +760,12 @@ def analyze(
         for name in spec.writes:  # nothing silently missing: a table made, or a reason
             if name not in inputs.results and not inputs.problems.said(name):
                 inputs.problems.not_run(
-                    name, f"not made: {spec.name} had nothing to compute it from", path=spec.name
+                    name,
+                    f"not made: {spec.name} found nothing in the tables to make it from",
+                    path=spec.name,
                 )
     out = inputs.results
-    problems = _fill_endpoints(inputs.problems.table(), tables)
+    problems = fill_endpoints(inputs.problems.table(), tables)
     bad = problems[problems["producer"].astype(str) != NOT_RUN]  # rows left out
     if errors == "raise" and len(bad):
         # the message names the analysis and the table of each row; .problems is the
@@ -907,98 +793,3 @@ def analyze(
         )
     out["analysis_problems"] = problems
     return out
-
-
-def model_versions(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """The ``Version`` labels behind the tables, per endpoint: what the analyses pool.
-
-    Parameters
-    ----------
-    tables : mapping of str to DataFrame
-        Tables of :func:`dentalkit.convert.tables` (any with ``endpoint``,
-        ``model_version``, ``patient_id`` and ``timestamp`` columns count).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per endpoint and ``model_version`` (``"(none)"`` for endpoints whose
-        responses carry no Version, such as the classifier): ``n_sessions`` and
-        ``n_patients`` (distinct sessions and patients with that label; the patient is the
-        unit) and ``pooled`` (True when the endpoint's rows carry more than one label, so
-        its analyses mix model versions).
-    """
-    keys = []
-    for table in tables.values():
-        if table is None or not len(table):
-            continue
-        if not {"endpoint", "model_version", "patient_id", "timestamp"} <= set(table.columns):
-            continue
-        keys.append(
-            pd.DataFrame(
-                {
-                    "endpoint": table["endpoint"].astype("object"),
-                    "model_version": table["model_version"].astype("object"),
-                    "patient_id": table["patient_id"].astype("object"),
-                    "timestamp": table["timestamp"].astype("object"),
-                }
-            ).drop_duplicates()
-        )
-    cols = ["endpoint", "model_version", "n_sessions", "n_patients", "pooled"]
-    if not keys:
-        return pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
-    allk = pd.concat(keys, ignore_index=True).drop_duplicates()
-    allk["model_version"] = allk["model_version"].where(allk["model_version"].notna(), "(none)")
-    grouped = allk.groupby(["endpoint", "model_version"], sort=True)
-    out = pd.DataFrame(
-        {
-            "n_sessions": grouped[["patient_id", "timestamp"]].apply(
-                lambda g: len(g.drop_duplicates())
-            ),
-            "n_patients": grouped["patient_id"].nunique(),
-        }
-    ).reset_index()
-    labels = out.groupby("endpoint")["model_version"].transform("size")
-    out["pooled"] = (labels > 1).to_numpy()
-    return out.astype(
-        {"endpoint": "str", "model_version": "str", "n_sessions": "int64", "n_patients": "int64"}
-    )[cols]
-
-
-def _warn_pooled(versions: pd.DataFrame) -> None:
-    pooled = versions[versions["pooled"]]
-    if not len(pooled):
-        return
-    parts = [
-        f"{ep}: "
-        + ", ".join(
-            f"{v} ({n} patients)" for v, n in zip(g["model_version"], g["n_patients"], strict=True)
-        )
-        for ep, g in pooled.groupby("endpoint", sort=True)
-    ]
-    warnings.warn(
-        "the analyses pool responses of different model versions — "
-        + "; ".join(parts)
-        + " (recorded in the model_versions table; analyse one Version at a time by "
-        "filtering the tables on model_version to keep them apart)",
-        MixedVersionsWarning,
-        stacklevel=4,
-    )
-
-
-def write_analyses(analyses: Mapping[str, pd.DataFrame], out: str | Path) -> Path:
-    """Write each analysis table as ``out/<name>.parquet`` (atomic); return the folder.
-
-    Tables are written with their declared schemas (``docs/columns.md``): declared Arrow
-    types and nullability, field metadata ``description``/``unit``/``values``.
-    """
-    from dentalkit.io import write_parquet
-
-    out = Path(out)
-    for name, table in analyses.items():
-        write_parquet(table, out / f"{name}.parquet", name=name)
-    return out
-
-
-def read_analyses(folder: str | Path) -> dict[str, pd.DataFrame]:
-    """Read the tables written by :func:`write_analyses`."""
-    return {p.stem: pd.read_parquet(p) for p in sorted(Path(folder).glob("*.parquet"))}

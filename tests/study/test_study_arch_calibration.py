@@ -179,8 +179,13 @@ def test_group_comparison_and_growth_take_the_mm_arches_only(tables):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DentalkitWarning)
         out = study.analyze(tables, _partial(), groups=groups)
-    compared = out["arch_compare"]
-    assert sorted(compared["arch"].astype(str).unique()) == ["up"]
+    # group b has one patient: no comparison is tested, each is a row saying why, and
+    # only the upper (mm) arch was compared
+    untested = out["analysis_problems"]
+    untested = untested[untested["table"] == "arch_compare"]
+    assert "arch_compare" not in out and len(untested)
+    assert untested["path"].str.startswith("arch=up, ").all()
+    assert untested["reason"].str.contains(r"\['b'\] have fewer than 2 units").all()
     modelled = out["growth_data"]
     arch_rows = modelled[modelled["measure"].str.contains("width")]
     assert len(arch_rows) and (arch_rows["unit"] == "mm").all()
