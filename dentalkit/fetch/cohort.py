@@ -162,7 +162,7 @@ def _open_store(out: str | os.PathLike[str], client: Client) -> ResponseStore:
     as store:``), which releases the lock however the block ends. If opening fails, the lock
     is released here.
     """
-    from dentalkit.fetch._http import quarantine_cache, sqlite_cache_problem
+    from dentalkit.fetch._cache import quarantine_cache, sqlite_cache_problem
 
     lock = store_lock(out, settings.store_lock_timeout)
     try:

@@ -552,7 +552,7 @@ def verify_store(out: str | os.PathLike[str], cache: Any = None) -> pd.DataFrame
     InputError
         When ``out`` is not a dentalkit store.
     """
-    from dentalkit.fetch._http import check_http_cache
+    from dentalkit.fetch._cache import check_http_cache
 
     out = Path(out)
     if not out.is_dir() or not (out / _META).exists():
