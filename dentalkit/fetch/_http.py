@@ -67,7 +67,6 @@ KEY_HEADER = "x-api-key"
 USAGE_HEADER_PREFIXES = ("x-ratelimit", "ratelimit", "x-usage", "x-quota", "retry-after")
 
 
-
 class Secret:
     """A string that never shows itself in ``repr``, ``str`` or f-strings.
 

@@ -302,7 +302,8 @@ class _Scheduler:
             if not self.pending:
                 break
             finished, _ = wait(self.pending, timeout=self.interval, return_when=FIRST_COMPLETED)
-            for fut in finished:
+            # in the order sent (a set has none): the first failure received is the first sent
+            for fut in [f for f in self.pending if f in finished]:
                 self._receive(fut)
             if finished:
                 report = self.report
