@@ -42,11 +42,13 @@ import orjson
 from dentalkit.errors import ConfigurationError, require
 
 __all__ = [
+    "KEY_HEADER",
     "TRAILER",
     "cache_backend",
     "cache_description",
     "check_http_cache",
     "checksummed_serializer",
+    "entry_key",
     "evict_damaged_entries",
     "normalize_cache",
     "quarantine_cache",
@@ -57,6 +59,9 @@ log = logging.getLogger("dentalkit")
 
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+#: Header that carries the API key (spec, "Authentication" 1): never part of a cache key.
+KEY_HEADER = "x-api-key"
 
 #: Marker before the SHA-256 digest (32 bytes) at the end of a pickled cache entry.
 TRAILER = b"\n#dentalkit-sha256:"
@@ -313,18 +318,44 @@ def _entries(path: Path, kind: str) -> list[tuple[str, Any]]:
     return out
 
 
-def _entry_problem(value: Any, serializer: Any) -> str:
+def entry_key(response: Any, serializer: Any, verify: bool = True) -> str:
+    """The cache key of the request a cached answer holds (its first hop's, after redirects).
+
+    The key dentalkit's sessions compute for that request (requests-cache ``create_key``
+    with the ``x-api-key`` header ignored, ``str(serializer)`` as the cache's serializer
+    name); an intact entry is stored under it.
+    """
+    from requests_cache import DEFAULT_IGNORED_PARAMS
+    from requests_cache.cache_keys import create_key
+
+    first = response.history[0] if getattr(response, "history", None) else response
+    return create_key(
+        first.request,
+        ignored_parameters=[*DEFAULT_IGNORED_PARAMS, KEY_HEADER],
+        serializer=str(serializer),
+        verify=verify,
+    )
+
+
+def _entry_problem(key: str, value: Any, serializer: Any) -> str:
     """Why one raw entry cannot be used (``""`` when it can)."""
     try:
-        if serializer.is_binary and _check_pickle_digest(value):
-            return ""  # the digest matches: the entry is as written (a checked 200 or other)
+        checked = serializer.is_binary and _check_pickle_digest(value)
         response = serializer.loads(value)
     except DamagedEntryError:
         return "checksum"
     except Exception:  # any failure to read an entry back is damage
         return "unreadable"
-    if response.status_code != 200:
-        return ""
+    try:  # the entry of this key, not another request's (either TLS setting)
+        if key not in (
+            entry_key(response, serializer, True),
+            entry_key(response, serializer, False),
+        ):
+            return "key"
+    except Exception:
+        return "unreadable"
+    if checked or response.status_code != 200:
+        return ""  # the digest matches: the body is as written (only JSON objects are)
     try:
         ok = isinstance(orjson.loads(response.content), dict)
     except orjson.JSONDecodeError:
@@ -340,7 +371,7 @@ def _scan(path: Path, kind: str) -> tuple[int, dict[str, str]]:
     _checking.on = True
     try:
         for key, value in entries:
-            why = _entry_problem(value, serializer)
+            why = _entry_problem(key, value, serializer)
             if why:
                 bad[key] = why
     finally:
@@ -351,12 +382,13 @@ def _scan(path: Path, kind: str) -> tuple[int, dict[str, str]]:
 def _damage_reason(n: int, bad: dict[str, str]) -> str:
     if not bad:
         return ""
-    counts = {w: sum(v == w for v in bad.values()) for w in ("checksum", "unreadable", "body")}
-    parts = [
-        f"{counts['checksum']} fail their checksum" if counts["checksum"] else "",
-        f"{counts['unreadable']} cannot be deserialized" if counts["unreadable"] else "",
-        f"{counts['body']} hold a 200 body that is not a JSON object" if counts["body"] else "",
-    ]
+    words = {
+        "checksum": "fail their checksum",
+        "unreadable": "cannot be deserialized",
+        "key": "hold the answer to another request than their key's",
+        "body": "hold a 200 body that is not a JSON object",
+    }
+    parts = [f"{k} {words[w]}" for w in words if (k := sum(v == w for v in bad.values()))]
     return (
         f"{len(bad)} of {n} entries are damaged ({', '.join(p for p in parts if p)}); "
         "`dentalkit fetch` with this cache deletes them before it sends anything (the "

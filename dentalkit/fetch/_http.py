@@ -29,6 +29,7 @@ from dentalkit.errors import (
     api_error_for_status,
 )
 from dentalkit.fetch._cache import (
+    KEY_HEADER,
     cache_backend,
     cache_description,
     check_http_cache,
@@ -59,8 +60,6 @@ __all__ = [
 
 log = logging.getLogger("dentalkit")
 
-#: Header that carries the key (spec, "Authentication" 1).
-KEY_HEADER = "x-api-key"
 
 #: The spec does not show the names of its usage headers ("Authentication" 7); responses'
 #: headers whose lower-case name starts with one of these are returned as ``usage``.
@@ -245,17 +244,22 @@ _parsed = threading.local()
 KEEP_PARSE_BYTES = 1 << 20
 
 
-def _cacheable(response: requests.Response) -> bool:
+def _cacheable(response: requests.Response, session: Any = None) -> bool:
     """requests-cache ``filter_fn``: store only 200s whose body is a JSON object.
 
     requests-cache also applies it to responses read back from the cache, and deletes an
     entry that fails it: a cached body damaged after it was written (an edited or garbled
     cache) is evicted the first time it is read, so a retry reaches the service instead of
-    reading the same bad entry again. The parsed body of an answer up to
-    :data:`KEEP_PARSE_BYTES` is kept for :func:`take_body`, so it is parsed only once.
+    reading the same bad entry again. A cached answer must also be the answer *to this
+    request*: the request stored in it must hash to the key it was found under (see
+    :func:`_answers_its_key`), else it is evicted the same way. The parsed body of an answer
+    up to :data:`KEEP_PARSE_BYTES` is kept for :func:`take_body`, so it is parsed only once.
     """
     if response.status_code != 200:
         return True  # status codes are filtered by allowable_codes; keep old entries on errors
+    if session is not None and not _answers_its_key(response, session):
+        _parsed.value = (response, None)
+        return False
     try:
         data = orjson.loads(response.content)
     except orjson.JSONDecodeError:
@@ -266,6 +270,32 @@ def _cacheable(response: requests.Response) -> bool:
     else:
         _parsed.value = (response, _REPARSE if ok else None)
     return ok
+
+
+def _answers_its_key(response: requests.Response, session: Any) -> bool:
+    """Whether a cached answer's own request hashes to the cache key it was read under.
+
+    Each entry's checksum proves the entry is as written, but not that it is the entry of
+    this key: damage to the database's pages or keys can make one key lead to another
+    request's (intact) entry. The entry holds the request it answers (the first redirect
+    hop's, when redirects were followed), so its key is computed again and compared.
+    Fresh answers and entries without a key are not checked.
+    """
+    key = getattr(response, "cache_key", None)
+    if not getattr(response, "from_cache", False) or not key:
+        return True
+    first = response.history[0] if getattr(response, "history", None) else response
+    try:
+        own = session.cache.create_key(first.request, verify=bool(session.verify))
+    except Exception:  # a request that cannot even be hashed again is damage
+        own = None
+    if own == key:
+        return True
+    log.warning(
+        "a cached answer was found under the key of another request (a damaged cache): "
+        "it is not used, and the service is asked again"
+    )
+    return False
 
 
 _REPARSE = object()
@@ -397,16 +427,18 @@ def make_session(
     if _SESSION_CLASS is None:
         _SESSION_CLASS = _session_class()
     backend, kwargs = cache_backend(cache)
+    session_ref: list[Any] = [None]  # the filter checks cached answers against their keys
     session = _SESSION_CLASS(
         backend=backend,
         allowable_methods=("GET", "POST"),
         allowable_codes=(200,),
         ignored_parameters=[*DEFAULT_IGNORED_PARAMS, KEY_HEADER],
         expire_after=NEVER_EXPIRE if expire_after is None else expire_after,
-        filter_fn=_cacheable,
+        filter_fn=lambda response: _cacheable(response, session_ref[0]),
         stale_if_error=False,
         **kwargs,
     )
+    session_ref[0] = session
     session.cache.save_response = _redacting_save(session.cache.save_response)
     if base_url is not None:
         session.service_origin = origin(base_url)

@@ -422,16 +422,17 @@ max_response_bytes, request_deadline
                         # next attempt goes to the service, at once
                         refresh = True
                         log.warning(
-                            "%s %s for patient %r: the cached answer did not parse as a JSON "
-                            "object (a damaged cache entry); evicted, asking the service",
+                            "%s %s for patient %r: the cached answer is damaged (its body is "
+                            "not a JSON object, or it answers another request); evicted, "
+                            "asking the service",
                             ep.method,
                             ep.path,
                             patient_id,
                         )
                     last = ResponseFormatError(
-                        "a cached 200 body did not parse as a JSON object (a damaged cache "
-                        "entry); it was evicted from the cache and the request sent to the "
-                        "service instead"
+                        "a cached 200 answer was damaged (its body did not parse as a JSON "
+                        "object, or it was the answer to another request); it was evicted "
+                        "from the cache and the request sent to the service instead"
                         if bad_cache_entry
                         else "the service's 200 body is not a JSON object (truncated or not "
                         f"JSON); never cached, and the request was retried up to "

@@ -642,7 +642,12 @@ def read_responses(out: str | os.PathLike[str], *, verify: bool = True) -> pd.Da
     else:
         # part by part, each checked (page checksums, digests); a damaged one is named
         tables = [_read_part(path, verify=verify) for path in files]
-        frame = pa.concat_tables(tables).to_pandas()
+        try:
+            frame = pa.concat_tables(tables).to_pandas()
+        except pa.ArrowException as exc:  # unchecked (verify=False) text that is not UTF-8
+            raise DamagedFileError(
+                parts, "responses parts", f"{type(exc).__name__}: {exc}", _fix(out)
+            ) from None
     frame["endpoint"] = pd.Categorical(
         frame["endpoint"].astype("object"), categories=list(ENDPOINTS)
     )
