@@ -53,6 +53,7 @@ __all__ = [
     "normalize_cache",
     "quarantine_cache",
     "sqlite_cache_problem",
+    "write_large_entries_in_pieces",
 ]
 
 log = logging.getLogger("dentalkit")
@@ -132,6 +133,9 @@ def cache_backend(spec: str | None) -> tuple[Any, dict[str, Any]]:
             "wal": True,
             "busy_timeout": 30_000,
             "serializer": checksummed_serializer("pickle"),
+            # no statement cache: a cached INSERT keeps SQLite's copy of the last body it
+            # bound (up to settings.max_response_bytes) alive until the next write
+            "cached_statements": 0,
         }
     path.mkdir(parents=True, exist_ok=True)
     # JSON files, but the body kept as the exact bytes received (decode_content=False), so a
@@ -255,6 +259,39 @@ def _json_without_digest(entry: Any) -> Any:
         if stated != _canonical_digest(entry):
             raise _damaged("JSON entry")
     return entry
+
+
+#: Cache entries larger than this are written into SQLite piece by piece (see
+#: :func:`write_large_entries_in_pieces`).
+PIECEWISE_BYTES = 1 << 20
+
+
+def write_large_entries_in_pieces(responses: Any) -> None:
+    """Make a requests-cache ``SQLiteDict`` write large entries without a whole copy.
+
+    Python's ``sqlite3`` copies every bound value (``SQLITE_TRANSIENT``), so storing a
+    64 MB entry held the body, its pickle and SQLite's copy of the pickle at once. An entry
+    over :data:`PIECEWISE_BYTES` is inserted as a ``zeroblob`` of its size and filled
+    through ``Connection.blobopen`` in 1 MiB pieces, in the same transaction (the row is
+    whole or absent). Smaller ones are inserted as requests-cache does.
+    """
+    table = responses.table_name
+
+    def write(key: str, value: Any) -> None:
+        expires = getattr(value, "expires_unix", None)
+        data = memoryview(responses.serialize(value))
+        sql = f"INSERT OR REPLACE INTO {table} (key,value,expires) VALUES (?,?,?)"
+        with responses.connection(commit=True) as con:
+            if len(data) <= PIECEWISE_BYTES:
+                con.execute(sql, (key, data, expires))
+                return
+            sized = sql.replace("VALUES (?,?,?)", "VALUES (?,zeroblob(?),?)")
+            rowid = con.execute(sized, (key, len(data), expires)).lastrowid
+            with con.blobopen(table, "value", rowid) as blob:
+                for start in range(0, len(data), PIECEWISE_BYTES):
+                    blob.write(data[start : start + PIECEWISE_BYTES])
+
+    responses._write = write
 
 
 # ---- checking and healing a cache on disk -----------------------------------------------

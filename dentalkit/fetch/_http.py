@@ -35,6 +35,7 @@ from dentalkit.fetch._cache import (
     check_http_cache,
     normalize_cache,
     quarantine_cache,
+    write_large_entries_in_pieces,
 )
 from dentalkit.fetch._transfer import DeadlineAdapter, body_reader
 
@@ -253,10 +254,15 @@ def _cacheable(response: requests.Response, session: Any = None) -> bool:
     reading the same bad entry again. A cached answer must also be the answer *to this
     request*: the request stored in it must hash to the key it was found under (see
     :func:`_answers_its_key`), else it is evicted the same way. The parsed body of an answer
-    up to :data:`KEEP_PARSE_BYTES` is kept for :func:`take_body`, so it is parsed only once.
+    up to :data:`KEEP_PARSE_BYTES` is kept for :func:`take_body`, so it is parsed only once;
+    requests-cache calls the filter twice on a fresh answer (before caching it and before
+    returning it), and the second call reuses the first one's verdict.
     """
     if response.status_code != 200:
         return True  # status codes are filtered by allowable_codes; keep old entries on errors
+    stash = getattr(_parsed, "value", None)
+    if stash is not None and stash[0] is response:  # checked before it was cached
+        return stash[1] is not None
     if session is not None and not _answers_its_key(response, session):
         _parsed.value = (response, None)
         return False
@@ -440,6 +446,8 @@ def make_session(
     )
     session_ref[0] = session
     session.cache.save_response = _redacting_save(session.cache.save_response)
+    if backend == "sqlite":
+        write_large_entries_in_pieces(session.cache.responses)
     if base_url is not None:
         session.service_origin = origin(base_url)
     limit = None if max_response_bytes is None else int(max_response_bytes)
