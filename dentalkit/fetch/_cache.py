@@ -48,7 +48,6 @@ __all__ = [
     "cache_description",
     "check_http_cache",
     "checksummed_serializer",
-    "entry_key",
     "evict_damaged_entries",
     "normalize_cache",
     "quarantine_cache",
@@ -311,15 +310,19 @@ def _ro_uri(path: Path) -> str:
 
 
 def _sqlite_problem(path: Path) -> str:
-    """Why the SQLite file at ``path`` is not a sound cache (``""`` when it is), read-only."""
+    """Why the SQLite file at ``path`` is not a sound cache (``""`` when it is), read-only.
+
+    ``PRAGMA integrity_check``, not ``quick_check``: it also verifies that the key index
+    matches the table (a damaged index can lead one key to another request's entry).
+    """
     try:
         con = sqlite3.connect(_ro_uri(path), uri=True, timeout=30)
     except sqlite3.Error as exc:
         return f"{type(exc).__name__}: {exc}"
     try:
-        found = [r[0] for r in con.execute("PRAGMA quick_check")]
+        found = [r[0] for r in con.execute("PRAGMA integrity_check(3)")]
         if found != ["ok"]:
-            return "PRAGMA quick_check: " + "; ".join(map(str, found[:3]))
+            return "PRAGMA integrity_check: " + "; ".join(map(str, found))
         return ""
     except sqlite3.Error as exc:
         return f"{type(exc).__name__}: {exc}"
@@ -328,7 +331,7 @@ def _sqlite_problem(path: Path) -> str:
 
 
 def sqlite_cache_problem(cache: Any) -> str:
-    """``""`` unless ``cache`` is a SQLite cache file that fails ``PRAGMA quick_check``."""
+    """``""`` unless ``cache`` is a SQLite cache file that fails ``PRAGMA integrity_check``."""
     spec = normalize_cache(cache)
     if _kind(spec) != "sqlite":
         return ""
@@ -355,44 +358,22 @@ def _entries(path: Path, kind: str) -> list[tuple[str, Any]]:
     return out
 
 
-def entry_key(response: Any, serializer: Any, verify: bool = True) -> str:
-    """The cache key of the request a cached answer holds (its first hop's, after redirects).
+def _entry_problem(value: Any, serializer: Any) -> str:
+    """Why one raw entry cannot be used (``""`` when it can).
 
-    The key dentalkit's sessions compute for that request (requests-cache ``create_key``
-    with the ``x-api-key`` header ignored, ``str(serializer)`` as the cache's serializer
-    name); an intact entry is stored under it.
+    An entry whose digest matches is as it was written (only JSON-object bodies are
+    written): nothing more is read. Others are deserialized and their body parsed.
     """
-    from requests_cache import DEFAULT_IGNORED_PARAMS
-    from requests_cache.cache_keys import create_key
-
-    first = response.history[0] if getattr(response, "history", None) else response
-    return create_key(
-        first.request,
-        ignored_parameters=[*DEFAULT_IGNORED_PARAMS, KEY_HEADER],
-        serializer=str(serializer),
-        verify=verify,
-    )
-
-
-def _entry_problem(key: str, value: Any, serializer: Any) -> str:
-    """Why one raw entry cannot be used (``""`` when it can)."""
     try:
-        checked = serializer.is_binary and _check_pickle_digest(value)
+        if serializer.is_binary and _check_pickle_digest(value):
+            return ""
         response = serializer.loads(value)
     except DamagedEntryError:
         return "checksum"
     except Exception:  # any failure to read an entry back is damage
         return "unreadable"
-    try:  # the entry of this key, not another request's (either TLS setting)
-        if key not in (
-            entry_key(response, serializer, True),
-            entry_key(response, serializer, False),
-        ):
-            return "key"
-    except Exception:
-        return "unreadable"
-    if checked or response.status_code != 200:
-        return ""  # the digest matches: the body is as written (only JSON objects are)
+    if response.status_code != 200:
+        return ""
     try:
         ok = isinstance(orjson.loads(response.content), dict)
     except orjson.JSONDecodeError:
@@ -408,7 +389,7 @@ def _scan(path: Path, kind: str) -> tuple[int, dict[str, str]]:
     _checking.on = True
     try:
         for key, value in entries:
-            why = _entry_problem(key, value, serializer)
+            why = _entry_problem(value, serializer)
             if why:
                 bad[key] = why
     finally:
@@ -422,7 +403,6 @@ def _damage_reason(n: int, bad: dict[str, str]) -> str:
     words = {
         "checksum": "fail their checksum",
         "unreadable": "cannot be deserialized",
-        "key": "hold the answer to another request than their key's",
         "body": "hold a 200 body that is not a JSON object",
     }
     parts = [f"{k} {words[w]}" for w in words if (k := sum(v == w for v in bad.values()))]
@@ -436,7 +416,7 @@ def _damage_reason(n: int, bad: dict[str, str]) -> str:
 def check_http_cache(cache: Any) -> list[tuple[str, int | None, str]]:
     """Check an HTTP cache without changing it: ``[(name, entries, reason)]``.
 
-    A SQLite cache gets ``PRAGMA quick_check`` and every stored response is read back: its
+    A SQLite cache gets ``PRAGMA integrity_check`` and every stored response is read back: its
     checksum verified (entries written before checksums: deserialized and the body
     parsed); a filesystem cache has every file read back the same way. ``reason`` is
     ``""`` for a sound cache; otherwise it says what is wrong (and how many entries). Redis

@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import orjson
 import requests
@@ -41,6 +41,7 @@ from dentalkit.fetch._transfer import DeadlineAdapter, body_reader
 
 __all__ = [
     "Secret",
+    "answers_request",
     "api_error",
     "backoff_delay",
     "cache_description",
@@ -245,15 +246,14 @@ _parsed = threading.local()
 KEEP_PARSE_BYTES = 1 << 20
 
 
-def _cacheable(response: requests.Response, session: Any = None) -> bool:
+def _cacheable(response: requests.Response) -> bool:
     """requests-cache ``filter_fn``: store only 200s whose body is a JSON object.
 
     requests-cache also applies it to responses read back from the cache, and deletes an
     entry that fails it: a cached body damaged after it was written (an edited or garbled
     cache) is evicted the first time it is read, so a retry reaches the service instead of
-    reading the same bad entry again. A cached answer must also be the answer *to this
-    request*: the request stored in it must hash to the key it was found under (see
-    :func:`_answers_its_key`), else it is evicted the same way. The parsed body of an answer
+    reading the same bad entry again. (The client also checks that a cached answer is the
+    answer to the request it made: :func:`answers_request`.) The parsed body of an answer
     up to :data:`KEEP_PARSE_BYTES` is kept for :func:`take_body`, so it is parsed only once;
     requests-cache calls the filter twice on a fresh answer (before caching it and before
     returning it), and the second call reuses the first one's verdict.
@@ -263,9 +263,6 @@ def _cacheable(response: requests.Response, session: Any = None) -> bool:
     stash = getattr(_parsed, "value", None)
     if stash is not None and stash[0] is response:  # checked before it was cached
         return stash[1] is not None
-    if session is not None and not _answers_its_key(response, session):
-        _parsed.value = (response, None)
-        return False
     try:
         data = orjson.loads(response.content)
     except orjson.JSONDecodeError:
@@ -278,33 +275,32 @@ def _cacheable(response: requests.Response, session: Any = None) -> bool:
     return ok
 
 
-def _answers_its_key(response: requests.Response, session: Any) -> bool:
-    """Whether a cached answer's own request hashes to the cache key it was read under.
-
-    Each entry's checksum proves the entry is as written, but not that it is the entry of
-    this key: damage to the database's pages or keys can make one key lead to another
-    request's (intact) entry. The entry holds the request it answers (the first redirect
-    hop's, when redirects were followed), so its key is computed again and compared.
-    Fresh answers and entries without a key are not checked.
-    """
-    key = getattr(response, "cache_key", None)
-    if not getattr(response, "from_cache", False) or not key:
-        return True
-    first = response.history[0] if getattr(response, "history", None) else response
-    try:
-        own = session.cache.create_key(first.request, verify=bool(session.verify))
-    except Exception:  # a request that cannot even be hashed again is damage
-        own = None
-    if own == key:
-        return True
-    log.warning(
-        "a cached answer was found under the key of another request (a damaged cache): "
-        "it is not used, and the service is asked again"
-    )
-    return False
-
-
 _REPARSE = object()
+
+
+def answers_request(
+    response: requests.Response, url: str, body: Mapping[str, Any] | None, query: Any
+) -> bool:
+    """Whether a cached answer holds the request that was made: same path, same body/query.
+
+    Each cache entry's checksum proves the entry is as written, but not that it is the
+    entry of this request: damage to a SQLite index can make one key lead to another
+    request's intact entry. The entry holds the request it answers (its first redirect
+    hop's, when redirects were followed), compared here with the one just made.
+    """
+    first = response.history[0] if getattr(response, "history", None) else response
+    stored = getattr(first, "request", None)
+    if stored is None or not stored.url:
+        return False
+    sent, kept = urlsplit(url), urlsplit(stored.url)
+    if (kept.path, kept.netloc) != (sent.path, sent.netloc):
+        return False
+    if body is not None:
+        try:
+            return orjson.loads(stored.body or b"null") == body
+        except orjson.JSONDecodeError:
+            return False
+    return dict(parse_qsl(kept.query, keep_blank_values=True)) == dict(query or {})
 
 
 def take_body(response: requests.Response) -> tuple[str | None, Any]:
@@ -433,18 +429,16 @@ def make_session(
     if _SESSION_CLASS is None:
         _SESSION_CLASS = _session_class()
     backend, kwargs = cache_backend(cache)
-    session_ref: list[Any] = [None]  # the filter checks cached answers against their keys
     session = _SESSION_CLASS(
         backend=backend,
         allowable_methods=("GET", "POST"),
         allowable_codes=(200,),
         ignored_parameters=[*DEFAULT_IGNORED_PARAMS, KEY_HEADER],
         expire_after=NEVER_EXPIRE if expire_after is None else expire_after,
-        filter_fn=lambda response: _cacheable(response, session_ref[0]),
+        filter_fn=_cacheable,
         stale_if_error=False,
         **kwargs,
     )
-    session_ref[0] = session
     session.cache.save_response = _redacting_save(session.cache.save_response)
     if backend == "sqlite":
         write_large_entries_in_pieces(session.cache.responses)

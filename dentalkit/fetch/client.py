@@ -50,6 +50,7 @@ from dentalkit.fetch._http import (
     KEY_HEADER,
     USAGE_HEADER_PREFIXES,
     Secret,
+    answers_request,
     api_error,
     backoff_delay,
     cache_description,
@@ -139,7 +140,7 @@ max_response_bytes, request_deadline
         :attr:`quarantined_cache` lists it) and start an empty cache, as ``dentalkit fetch``
         does. ``False`` raises :class:`~dentalkit.errors.DamagedFileError` instead.
         :func:`~dentalkit.fetch.cohort.fetch_cohort` also moves aside a cache that fails
-        ``PRAGMA quick_check`` and deletes damaged entries before it sends anything.
+        ``PRAGMA integrity_check`` and deletes damaged entries before it sends anything.
 
     Notes
     -----
@@ -406,6 +407,12 @@ max_response_bytes, request_deadline
                 status = resp.status_code
                 if status == 200:
                     text, data = take_body(resp)
+                    if getattr(resp, "from_cache", False) and not answers_request(
+                        resp, url, body, query
+                    ):
+                        text = None  # another request's answer: a damaged cache
+                        with contextlib.suppress(Exception):
+                            self._session.cache.delete(resp.cache_key)
                     if text is not None:
                         result = self._result(ep, body, query, resp, text, data, attempt + 1)
                         log.debug(

@@ -166,7 +166,7 @@ def _member(keys: pd.Series, known: set[str]) -> np.ndarray:
 def _open_store(out: str | os.PathLike[str], client: Client) -> ResponseStore:
     """Take the store's write lock, heal the HTTP cache and open the store to heal it.
 
-    The cache: a SQLite file that fails ``PRAGMA quick_check`` is moved aside, and the
+    The cache: a SQLite file that fails ``PRAGMA integrity_check`` is moved aside, and the
     entries of a SQLite or filesystem cache that fail their checksum or cannot be read back
     are deleted (what ``dentalkit verify --cache`` reports is what this repairs). The
     returned store holds the lock: use it as a context manager (``with _open_store(...)

@@ -707,7 +707,7 @@ def verify_store(out: str | os.PathLike[str], cache: Any = None) -> pd.DataFrame
     out : path
         The store folder.
     cache : path, optional
-        An HTTP cache to check too: a SQLite file (``PRAGMA quick_check`` and every entry
+        An HTTP cache to check too: a SQLite file (``PRAGMA integrity_check`` and every entry
         read back) or a filesystem cache folder (every entry read back). Redis and in-memory
         caches are not checked.
 
