@@ -9,28 +9,16 @@ import importlib.util
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from dentalkit.fetch.client import Client
 from dentalkit.fetch.cohort import fetch_cohort
 from tests.hostile_servers import Service, send, trickle
-from tests.reliability.cohort import add_figure
+from tests.reliability.cohort import add_figure, cohort_manifest
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _manifest(n: int) -> pd.DataFrame:
-    ids = [f"C{i:03d}" for i in range(n)]
-    return pd.DataFrame(
-        {
-            "patient_id": ids,
-            "timestamp": "2025-02-03",
-            "image_url": [f"https://images.example.org/{p}/image.png" for p in ids],
-        }
-    )
 
 
 def _whole(patient: str) -> bytes:
@@ -60,7 +48,7 @@ def test_cut_short_bodies_are_retried_and_never_stored(tmp_path):
     n = 40
     with Service({"/api/v2/classifier": first_cut}) as svc:
         client = Client(svc.base_url, api_key="k-hostile", cache=tmp_path / "c.sqlite", backoff_base=0.01, backoff_max=0.02)  # fmt: skip
-        rep = fetch_cohort(_manifest(n), "classifier", tmp_path / "out", client=client, max_workers=4, progress=False, errors="collect")  # fmt: skip
+        rep = fetch_cohort(cohort_manifest(n), "classifier", tmp_path / "out", client=client, max_workers=4, progress=False, errors="collect")  # fmt: skip
     got = rep.responses()
     cut_sent = sum(1 for a in attempts.values() if a >= 1)
     whole = {p: _whole(p).decode() for p in attempts}
@@ -77,7 +65,7 @@ def test_trickled_answers_are_ended_by_the_deadline(tmp_path):
     n = 8
     with Service({"/api/v2/classifier": trickle(body, every=0.02)}) as svc:
         client = Client(svc.base_url, api_key="k-hostile", cache="memory", timeout=(2.0, 1.0), request_deadline=0.5, max_retries=0)  # fmt: skip
-        rep = fetch_cohort(_manifest(n), "classifier", tmp_path / "out", client=client, max_workers=4, progress=False, errors="collect")  # fmt: skip
+        rep = fetch_cohort(cohort_manifest(n), "classifier", tmp_path / "out", client=client, max_workers=4, progress=False, errors="collect")  # fmt: skip
         sent = len(svc.requests)
     ended = int(rep.failures["error"].str.contains("request_deadline").sum())
     assert (rep.stored, rep.failed, rep.stopped) == (0, n, None)
