@@ -32,6 +32,7 @@ import os
 import pickle
 import sqlite3
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -341,21 +342,21 @@ def sqlite_cache_problem(cache: Any) -> str:
     return _sqlite_problem(path)
 
 
-def _entries(path: Path, kind: str) -> list[tuple[str, Any]]:
-    """``(key, raw value)`` of every stored answer of a SQLite or filesystem cache."""
+def _entries(path: Path, kind: str) -> Iterator[tuple[str, Any]]:
+    """``(key, raw value)`` of every stored answer of a SQLite or filesystem cache, one at a
+    time (a cache of gigabytes is never held in memory)."""
     if kind == "sqlite":
         con = sqlite3.connect(_ro_uri(path), uri=True, timeout=30)
         try:
-            return list(con.execute("SELECT key, value FROM responses"))
+            yield from con.execute("SELECT key, value FROM responses")
         finally:
             con.close()
-    out = []
+        return
     for file in sorted(path.rglob("*.json")):
         try:
-            out.append((file.stem, file.read_bytes()))
+            yield file.stem, file.read_bytes()
         except OSError:
-            out.append((file.stem, b""))
-    return out
+            yield file.stem, b""
 
 
 def _entry_problem(value: Any, serializer: Any) -> str:
@@ -384,17 +385,18 @@ def _entry_problem(value: Any, serializer: Any) -> str:
 def _scan(path: Path, kind: str) -> tuple[int, dict[str, str]]:
     """``(entries, {key: why})`` of the damaged entries of a cache on disk."""
     serializer = checksummed_serializer("pickle" if kind == "sqlite" else "json")
-    entries = _entries(path, kind)
     bad: dict[str, str] = {}
+    n = 0
     _checking.on = True
     try:
-        for key, value in entries:
+        for key, value in _entries(path, kind):
+            n += 1
             why = _entry_problem(value, serializer)
             if why:
                 bad[key] = why
     finally:
         _checking.on = False
-    return len(entries), bad
+    return n, bad
 
 
 def _damage_reason(n: int, bad: dict[str, str]) -> str:
