@@ -304,7 +304,8 @@ class _Scheduler:
             if not self.pending:
                 break
             finished, _ = wait(self.pending, timeout=self.interval, return_when=FIRST_COMPLETED)
-            # in the order sent (a set has none): the first failure received is the first sent
+            # in submission order (``finished`` is a set): the first failure recorded, and
+            # named by the stop line, is the first request sent, not an arbitrary one
             for fut in [f for f in self.pending if f in finished]:
                 self._receive(fut)
             if finished:
