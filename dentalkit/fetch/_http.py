@@ -44,6 +44,7 @@ __all__ = [
     "answers_request",
     "api_error",
     "backoff_delay",
+    "image_identity",
     "cache_description",
     "canonical_request",
     "check_http_cache",
@@ -193,6 +194,60 @@ def canonical_request(
     return orjson.dumps(body or {}, option=orjson.OPT_SORT_KEYS).decode()
 
 
+#: Query parameters that sign an object-store link rather than name the object: signing the
+#: same image again (a rebuilt manifest, a refreshed 72-hour link) changes them and nothing
+#: else. AWS SigV4 and Google Cloud Storage V4 (``X-Amz-*``, ``X-Goog-*``); AWS SigV2 and GCS
+#: V2 (``Signature`` with ``Expires``, ``AWSAccessKeyId``, ``GoogleAccessId``); Azure SAS
+#: tokens (``sig`` with the SAS fields of the Azure Storage REST reference, "Create a service
+#: SAS" / "Create an account SAS" / "Create a user delegation SAS").
+_SIGNED_PREFIXES = ("x-amz-", "x-goog-")
+_V2_FIELDS = frozenset({"signature", "expires", "awsaccesskeyid", "googleaccessid"})
+_SAS_FIELDS = frozenset(
+    {"sv", "ss", "srt", "sp", "se", "st", "spr", "sig", "sr", "si", "sip", "sdd", "ses"}
+    | {"skoid", "sktid", "skt", "ske", "sks", "skv", "saoid", "suoid", "scid"}
+    | {"rscc", "rscd", "rsce", "rscl", "rsct"}
+)
+
+
+def image_identity(url: str) -> str:
+    """The image a link names: ``url`` without the query parameters that only sign it.
+
+    Used for the request key (:func:`request_key`), so that re-signing the same images —
+    a manifest rebuilt with fresh presigned links — resumes a fetch instead of repeating every
+    request. Only recognised signature parameters are removed (``X-Amz-*``, ``X-Goog-*``; the
+    V2 set only where ``Signature`` is present; the Azure SAS set only where ``sig`` is); any
+    other query parameter names a different object (a version, a resize) and stays. The
+    request itself always carries the full link.
+
+    >>> image_identity("https://b.s3.amazonaws.com/P1/ceph.png?X-Amz-Date=1&X-Amz-Signature=ab")
+    'https://b.s3.amazonaws.com/P1/ceph.png'
+    >>> image_identity("https://a.blob.core.windows.net/c/x.png?sv=2022&se=2026&sig=Zm9v")
+    'https://a.blob.core.windows.net/c/x.png'
+    >>> image_identity("https://host/x.png?versionId=3&se=1")  # no sig: not a SAS token
+    'https://host/x.png?versionId=3&se=1'
+    """
+    parts = urlsplit(url)
+    if not parts.query or parts.scheme.lower() not in ("http", "https"):
+        return url
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    names = {name.lower() for name, _ in pairs}
+    drop_v2 = "signature" in names
+    drop_sas = "sig" in names
+
+    def signs(name: str) -> bool:
+        low = name.lower()
+        return (
+            low.startswith(_SIGNED_PREFIXES)
+            or (drop_v2 and low in _V2_FIELDS)
+            or (drop_sas and low in _SAS_FIELDS)
+        )
+
+    kept = [(name, value) for name, value in pairs if not signs(name)]
+    if len(kept) == len(pairs):
+        return url
+    return parts._replace(query=urlencode(kept)).geturl()
+
+
 def request_key(
     method: str,
     path: str,
@@ -202,7 +257,9 @@ def request_key(
     """Hex SHA-256 of ``METHOD path`` + newline + :func:`canonical_request`.
 
     The path is relative to the base URL (``/ceph-lateral-points``), so neither the host nor
-    the key takes part: the same request to the same service always has the same key.
+    the key takes part: the same request to the same service always has the same key. A
+    body's ``ImageName`` enters as its :func:`image_identity` (without the parameters that
+    only sign an object-store link), so re-signed links of the same images keep their keys.
 
     >>> k = request_key(
     ...     "POST", "/classifier", {"PatientID": "P1", "TimeStamp": "t", "ImageName": "u"}
@@ -216,6 +273,8 @@ def request_key(
     ... )
     (64, True)
     """
+    if body is not None and isinstance(body.get("ImageName"), str):
+        body = {**body, "ImageName": image_identity(body["ImageName"])}
     text = f"{method.upper()} {path}\n{canonical_request(body, query)}"
     return hashlib.sha256(text.encode()).hexdigest()
 
