@@ -14,7 +14,7 @@ import random
 import threading
 import time
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -50,6 +50,7 @@ __all__ = [
     "check_service_url",
     "image_identity",
     "is_loopback",
+    "link_expires_at",
     "make_session",
     "normalize_cache",
     "origin",
@@ -246,6 +247,41 @@ def image_identity(url: str) -> str:
     if len(kept) == len(pairs):
         return url
     return parts._replace(query=urlencode(kept)).geturl()
+
+
+def link_expires_at(url: str) -> datetime | None:
+    """When a presigned object-store link stops working (UTC), or None if it does not say.
+
+    Read from the link's own signing parameters: AWS SigV4 and Google Cloud Storage V4
+    (``X-Amz-Date``/``X-Goog-Date`` ``YYYYMMDDTHHMMSSZ`` plus ``X-Amz-Expires``/
+    ``X-Goog-Expires`` seconds), the V2 ``Expires`` (Unix seconds, with ``Signature``) and an
+    Azure SAS token's ``se`` (ISO 8601, with ``sig``). A link whose parameters do not parse
+    gives None: the service, not this check, then decides.
+
+    >>> link_expires_at(
+    ...     "https://b.s3.amazonaws.com/x.png?X-Amz-Date=20261127T100000Z&X-Amz-Expires=3600"
+    ... )
+    datetime.datetime(2026, 11, 27, 11, 0, tzinfo=datetime.timezone.utc)
+    >>> link_expires_at("https://host/x.png") is None
+    True
+    """
+    parts = urlsplit(url)
+    if not parts.query:
+        return None
+    q = {name.lower(): value for name, value in parse_qsl(parts.query, keep_blank_values=True)}
+    try:
+        for vendor in ("x-amz-", "x-goog-"):
+            if f"{vendor}date" in q and f"{vendor}expires" in q:
+                signed = datetime.strptime(q[f"{vendor}date"], "%Y%m%dT%H%M%SZ")
+                return signed.replace(tzinfo=UTC) + timedelta(seconds=int(q[f"{vendor}expires"]))
+        if "signature" in q and "expires" in q:
+            return datetime.fromtimestamp(int(q["expires"]), tz=UTC)
+        if "sig" in q and "se" in q:
+            end = datetime.fromisoformat(q["se"].replace("Z", "+00:00"))
+            return end if end.tzinfo else end.replace(tzinfo=UTC)
+    except (ValueError, OverflowError):
+        return None
+    return None
 
 
 def request_key(
