@@ -72,7 +72,7 @@ with tempfile.TemporaryDirectory() as tmp:
     tmp = Path(tmp)
     client = Client(base, api_key="k", cache=tmp / "c.sqlite")
     def manifest(pid):
-        return pd.DataFrame({"patient_id": [pid], "timestamp": ["t"], "image_url": ["https://a.b/x.png"]})
+        return pd.DataFrame({"patient_id": [pid], "timestamp": ["2024-03-05"], "image_url": ["https://a.b/x.png"]})
     # warm up every code path with a small answer
     client.classifier("warm", "t", "https://a.b/x.png")
     fetch_cohort(manifest("warm"), "classifier", tmp / "warm", client=client, progress=False)

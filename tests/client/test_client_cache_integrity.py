@@ -89,7 +89,7 @@ def test_verify_reports_damaged_entries_the_fetch_deletes_and_leaves_no_file(mak
     cache = tmp_path / "c.sqlite"
     out = tmp_path / "out"
     client = make_client(cache=cache)
-    m = pd.DataFrame({"patient_id": ["K0", "K1", "K2"], "timestamp": "t", "image_url": [IMG.format(i) for i in range(3)]})  # fmt: skip
+    m = pd.DataFrame({"patient_id": ["K0", "K1", "K2"], "timestamp": "2024-03-05", "image_url": [IMG.format(i) for i in range(3)]})  # fmt: skip
     fetch_cohort(m, "classifier", out, client=client, progress=False)
     client.close()
     for patient in ("K0", "K2"):  # two entries of stored requests: never read again

@@ -95,7 +95,7 @@ def test_the_deadline_setting_is_checked():
 
 def test_a_fetch_with_cut_short_answers_does_not_call_the_service_unreachable(tmp_path):
     manifest = pd.DataFrame(
-        {"patient_id": ["P1", "P2"], "timestamp": "t", "image_url": [IMG, IMG + "?2"]}
+        {"patient_id": ["P1", "P2"], "timestamp": "2024-03-05", "image_url": [IMG, IMG + "?2"]}
     )
     with Service({"/api/v2/classifier": cut_short(BODY, sent=20)}) as svc:
         client = client_for(svc, tmp_path, max_retries=1, cache="memory")
