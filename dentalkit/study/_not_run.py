@@ -10,17 +10,63 @@ commands exit 1.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["NOT_RUN", "group_counts", "left_out", "untested", "why_not"]
+from dentalkit.errors import PROBLEM_COLUMNS, empty_problems, problems_frame
+from dentalkit.study._parts import in_whole
+
+__all__ = ["NOT_RUN", "Problems", "group_counts", "left_out", "untested", "why_not"]
 
 #: ``producer`` of the ``analysis_problems`` rows that say why an analysis, one of its
 #: tables or one of its comparisons was not made on this cohort (too few patients, groups
 #: or sessions, an endpoint without answers …): ``table`` names what is missing, ``path``
 #: the analysis (or the comparison), ``reason`` why. The rest of the study goes on.
 NOT_RUN = "study.analyze"
+
+
+class Problems:
+    """The problems of every analysis :func:`dentalkit.study.analyze` runs, gathered in run order."""
+
+    def __init__(self) -> None:
+        self.parts: list[pd.DataFrame] = []
+
+    def add(self, producer: str, problems: pd.DataFrame, rows: np.ndarray | None = None) -> None:
+        """Keep ``problems`` of ``producer``; ``rows`` maps the positions of an analysed
+        subset back to the positions of the table given to :func:`dentalkit.study.analyze`."""
+        if problems is None or not len(problems):
+            return
+        part = problems_frame(problems)[list(PROBLEM_COLUMNS)]
+        if rows is not None:
+            part["row"] = in_whole(part["row"], rows)
+        self.parts.append(part.assign(producer=producer))
+
+    def not_run(self, table: str, reason: str, **where: str | None) -> None:
+        """Say why ``table`` (or a part of it, ``path=``) was not made on this cohort: a row
+        of producer :data:`NOT_RUN` (``field=``, ``value=``, ``endpoint=`` optional)."""
+        row = {"table": table, "reason": reason, "severity": "error", **where}
+        self.parts.append(problems_frame(pd.DataFrame([row])).assign(producer=NOT_RUN))
+
+    def said(self, table: str) -> bool:
+        """Whether a :data:`NOT_RUN` row already says why ``table`` is missing."""
+        return any(((p["producer"] == NOT_RUN) & (p["table"] == table)).any() for p in self.parts)
+
+    def table(self, producers: Sequence[str]) -> pd.DataFrame:
+        """One table: :data:`~dentalkit.errors.PROBLEM_COLUMNS`, then ``producer`` (a
+        categorical of ``producers``)."""
+        if self.parts:
+            out = pd.concat(self.parts, ignore_index=True)
+        else:
+            out = empty_problems()
+            out["producer"] = pd.Series(dtype="object")
+        out = problems_frame(out)
+        out["producer"] = pd.Categorical(
+            out["producer"].astype("object"), categories=list(producers)
+        )
+        return out
 
 
 def left_out(problems: pd.DataFrame | None) -> int:
@@ -38,9 +84,13 @@ def left_out(problems: pd.DataFrame | None) -> int:
     return int((problems["producer"].astype(str) != NOT_RUN).sum())
 
 
-def why_not(spec: Any, inputs: Any) -> str:
+def why_not(spec: Any, inputs: Any, unasked: set[str]) -> str | None:
     """Why an :class:`~dentalkit.study.AnalysisSpec` cannot run on ``inputs`` (its
-    ``ready`` is False), in words."""
+    ``ready`` is False), in words; None when it was not asked: a table it needs was not
+    given at all (not even empty), or the results it needs are in ``unasked`` (the tables
+    of analyses not asked), or it needs the responses and none were given."""
+    if any(t not in inputs.tables for t in spec.tables):
+        return None
     absent = [t for t in spec.tables if inputs.rows(t) is None]
     if absent:
         return (
@@ -49,9 +99,13 @@ def why_not(spec: Any, inputs: Any) -> str:
         )
     missing = [n for n in spec.needs if n not in inputs.results]
     if missing:
+        if set(missing) & unasked:
+            return None
         return f"not run: it needs {missing[0]}, which was not made (see its row)"
     if spec.when is not None and not spec.when(inputs):
-        return f"not run: {spec.unmet}"
+        return None if inputs.responses is None else f"not run: {spec.unmet}"
+    if "ceph_classes" in unasked:  # the default groups come from a table not given
+        return None
     return (
         "not run: there are no groups to compare — no patient has a skeletal class (no "
         "lateral cephalogram was measured); name a column of the patients table in the "

@@ -23,20 +23,23 @@ import numpy as np
 import pandas as pd
 
 from dentalkit.errors import (
-    PROBLEM_COLUMNS,
     DentalkitWarning,
     Errors,
     InputError,
     check_errors,
-    empty_problems,
     problems_error,
-    problems_frame,
 )
-from dentalkit.study._not_run import NOT_RUN, group_counts, left_out, untested, why_not
+from dentalkit.study._not_run import (
+    NOT_RUN,
+    Problems,
+    group_counts,
+    left_out,
+    untested,
+    why_not,
+)
 from dentalkit.study._parts import (
     arch_scale,
     fit_arches,
-    in_whole,
     mean_forms,
     measure_arches,
     measure_scaled,
@@ -90,46 +93,6 @@ ANALYZE_HINT = (
 )
 
 
-class _Problems:
-    """The problems of every analysis :func:`analyze` runs, gathered in run order."""
-
-    def __init__(self) -> None:
-        self.parts: list[pd.DataFrame] = []
-
-    def add(self, producer: str, problems: pd.DataFrame, rows: np.ndarray | None = None) -> None:
-        """Keep ``problems`` of ``producer``; ``rows`` maps the positions of an analysed
-        subset back to the positions of the table given to :func:`analyze`."""
-        if problems is None or not len(problems):
-            return
-        part = problems_frame(problems)[list(PROBLEM_COLUMNS)]
-        if rows is not None:
-            part["row"] = in_whole(part["row"], rows)
-        self.parts.append(part.assign(producer=producer))
-
-    def not_run(self, table: str, reason: str, **where: str | None) -> None:
-        """Say why ``table`` (or a part of it, ``path=``) was not made on this cohort: a row
-        of producer :data:`NOT_RUN` (``field=``, ``value=``, ``endpoint=`` optional)."""
-        row = {"table": table, "reason": reason, "severity": "error", **where}
-        self.parts.append(problems_frame(pd.DataFrame([row])).assign(producer=NOT_RUN))
-
-    def said(self, table: str) -> bool:
-        """Whether a :data:`NOT_RUN` row already says why ``table`` is missing."""
-        return any(((p["producer"] == NOT_RUN) & (p["table"] == table)).any() for p in self.parts)
-
-    def table(self) -> pd.DataFrame:
-        """One table: :data:`~dentalkit.errors.PROBLEM_COLUMNS`, then ``producer``."""
-        if self.parts:
-            out = pd.concat(self.parts, ignore_index=True)
-        else:
-            out = empty_problems()
-            out["producer"] = pd.Series(dtype="object")
-        out = problems_frame(out)
-        out["producer"] = pd.Categorical(
-            out["producer"].astype("object"), categories=list(ANALYSIS_PROBLEM_PRODUCERS)
-        )
-        return out
-
-
 @dataclass
 class AnalysisInputs:
     """What an analysis runs on: the tables, the policy, the design and earlier results.
@@ -145,7 +108,8 @@ class AnalysisInputs:
     patients: pd.DataFrame | None = None
     given_groups: pd.DataFrame | None = None
     results: dict[str, pd.DataFrame] = field(default_factory=dict)
-    problems: _Problems = field(default_factory=_Problems)
+    problems: Problems = field(default_factory=Problems)
+    unasked: set[str] = field(default_factory=set)  # tables of analyses whose input was not given
 
     def rows(self, name: str) -> pd.DataFrame | None:
         """Table ``name`` when it is there and has rows, else None."""
@@ -238,7 +202,8 @@ class AnalysisSpec:
 
 def _run_versions(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
     versions = model_versions(inputs.tables)
-    if not len(versions):
+    if not len(versions):  # no answers given: nothing to record
+        inputs.unasked.add("model_versions")
         return {}
     warn_pooled(versions)
     return {"model_versions": versions}
@@ -247,6 +212,8 @@ def _run_versions(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
 def _run_calibration(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
     # which scale each image got (its own, its endpoint's, none): the policy's record
     applied = inputs.calibration.applied(inputs.tables)
+    if not len(applied):  # no image given: nothing to record
+        inputs.unasked.add("calibration_applied")
     return {"calibration_applied": applied} if len(applied) else {}
 
 
@@ -329,6 +296,8 @@ def _run_arch(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
         dims = measure_arches(keypoints, points, inputs.arch_scale)
         inputs.problems.add("arch.measure", arch.problems(dims))
         out["arch_measures"] = dims
+    elif "tooth_keypoints" not in inputs.tables:  # not given: not asked
+        inputs.unasked.add("arch_measures")
     else:
         inputs.problems.not_run(
             "arch_measures",
@@ -369,6 +338,8 @@ def _run_arch_groups(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
                 path="arch_groups",
                 field=col,
             )
+    elif "arch_measures" in inputs.unasked:
+        inputs.unasked.add("arch_compare")
     else:
         inputs.problems.not_run(
             "arch_compare", "not run: no arch_measures were made (see its row)", path="arch_groups"
@@ -386,7 +357,9 @@ def _run_growth(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
         confidence=inputs.design.confidence,
         why=why,
     )
-    if not out:
+    if not out and {"ceph_measures", "arch_measures"} <= inputs.unasked:
+        inputs.unasked.update(_GROWTH_TABLES)  # neither input given: not asked
+    elif not out:
         for name in _GROWTH_TABLES:
             inputs.problems.not_run(
                 name, f"not run: {why[0] if why else 'no model'}", path="growth"
@@ -433,13 +406,8 @@ def _run_findings(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
         if det is not None:
             clinical = (det["source"] == "clinical").to_numpy(dtype=bool)
             det, det_rows = det[clinical], np.flatnonzero(clinical)
-    else:
-        inputs.problems.not_run(
-            "findings_prevalence",
-            "not run: no responses and no finding_counts rows tell which images were analysed "
-            "for findings (the denominators)",
-            path="findings",
-        )
+    else:  # neither given: not asked
+        inputs.unasked.add("findings_prevalence")
         return {}
     if not len(images):
         inputs.problems.not_run(
@@ -618,7 +586,8 @@ def problems_summary(problems: pd.DataFrame | None) -> str:
     Returns
     -------
     str
-        ``"no problems"`` for an empty table (or ``None``).
+        ``"no problems"`` for an empty table (or ``None``); the :data:`NOT_RUN` rows
+        are counted apart (``"; 4 table(s) or comparison(s) not made on this cohort …"``).
 
     Examples
     --------
@@ -631,10 +600,17 @@ def problems_summary(problems: pd.DataFrame | None) -> str:
     if problems is None or not len(problems):
         return "no problems"
     names = problems["producer"].astype(str)
+    not_made = int((names == NOT_RUN).sum())
+    names = names[names != NOT_RUN]
     order = [p for p in ANALYSIS_PROBLEM_PRODUCERS if p in set(names)]
     order += sorted(set(names) - set(order))
     counts = names.value_counts()
-    return f"{len(problems)} problem(s): " + ", ".join(f"{p} {counts[p]}" for p in order)
+    text = f"{len(names)} problem(s): " + ", ".join(f"{p} {counts[p]}" for p in order)
+    if not not_made:
+        return text
+    return (text if len(names) else "no problems") + (
+        f"; {not_made} table(s) or comparison(s) not made on this cohort ({NOT_RUN}: why)"
+    )
 
 
 def analyze(
@@ -747,25 +723,31 @@ def analyze(
         patients=patients,
         given_groups=groups,
     )
+    unasked = inputs.unasked
     for spec in selected_analyses(design.analyses):
         if not spec.ready(inputs):  # it cannot run on this cohort: each table says why
-            why = why_not(spec, inputs)
-            for name in spec.writes:
+            why = why_not(spec, inputs, unasked)
+            for name in spec.writes if why else ():
                 inputs.problems.not_run(name, why, path=spec.name)
+            unasked.update(() if why else spec.writes)  # its input was not given
             continue
         with warnings.catch_warnings():
             if spec.quiet:  # problems are collected into tables; a warning would repeat them
                 warnings.simplefilter("ignore", DentalkitWarning)
             inputs.results.update(spec.run(inputs))
         for name in spec.writes:  # nothing silently missing: a table made, or a reason
-            if name not in inputs.results and not inputs.problems.said(name):
+            if (
+                name not in inputs.results
+                and name not in unasked
+                and not inputs.problems.said(name)
+            ):
                 inputs.problems.not_run(
                     name,
                     f"not made: {spec.name} found nothing in the tables to make it from",
                     path=spec.name,
                 )
     out = inputs.results
-    problems = fill_endpoints(inputs.problems.table(), tables)
+    problems = fill_endpoints(inputs.problems.table(ANALYSIS_PROBLEM_PRODUCERS), tables)
     bad = problems[problems["producer"].astype(str) != NOT_RUN]  # rows left out
     if errors == "raise" and len(bad):
         # the message names the analysis and the table of each row; .problems is the
