@@ -359,7 +359,8 @@ def _run_growth(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
     )
     if not out and {"ceph_measures", "arch_measures"} <= inputs.unasked:
         inputs.unasked.update(_GROWTH_TABLES)  # neither input given: not asked
-    elif not out:
+        return out
+    if not out:
         for name in _GROWTH_TABLES:
             inputs.problems.not_run(
                 name, f"not run: {why[0] if why else 'no model'}", path="growth"
@@ -688,8 +689,9 @@ def analyze(
         ``model_versions`` (:func:`model_versions`: the ``Version`` labels each endpoint's
         rows carry), and the growth analysis of :func:`growth_by_group` (``growth_fixed``,
         ``growth_variance``, ``growth_models``, ``growth_bands``, ``growth_data``) when
-        patients have more than one session. Also ``analysis_problems`` (always, 0 rows
-        when there is none; ``errors="raise"`` returns it only without bad rows): the problems of
+        patients have more than one session. Also ``analysis_problems`` (``"collect"``,
+        ``"warn"``: always, 0 rows when there is none; ``"raise"``: only its rows saying
+        what was not made, when there are any): the problems of
         every analysis in :data:`dentalkit.errors.PROBLEM_SCHEMA`, plus ``producer`` (the
         analysis that reported the row; :data:`ANALYSIS_PROBLEM_PRODUCERS`). ``row`` is the
         0-based position in the table named by ``table`` as given to this function (null
@@ -773,5 +775,6 @@ def analyze(
             DentalkitWarning,
             stacklevel=2,
         )
-    out["analysis_problems"] = problems
+    if errors != "raise" or len(problems):  # raise: only the rows saying what was not made
+        out["analysis_problems"] = problems
     return out
