@@ -23,6 +23,7 @@ import typer
 
 from dentalkit import settings
 from dentalkit.endpoints import ENDPOINTS
+from dentalkit.sandbox.ai_errors import MODES as AI_ERROR_MODES
 from dentalkit.sandbox.drift import SCENARIOS
 
 app = typer.Typer(
@@ -134,6 +135,7 @@ class ErrorsMode(StrEnum):
 EndpointName = StrEnum("EndpointName", {name: name for name in ENDPOINTS})
 DriftScenario = StrEnum("DriftScenario", {name: name for name in (*SCENARIOS, "all")})
 DRIFT_HELP = f"one of {', '.join(SCENARIOS)}, or all for every one; see docs/real-service.md"
+AIErrorsMode = StrEnum("AIErrorsMode", {name: name for name in AI_ERROR_MODES})
 
 #: The addresses ``dentalkit sandbox`` may bind: loopback only.
 LoopbackHost = Literal["127.0.0.1", "localhost", "::1"]
@@ -237,6 +239,14 @@ def sandbox(
             f"{DRIFT_HELP}. Off by default.",
         ),
     ] = None,
+    ai_errors: Annotated[
+        AIErrorsMode,
+        typer.Option(
+            help="Answer with the errors an AI makes (landmarks off their structures, "
+            "swapped tooth numbers, missed and phantom teeth, boxes added or dropped) at the "
+            "declared rates of a mode, each recorded in /_sandbox/truth; see docs/qc.md.",
+        ),
+    ] = AIErrorsMode.off,
 ) -> None:
     """Serve the local sandbox of interface v2 (a simulator; it runs no AI model)."""
     from dentalkit.sandbox import SANDBOX_API_KEY, serve
@@ -247,8 +257,17 @@ def sandbox(
     typer.echo(BANNER)
     if scenarios:
         typer.echo(f"drift mode: answering as a changed service ({', '.join(scenarios)})")
+    if ai_errors.value != "off":
+        typer.echo(f"AI error mode: {ai_errors.value} (every injected error is in the truth)")
     typer.echo(f"base URL: http://{host}:{port}/api/v2   sandbox key: {SANDBOX_API_KEY}")
-    serve(host=host, port=port, noise=noise, faults={"latency": latency}, drift=scenarios)
+    serve(
+        host=host,
+        port=port,
+        noise=noise,
+        faults={"latency": latency},
+        drift=scenarios,
+        ai_errors=ai_errors.value,
+    )
 
 
 def _server_url(value: str | None) -> str | None:
