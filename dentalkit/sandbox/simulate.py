@@ -89,6 +89,7 @@ __all__ = [
     "injected_errors",
     "respond",
     "respond_json",
+    "respond_with_errors",
     "stored_image_name",
     "truth",
 ]
@@ -204,6 +205,27 @@ def respond_json(
     return orjson.dumps(body)
 
 
+def respond_with_errors(
+    endpoint: Endpoint | str,
+    request: Mapping[str, Any],
+    *,
+    ai_errors: str,
+    ai_errors_seed: int = 0,
+    noise: bool = True,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """:func:`respond`'s body with the errors of ``ai_errors``, and a record of each error.
+
+    The records are what the truth reports (see :func:`dentalkit.sandbox.ai_errors.inject`):
+    one per injected error, and for the landmark endpoints one per named landmark with its
+    displacement from the exact position. ``"off"`` gives the plain answer and ``[]``.
+    """
+    ep = get_endpoint(endpoint)
+    body = _respond(ep, request, noise, json_results=False)
+    if check_mode(ai_errors) == "off":
+        return body, []
+    return _with_errors(ep, body, request, ai_errors, ai_errors_seed)
+
+
 def injected_errors(
     endpoint: Endpoint | str,
     request: Mapping[str, Any],
@@ -214,14 +236,14 @@ def injected_errors(
 ) -> list[dict[str, Any]]:
     """Every error the error mode injects into the answer to ``request`` (the truth).
 
-    One JSON-serialisable record per error (see :func:`dentalkit.sandbox.ai_errors.inject`);
-    ``[]`` when the mode is ``"off"`` or the endpoint takes no errors.
+    One JSON-serialisable record per error (see :func:`respond_with_errors`); ``[]`` when
+    the mode is ``"off"`` or the endpoint takes no errors.
     """
-    ep = get_endpoint(endpoint)
-    if check_mode(ai_errors) == "off" or not ep.is_image:
+    if not get_endpoint(endpoint).is_image:
         return []
-    body = _respond(ep, request, noise, json_results=False)
-    return _with_errors(ep, body, request, ai_errors, ai_errors_seed)[1]
+    return respond_with_errors(
+        endpoint, request, ai_errors=ai_errors, ai_errors_seed=ai_errors_seed, noise=noise
+    )[1]
 
 
 def _with_errors(
