@@ -122,7 +122,7 @@ def findings(
         failed_checks=failed,
         method="single-session rules",
         method_reason=f"each image's boxes checked among themselves; outside: {sized}",
-        extra={c: t[c].to_numpy() for c in ("source", "class_name", "x0", "y0", "x1", "y1")},
+        extra={c: t[c] for c in ("source", "class_name", "x0", "y0", "x1", "y1")},
     )
     return finish(out, pd.DataFrame(), errors, "dentalkit.qc.findings")
 

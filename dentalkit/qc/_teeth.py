@@ -142,9 +142,9 @@ def teeth(
         method=method,
         method_reason=why,
         extra={
-            "source": t["source"].to_numpy(),
-            "tooth": t["tooth"].to_numpy(),
-            "fdi": pd.Series(np.where(known, fdi_i, 0), dtype="Int16").where(known).to_numpy(),
+            "source": t["source"],
+            "tooth": t["tooth"],
+            "fdi": pd.Series(np.where(known, fdi_i, 0), dtype="Int16").where(known),
         },
     )
     prob = problem_rows(
@@ -228,24 +228,29 @@ def _order(t, geom, fdi, present, fails, notes) -> None:
 
 
 def _missing_status(t, fdi, known, missing, fails, notes) -> None:
+    """A tooth present in some images of a session and missing in others: the minority
+    is flagged (both sides when the images are evenly split)."""
     cols = [c for c in ("patient_id", "timestamp") if c in t]
     if "source" not in t or not cols:
         return
-    frame = t[cols].astype(str).assign(_fdi=fdi, _missing=missing, _known=known)
-    frame = frame[known]
-    both = frame.groupby([*cols, "_fdi"], sort=False)["_missing"].agg(["min", "max"])
-    mixed = both[both["min"] != both["max"]].index
-    if not len(mixed):
-        return
-    key = pd.MultiIndex.from_frame(frame[[*cols, "_fdi"]])
-    hit = key.isin(mixed)
-    src = t["source"].astype(str).to_numpy()[known]
     idx = np.flatnonzero(known)
-    for k in np.flatnonzero(hit):
+    frame = t.iloc[idx][cols].astype(str).assign(_fdi=fdi[idx], _missing=missing[idx])
+    grouped = frame.groupby([*cols, "_fdi"], sort=False)["_missing"]
+    n_missing = grouped.transform("sum").to_numpy()
+    n_images = grouped.transform("size").to_numpy()
+    mine = np.where(missing[idx], n_missing, n_images - n_missing)  # images agreeing with me
+    mixed = (n_missing > 0) & (n_missing < n_images)
+    minority = mixed & (2 * mine <= n_images)
+    src = t["source"].astype(str).to_numpy()
+    for k in np.flatnonzero(minority):
         i = idx[k]
         fails[i].append("missing status")
         state = "missing" if missing[i] else "present"
-        notes[i].append(f"{state} in {src[k]} but not in another image of the session")
+        other = "present" if missing[i] else "missing"
+        notes[i].append(
+            f"{state} in {src[i]} but {other} in {n_images[k] - mine[k]} of the session's "
+            f"other {n_images[k] - 1} image(s)"
+        )
 
 
 def _areas(t, geom, fdi, present, min_sessions, fails, notes) -> set[str]:

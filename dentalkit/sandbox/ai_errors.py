@@ -316,9 +316,11 @@ def _teeth_errors(
     keypoints = ep.kind is Kind.KEYPOINTS
     teeth = dict(body["Teeth"] if keypoints else body["Results"])
     present = [k for k, v in teeth.items() if not v["missing"]]
+    absent = {k for k, v in teeth.items() if v["missing"]}  # where a phantom can appear
     records = _swap_labels(teeth, present, m, rng)
+    swapped = {k for r in records for k in r["teeth"]}  # one error per tooth: no overlaps
     for k in present:
-        if rng.random() < m.missed_rate:
+        if rng.random() < m.missed_rate and k not in swapped:
             rec = teeth[k]
             teeth[k] = (
                 {"missing": True, "centroid": rec["centroid"]}
@@ -330,10 +332,10 @@ def _teeth_errors(
     for _ in range(int(rng.poisson(m.phantom_rate * len(teeth)))):
         slots = [
             (k, o)
-            for k, v in teeth.items()
-            if v["missing"]
+            for k in sorted(absent)
+            if teeth[k]["missing"]
             for o in _neighbours(k)
-            if o in teeth and not teeth[o]["missing"]
+            if o in teeth and not teeth[o]["missing"] and o not in swapped
         ]
         if not slots:
             break
