@@ -14,6 +14,7 @@ a column gather (:func:`_session_blocks`). Any other layout goes through
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,18 +48,29 @@ class Configurations:
 
 def configurations(
     rows: pd.DataFrame,
-    names: list[str],
     codes: np.ndarray,
     cats: list,
     group_cols: list[str],
     keep: list[str],
     view: str,
+    select: Callable[[list[str]], list[str]],
 ) -> Configurations:
-    """The sessions of one view's rows as complex configurations of ``names``."""
-    fast = _session_blocks(rows, names, codes, cats, group_cols, keep)
-    if fast is not None:
-        z, array = fast
+    """The sessions of one view's rows as complex configurations.
+
+    ``codes`` index ``cats`` (the anatomical name of each row, −1 for none); the
+    configurations hold ``select(names)`` of the names present.
+    """
+    layout = _block_layout(rows, codes, cats, group_cols)
+    if layout is not None:
+        m, first = layout
+        names = select(list(dict.fromkeys(cats[c] for c in first)))
+        z, array = _gather(rows, names, m, first, cats, keep)
     else:
+        seen = np.bincount(codes + 1, minlength=len(cats) + 1)[1:] > 0  # code −1: no name
+        present = dict.fromkeys(
+            c for c, s in zip(cats, seen, strict=True) if s and isinstance(c, str)
+        )
+        names = select(list(present))
         array = to_array(rows, names, codes, cats, group_cols, keep)
         z = np.empty(array.coords.shape[1:][::-1], dtype=np.complex64)
         z.real = array.coords[0].T
@@ -77,18 +89,14 @@ def _to_anatomical(z: np.ndarray, names: list[str], view: str) -> None:
     z.real[...] *= np.where(mirrored, -1.0, 1.0).astype(z.real.dtype)[:, None]  # x → −x
 
 
-def _session_blocks(
-    rows: pd.DataFrame,
-    names: list[str],
-    codes: np.ndarray,
-    cats: list,
-    group_cols: list[str],
-    keep: list[str],
-) -> tuple[np.ndarray, SessionArray] | None:
-    """``(z, array)`` for the converter's layout (image coordinates), or None.
+def _block_layout(
+    rows: pd.DataFrame, codes: np.ndarray, cats: list, group_cols: list[str]
+) -> tuple[int, np.ndarray] | None:
+    """``(rows per session, name codes of a session)`` of the converter's layout, or None.
 
     The layout is checked: sessions are blocks of equal size, every block holds the same
-    names in the same order, no name twice, one block per session.
+    names in the same order, no name twice (nor two codes of one name), one block per
+    session.
     """
     n = len(rows)
     if n == 0 or not all(isinstance(rows[c].dtype, pd.CategoricalDtype) for c in group_cols):
@@ -102,6 +110,8 @@ def _session_blocks(
     first = block[0]
     if (first < 0).any() or len(np.unique(first)) < m or (block != first).any():
         return None
+    if len({cats[c] for c in first}) < m or not all(isinstance(cats[c], str) for c in first):
+        return None  # two codes with one name, or an unnamed landmark
     starts = np.arange(0, n, m)
     combined = np.zeros(len(starts), dtype=np.int64)
     for k in keys:  # one integer per session key (mixed radix of small codes)
@@ -109,23 +119,30 @@ def _session_blocks(
         combined = combined * (int(first_codes.max()) + 2) + first_codes + 1
     if not pd.Index(combined).is_unique:
         return None  # a session in two blocks
+    return m, first
+
+
+def _gather(
+    rows: pd.DataFrame, names: list[str], m: int, first: np.ndarray, cats: list, keep: list[str]
+) -> tuple[np.ndarray, SessionArray]:
+    """``(z, array)`` of the block layout: a reshape and a column gather (image coordinates)."""
+    n = len(rows)
+    starts = np.arange(0, n, m)
     pos = {cats[c]: i for i, c in enumerate(first)}
-    if len(pos) < m:
-        return None  # two categories with one name
-    cols = np.array([pos.get(name, -1) for name in names], dtype=np.int64)
-    ok = cols >= 0
-    z = np.full((len(starts), len(names)), np.nan + 0j, dtype=np.complex64)
-    x = rows["x"].to_numpy(dtype=float, na_value=np.nan).reshape(-1, m)
-    y = rows["y"].to_numpy(dtype=float, na_value=np.nan).reshape(-1, m)
-    if ok.all():
-        z.real[...] = np.take(x, cols, axis=1)
-        z.imag[...] = np.take(y, cols, axis=1)
-    else:
-        z.real[:, ok] = x[:, cols[ok]]
-        z.imag[:, ok] = y[:, cols[ok]]
-    z[~(np.isfinite(z.real) & np.isfinite(z.imag))] = np.nan
+    cols = np.array([pos[name] for name in names], dtype=np.int64)
+    z = np.empty((len(starts), len(names)), dtype=np.complex64)
+    z.real[...] = np.take(
+        rows["x"].to_numpy(dtype=float, na_value=np.nan).reshape(-1, m), cols, axis=1
+    )
+    z.imag[...] = np.take(
+        rows["y"].to_numpy(dtype=float, na_value=np.nan).reshape(-1, m), cols, axis=1
+    )
+    bad = ~(np.isfinite(z.real) & np.isfinite(z.imag))
+    if bad.any():
+        z[bad] = np.nan
+    sessions = pd.DataFrame({c: rows[c].take(starts).reset_index(drop=True) for c in keep})
     array = SessionArray(
-        sessions=rows.iloc[starts][keep].reset_index(drop=True),
+        sessions=sessions,
         coords=np.empty((2, 0, len(starts))),
         names=[],
         duplicated=np.zeros((0, len(starts)), bool),

@@ -11,10 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import chi2
 
 from dentalkit.qc._gpa import superimpose_inplace
-from dentalkit.qc._model import ShapeModel, fit_model
+from dentalkit.qc._model import ShapeModel, fit_model, threshold
 
 __all__ = ["MAX_SUSPECTS", "CohortScores", "score_cohort"]
 
@@ -55,10 +54,13 @@ def score_cohort(
     absent[s_idx, p_idx] = True
     z[s_idx, p_idx] = np.nan_to_num(sup.consensus)[p_idx]  # a start; imputed when scored
     x = z.view(z.real.dtype)  # (n, 2p): x0, y0, x1, y1, … (no copy)
-    model = fit_model(x if checkable.all() else x[checkable])
+    rows = np.flatnonzero(checkable)
+    fitted = fit_model(x if len(rows) == n else x[rows])
+    which = np.zeros(n, dtype=np.int64)  # the model that did not see each session
+    which[rows] = fitted.model_for(len(rows))
     m_tested = max(int(tested.sum()), 1)
-    t_tested = float(chi2.ppf(1 - alpha / m_tested, 2))
-    thr = np.where(tested, t_tested, chi2.ppf(1 - alpha / max(p, 1), 2))
+    t_tested = threshold(alpha, m_tested, fitted.n_scale)
+    thr = np.where(tested, t_tested, threshold(alpha, p, fitted.n_scale))
     out = CohortScores(
         score=np.full(n, np.nan),
         threshold=float(np.sqrt(t_tested)),
@@ -66,12 +68,18 @@ def score_cohort(
         suspects=np.full((n, MAX_SUSPECTS), -1, dtype=np.int64),
         displacement=np.full(n, np.nan),
         distance=sup.distance,
-        components=model.components,
+        components=fitted.models[0].components,
     )
-    single = model.single()
-    for start in range(0, n, BLOCK):
-        block = slice(start, min(start + BLOCK, n))
-        _score_block(single, x[block], ~absent[block], thr, tested, out, block)
+    for k, model in enumerate(fitted.models):
+        mine = np.flatnonzero(which == k)
+        if len(mine) == n:  # every session: contiguous blocks, no gather
+            mine = slice(None)
+        single = model.single()
+        idx = np.arange(n)[mine]
+        for start in range(0, len(idx), BLOCK):
+            block = idx[start : start + BLOCK]
+            sl = slice(block[0], block[-1] + 1) if isinstance(mine, slice) else block
+            _score_block(single, x[sl], ~absent[sl], thr, tested, out, sl)
     out.displacement *= sup.centroid_size
     return out
 
@@ -83,7 +91,7 @@ def _score_block(
     thr: np.ndarray,
     tested: np.ndarray,
     out: CohortScores,
-    block: slice,
+    block: slice | np.ndarray,
 ) -> None:
     """Score one block of sessions and name suspects by peeling (fills ``out``)."""
     x = _impute(model, x.astype(model.mean.dtype, copy=True), present)

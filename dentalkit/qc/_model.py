@@ -35,17 +35,17 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.stats import chi2
 
-__all__ = ["ShapeModel", "fit_model"]
+__all__ = ["CrossFitted", "ShapeModel", "fit_model", "threshold"]
 
 #: χ²₂ point beyond which a cell is cleaned while fitting (99.9 %).
 CLEAN_D2 = float(chi2.ppf(0.999, 2))
 #: Fraction of sessions an MCD C-step keeps.
 MCD_FRACTION = 0.75
 #: Rounds of model fit and cell cleaning.
-ROUNDS = 3
+ROUNDS = 2
 #: Sessions the model is fitted on at most, and as many again on which the residual scale is
 #: estimated (fixed random subsets; scoring uses all).
-FIT_SESSIONS = 2000
+FIT_SESSIONS = 1500
 #: Most principal components of the model (and at most one per ten sessions).
 MAX_COMPONENTS = 20
 
@@ -100,7 +100,7 @@ class ShapeModel:
     def scores(self, x: np.ndarray) -> np.ndarray:
         """d² of every landmark, ``(n, p)``, without forming the residuals:
         ``d² = rᵀ (Λ_jj⁻¹ S_j⁻¹ Λ_jj⁻¹) r`` with r = (x − μ)Λ."""
-        r = self.precision_times(x).reshape(len(x), -1, 2)
+        r = self.precision_times(x).reshape(len(x), len(self.mean) // 2, 2)
         return quadratic_2x2(r, self.score_form)
 
     @property
@@ -114,7 +114,7 @@ class ShapeModel:
 
         d² is in the MCD scale of each landmark's residuals (χ²₂ under the model).
         """
-        r = self.precision_times(x).reshape(len(x), -1, 2)
+        r = self.precision_times(x).reshape(len(x), len(self.mean) // 2, 2)
         e = apply_2x2(self.block_inv, r)
         return e, quadratic_2x2(e, self.scatter_inv)
 
@@ -136,12 +136,12 @@ def quadratic_2x2(v: np.ndarray, m: np.ndarray) -> np.ndarray:
 
 def _components(eigenvalues: np.ndarray, n: int) -> int:
     """Principal components kept: those explaining 95 % of the variance, at most
-    min(:data:`MAX_COMPONENTS`, n // 10) (ten sessions per component) and at least 1."""
+    min(:data:`MAX_COMPONENTS`, n // 5) (five sessions per component) and at least 1."""
     total = eigenvalues.sum()
     if total <= 0:
         return 1
     k = int(np.searchsorted(np.cumsum(eigenvalues) / total, 0.95) + 1)
-    return max(1, min(k, MAX_COMPONENTS, n // 10))
+    return max(1, min(k, MAX_COMPONENTS, n // 5))
 
 
 def _fit_once(z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
@@ -209,23 +209,71 @@ def _weighted_scatter(e: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.stack([np.stack([s00, s01], -1), np.stack([s01, s11], -1)], axis=1)
 
 
-def fit_model(z: np.ndarray, *, seed: int = 0) -> ShapeModel:
-    """Fit the robust shape model to rows ``z`` (n, 2p), no NaN (impute first).
+@dataclass(frozen=True)
+class CrossFitted:
+    """Two shape models fitted on two halves of the sessions (see :func:`fit_model`).
 
-    Cross-fitted: the model is fitted on one half of the sessions (at most
-    :data:`FIT_SESSIONS`, a fixed random subset by ``seed``) and the scale of each
-    landmark's residuals is estimated on the other half, whose sessions the model has not
-    seen — in-sample residuals are smaller than those of new sessions, and a scale read from
-    them would flag too many.
+    Attributes
+    ----------
+    models : tuple of ShapeModel
+        Model 0 was fitted on ``folds[0]``, model 1 on ``folds[1]``; both carry the
+        scale estimated from all out-of-fold residuals.
+    folds : tuple of numpy.ndarray
+        Row indices (into the rows given to :func:`fit_model`) of each half.
+    n_scale : int
+        Residuals the scale was estimated from (for the prediction threshold).
+    """
+
+    models: tuple[ShapeModel, ShapeModel]
+    folds: tuple[np.ndarray, np.ndarray]
+    n_scale: int
+
+    def model_for(self, n: int) -> np.ndarray:
+        """Per row of the n rows given to :func:`fit_model`: the index of the model that
+        did not see it (model 0 for rows in neither half)."""
+        which = np.zeros(n, dtype=np.int64)
+        which[self.folds[0]] = 1
+        return which
+
+
+def fit_model(z: np.ndarray, *, seed: int = 0) -> CrossFitted:
+    """Fit the robust shape model to rows ``z`` (n, 2p), no NaN (impute first), cross-fitted.
+
+    The sessions (at most 2 × :data:`FIT_SESSIONS`, a fixed random subset by ``seed``) are
+    split in two halves; a model is fitted on each, and the scale of each landmark's
+    residuals is estimated from the residuals of each half under the *other* half's model.
+    A session is then scored by a model that has not seen it: in-sample residuals are
+    smaller than those of new sessions, and a scale read from them flags too many (in a
+    small cohort, every session is in the fit).
     """
     n = len(z)
     order = np.random.default_rng(seed).permutation(n)
     half = min(n // 2, FIT_SESSIONS)
-    fit_rows, scale_rows = np.sort(order[:half]), np.sort(order[half : 2 * half])
-    model = _fit_cleaned(np.asarray(z[fit_rows], dtype=np.float64))
-    e, _ = model.residuals(np.asarray(z[scale_rows], dtype=np.float64))
-    scatter = _mcd_scatter(e, model.block_inv)
-    return replace(model, scatter_inv=np.linalg.inv(scatter))
+    folds = (np.sort(order[:half]), np.sort(order[half : 2 * half]))
+    data = [np.asarray(z[f], dtype=np.float64) for f in folds]
+    models = [_fit_cleaned(d) for d in data]
+    e = np.concatenate([models[1].residuals(data[0])[0], models[0].residuals(data[1])[0]])
+    scatter_inv = np.linalg.inv(_mcd_scatter(e, 0.5 * (models[0].block_inv + models[1].block_inv)))
+    return CrossFitted(
+        models=(
+            replace(models[0], scatter_inv=scatter_inv),
+            replace(models[1], scatter_inv=scatter_inv),
+        ),
+        folds=folds,
+        n_scale=len(e),
+    )
+
+
+def threshold(alpha: float, m: int, n_scale: int) -> float:
+    """The d² a landmark must exceed to be a suspect: the 1 − α/m prediction bound of a
+    2-D normal whose scatter was estimated from ``n_scale`` residuals,
+    ``2 (n − 1)(n + 1) / (n (n − 2)) · F(2, n − 2)`` (Hotelling's T² for a new observation;
+    → the χ²₂ quantile as n grows)."""
+    from scipy.stats import f
+
+    n = max(int(n_scale), 4)
+    q = 1.0 - alpha / max(m, 1)
+    return float(2.0 * (n - 1) * (n + 1) / (n * (n - 2)) * f.ppf(q, 2, n - 2))
 
 
 def _fit_cleaned(z: np.ndarray) -> ShapeModel:

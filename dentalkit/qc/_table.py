@@ -98,7 +98,11 @@ def qc_frame(
             out[col].dtype, pd.CategoricalDtype
         ):
             out[col] = out[col].astype("category")
-    out.insert(0, "check", pd.Categorical([check] * n, categories=list(CHECKS)))
+    out.insert(
+        0,
+        "check",
+        pd.Categorical.from_codes(np.full(n, CHECKS.index(check), np.int8), list(CHECKS)),
+    )
     out["item"] = _category(item, n)
     out["flagged"] = np.asarray(flagged, dtype=bool)
     out["score"] = np.asarray(score, dtype=np.float64)
