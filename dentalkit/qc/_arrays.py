@@ -1,8 +1,8 @@
 """The landmarks table → one complex row of landmarks per session, in the anatomical frame.
 
-``z[s, p] = x + iy`` of landmark p in session s (complex64: single precision is ample for
-quality control, and it halves the memory every later pass reads), NaN where absent, after
-the handedness of
+``z[s, p] = x + iy`` of landmark p in session s, NaN where absent (double precision; in
+large cohorts, beyond :data:`SINGLE_ABOVE` numbers, single precision: ample for quality
+control, and it halves the memory every later pass reads), after the handedness of
 :func:`dentalkit.ceph._frame.orient` (y up; lateral: anterior = +x, frontal: the patient's
 left = +x): the superimposition may rotate configurations but never reflect them.
 
@@ -22,7 +22,10 @@ import pandas as pd
 
 from dentalkit.ceph._frame import ORIENTATION_LANDMARKS, SessionArray, orient, to_array
 
-__all__ = ["Configurations", "configurations"]
+__all__ = ["SINGLE_ABOVE", "Configurations", "configurations"]
+
+#: Sessions × landmarks above which configurations are held in single precision.
+SINGLE_ABOVE = 2_000_000
 
 
 @dataclass
@@ -64,7 +67,8 @@ def configurations(
     if layout is not None:
         m, first = layout
         names = select(list(dict.fromkeys(cats[c] for c in first)))
-        z, array = _gather(rows, names, m, first, cats, keep)
+        dtype = np.complex64 if (len(rows) // m) * len(names) > SINGLE_ABOVE else np.complex128
+        z, array = _gather(rows, names, m, first, cats, keep, dtype)
     else:
         seen = np.bincount(codes + 1, minlength=len(cats) + 1)[1:] > 0  # code −1: no name
         present = dict.fromkeys(
@@ -72,7 +76,8 @@ def configurations(
         )
         names = select(list(present))
         array = to_array(rows, names, codes, cats, group_cols, keep)
-        z = np.empty(array.coords.shape[1:][::-1], dtype=np.complex64)
+        big = array.coords[0].size > SINGLE_ABOVE
+        z = np.empty(array.coords.shape[1:][::-1], dtype=np.complex64 if big else np.complex128)
         z.real = array.coords[0].T
         z.imag = array.coords[1].T
     _to_anatomical(z, names, view)
@@ -123,14 +128,20 @@ def _block_layout(
 
 
 def _gather(
-    rows: pd.DataFrame, names: list[str], m: int, first: np.ndarray, cats: list, keep: list[str]
+    rows: pd.DataFrame,
+    names: list[str],
+    m: int,
+    first: np.ndarray,
+    cats: list,
+    keep: list[str],
+    dtype: type,
 ) -> tuple[np.ndarray, SessionArray]:
     """``(z, array)`` of the block layout: a reshape and a column gather (image coordinates)."""
     n = len(rows)
     starts = np.arange(0, n, m)
     pos = {cats[c]: i for i, c in enumerate(first)}
     cols = np.array([pos[name] for name in names], dtype=np.int64)
-    z = np.empty((len(starts), len(names)), dtype=np.complex64)
+    z = np.empty((len(starts), len(names)), dtype=dtype)
     z.real[...] = np.take(
         rows["x"].to_numpy(dtype=float, na_value=np.nan).reshape(-1, m), cols, axis=1
     )

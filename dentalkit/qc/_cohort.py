@@ -74,7 +74,7 @@ def score_cohort(
         mine = np.flatnonzero(which == k)
         if len(mine) == n:  # every session: contiguous blocks, no gather
             mine = slice(None)
-        single = model.single()
+        single = model.single() if z.dtype == np.complex64 else model
         idx = np.arange(n)[mine]
         for start in range(0, len(idx), BLOCK):
             block = idx[start : start + BLOCK]
@@ -125,7 +125,8 @@ def _score_block(
     judged = np.where(peeled, judged, d2)
     worst = np.where(tested[None, :], judged, 0.0).max(axis=1) if p else np.zeros(n)
     out.score[block] = np.sqrt(worst)
-    out.flagged[block] = (peeled & tested[None, :]).any(axis=1)
+    left = ((d2 / thr > 1) & tested[None, :] & ~peeled).any(axis=1)  # past MAX_SUSPECTS
+    out.flagged[block] = (peeled & tested[None, :]).any(axis=1) | left
     out.suspects[block] = suspects
     out.displacement[block] = shift
 

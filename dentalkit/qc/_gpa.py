@@ -4,9 +4,10 @@ The method of Gower (1975, *Psychometrika* 40:33–51) as Rohlf & Slice (1990, *
 39:40–59) and geomorph's ``gpagen`` apply it: every configuration is centred and scaled to
 unit centroid size, then rotated onto the consensus (partial Procrustes fit: rotation only,
 least squares), the consensus is recomputed as the mean of the rotated configurations and
-rescaled to unit centroid size, until the Procrustes sum of squares changes by less than
-``tol``. Reflections are not allowed (give configurations in one handedness, e.g. the
-anatomical frame of :mod:`dentalkit.ceph`).
+rescaled to unit centroid size, until it changes by less than ``tol``; finally everything
+is turned so that the consensus lies on its principal axes (``gpagen``'s ``PrinAxes``).
+Reflections are not allowed (give configurations in one handedness, e.g. the anatomical
+frame of :mod:`dentalkit.ceph`).
 
 Points are complex numbers ``x + iy``: the rotation that brings a centred configuration
 ``z`` closest to the consensus ``m`` is ``exp(i·arg Σ conj(z)·m)``, one vectorised
@@ -90,7 +91,12 @@ def superimpose(points: np.ndarray, *, max_iter: int = 10, tol: float = 1e-7) ->
 
 def superimpose_inplace(z: np.ndarray, *, max_iter: int = 10, tol: float = 1e-7) -> Superimposition:
     """:func:`superimpose` of a complex (n, p) array that it may overwrite (no copy: the
-    result's ``coords`` is ``z``; complex64 or complex128, sums in the array's precision)."""
+    result's ``coords`` is ``z``; complex64 or complex128, sums in the array's precision).
+
+    A configuration with absent points is fitted on the points it has: after its rotation
+    it is scaled to the consensus's size over those points and moved onto their centroid
+    (its own centroid and size, taken over fewer points, would otherwise shift it).
+    """
     present = ~np.isnan(z)
     complete = bool(present.all())
     if not complete:
@@ -103,33 +109,47 @@ def superimpose_inplace(z: np.ndarray, *, max_iter: int = 10, tol: float = 1e-7)
     size = np.sqrt(_squared_norms(z))
     usable = (count >= 2) & (size > 0)
     z *= (1.0 / np.where(usable, size, 1.0)).astype(z.real.dtype)[:, None]
-    n_present = present.sum(axis=0).astype(np.float64)
-    gaps = np.flatnonzero(count < z.shape[1])  # configurations with absent points
-    own_size = np.where(usable, 1.0, np.where(size > 0, size**2, 0.0))  # Σ_p |z_sp|² now
-    ss_z = float(own_size.sum())
-    rotation = np.ones(len(z), dtype=z.dtype)
-    consensus = _consensus((rotation @ z).astype(np.complex128), n_present)
-    previous = np.inf
+    weight = usable.astype(z.real.dtype)  # unusable configurations leave the consensus alone
+    gaps = np.flatnonzero(usable & (count < z.shape[1]))  # usable, with absent points
+    present_gaps = present[gaps].astype(np.float64)
+    n_present = (present & usable[:, None]).sum(axis=0).astype(np.float64)
+    factor = weight.astype(np.complex128)  # ρ_s R_s: scale and rotation of each configuration
+    offset = np.zeros(len(gaps), dtype=np.complex128)  # c_s of the configurations with gaps
+    consensus = _consensus(_total(z, factor, gaps, offset, present_gaps), n_present)
     iterations = 0
     for iterations in range(1, max_iter + 1):  # noqa: B007 (reported)
-        m = np.where(np.isnan(consensus), 0, consensus).astype(z.dtype)
-        cross = np.conj(z @ np.conj(m)).astype(np.complex128)  # Σ_p conj(z_sp) m_p, all at once
-        rotation = np.where(usable & (np.abs(cross) > 0), cross / np.abs(cross), 1.0 + 0j)
-        total = (rotation.astype(z.dtype) @ z).astype(np.complex128)  # Σ_s rotation_s z_sp
-        consensus = _consensus(total, n_present)
-        c = np.where(np.isnan(consensus), 0, consensus)
-        # Σ_s Σ_p |rotation_s z_sp − c_p|² over present points, without an (n, p) array
-        ss = ss_z - 2 * float(np.real(np.conj(c) @ total)) + float(n_present @ np.abs(c) ** 2)
-        if abs(previous - ss) < tol * max(len(z), 1):
+        m = np.nan_to_num(consensus)
+        cross = np.conj(z @ np.conj(m).astype(z.dtype)).astype(np.complex128)  # Σ conj(z) m
+        rotation = np.where(
+            usable & (np.abs(cross) > 0), cross / np.maximum(np.abs(cross), 1e-300), 1.0 + 0j
+        )
+        factor = rotation * weight
+        if len(gaps):  # size and centroid of the consensus over each one's present points
+            k = present_gaps.sum(axis=1)
+            offset = (present_gaps @ m) / k
+            own = np.maximum(present_gaps @ np.abs(m) ** 2 - k * np.abs(offset) ** 2, 0.0)
+            factor[gaps] *= np.sqrt(own)
+        new = _consensus(_total(z, factor, gaps, offset, present_gaps), n_present)
+        change = float(np.nanmax(np.abs(new - consensus))) if np.isfinite(new).any() else 0.0
+        consensus = new
+        if change < tol:
             break
-        previous = ss
-    z *= rotation.astype(z.dtype)[:, None]
-    c = np.where(np.isnan(consensus), 0, consensus)
-    c2 = np.abs(c) ** 2
-    own = np.full(len(z), c2.sum())  # Σ |c_p|² over each configuration's present points
-    own[gaps] = present[gaps] @ c2
-    cross = (z @ np.conj(c).astype(z.dtype)).real.astype(np.float64)
-    distance = np.sqrt(np.maximum(own_size - 2 * cross + own, 0.0))  # rotations keep sizes
+    turn = _principal_axes(consensus)  # the frame: the consensus on its principal axes
+    consensus = consensus * turn
+    factor *= turn
+    z *= factor.astype(z.dtype)[:, None]
+    if len(gaps):
+        z[gaps] += (offset * turn).astype(z.dtype)[:, None]
+    m = np.nan_to_num(consensus)
+    m2 = np.abs(m) ** 2
+    # |a − m|² summed over each configuration's points: |a|² − 2 Re Σ a conj(m) + Σ |m|²
+    own_size = np.abs(factor) ** 2  # Σ_p |ρ R z_sp|² (z has unit size)
+    cross = (z @ np.conj(m).astype(z.dtype)).real.astype(np.float64)
+    distance = own_size - 2 * cross + m2.sum()
+    if len(gaps):
+        a = z[gaps].astype(np.complex128)
+        distance[gaps] = (present_gaps * np.abs(a - m[None, :]) ** 2).sum(axis=1)
+    distance = np.sqrt(np.maximum(distance, 0.0))
     distance[~usable] = np.nan
     if not complete:
         z[~present] = np.nan
@@ -138,10 +158,41 @@ def superimpose_inplace(z: np.ndarray, *, max_iter: int = 10, tol: float = 1e-7)
         consensus=consensus,
         centroid_size=np.where(usable, size, np.nan),
         distance=distance,
-        rotation=rotation,
+        rotation=np.where(usable, rotation if max_iter else 1.0 + 0j, 1.0 + 0j),
         centre=centre,
         iterations=iterations,
     )
+
+
+def _principal_axes(consensus: np.ndarray) -> complex:
+    """The rotation that puts the consensus's first principal axis along +x (its direction
+    chosen so that the points' third moment along it is positive), as geomorph's
+    ``gpagen(PrinAxes = TRUE)``: the superimposed coordinates then do not depend on how
+    the cohort as a whole was turned."""
+    c = consensus[np.isfinite(consensus)]
+    if len(c) < 2:
+        return 1.0 + 0j
+    cov = np.cov(np.stack([c.real, c.imag]))
+    _, vectors = np.linalg.eigh(cov)
+    u = complex(vectors[0, -1], vectors[1, -1])
+    proj = (c * np.conj(u)).real
+    if np.sum(proj**3) < 0:
+        u = -u
+    return np.conj(u) / abs(u)
+
+
+def _total(
+    z: np.ndarray,
+    factor: np.ndarray,
+    gaps: np.ndarray,
+    offset: np.ndarray,
+    present_gaps: np.ndarray,
+) -> np.ndarray:
+    """Σ_s (ρ_s R_s z_sp + c_s at its present points): the numerator of the consensus."""
+    total = (factor.astype(z.dtype) @ z).astype(np.complex128)
+    if len(gaps):
+        total += present_gaps.T @ offset
+    return total
 
 
 def _squared_norms(z: np.ndarray) -> np.ndarray:

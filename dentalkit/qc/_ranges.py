@@ -6,9 +6,10 @@ One row per measure: ``measure`` (an id of ``ceph_measures.csv``, or a tooth / a
 ``note``. A row is ``verified`` only when the numbers it rests on were read in a retrievable
 source; the others are kept for reference and are **not used unless**
 ``include_unverified=True`` — as the cephalometric norms (:mod:`dentalkit.ceph.norms`). The
-angles are a norm's mean ± 6 SD: far enough out that a patient with a marked skeletal
-dysplasia stays inside and a landmark on the wrong structure, or a wrong calibration, does
-not. The file is shared with the study's calibration check (a wrong ``mm_per_px`` puts
+angles are a norm's mean ± 8 SD: a cohort of all skeletal classes spreads about twice as wide as
+the normal-occlusion samples the norms come from, and a value beyond that is a landmark on the
+wrong structure or a wrong calibration, not a patient. The lengths (children to adults) are
+kept unverified. The file is shared with the study's calibration check (a wrong ``mm_per_px`` puts
 lengths such as S–N or N–Me outside).
 """
 
@@ -77,7 +78,7 @@ def load_plausible_ranges(
     >>> r = load_plausible_ranges()
     >>> anb = r.set_index("measure").loc["ANB"]
     >>> float(anb["low"]), float(anb["high"]), anb["unit"]
-    (-10.0, 14.0, 'deg')
+    (-14.0, 18.0, 'deg')
     """
     user = path is not None
     if path is None:
