@@ -99,7 +99,7 @@ def arch_points(
             fails[g].append("order")
         notes[g].append(f"{names[i]} out of order with t{swapped[i]}")
         suspects[g] = [*(suspects[g] or []), names[i]]
-    for i in np.flatnonzero(gaps != 0):
+    for i in np.flatnonzero(np.isfinite(gaps)):
         g = group[i]
         if "spacing" not in fails[g]:
             fails[g].append("spacing")
@@ -139,8 +139,8 @@ def arch_points(
 
 def _gaps(group: np.ndarray, fdi: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Per point: its gap to the previous point (in number order) / the arch's median gap
-    where outside :data:`SPACING`, else 0."""
-    out = np.zeros(len(fdi))
+    where outside :data:`SPACING`, else NaN."""
+    out = np.full(len(fdi), np.nan)
     order = np.lexsort((signed_place(fdi), group))
     g, px, py = group[order], x[order], y[order]
     same = np.r_[False, g[1:] == g[:-1]]
