@@ -26,7 +26,7 @@ import pandas as pd
 from dentalkit.errors import InputError, check_errors
 from dentalkit.qc._order import group_codes
 from dentalkit.qc._report import finish
-from dentalkit.qc._table import no_lists, qc_frame
+from dentalkit.qc._table import checked_input, key_columns, qc_frame, tally
 
 __all__ = ["findings"]
 
@@ -81,12 +81,7 @@ def findings(
     [None, ['duplicate'], ['outside']]
     """
     errors = check_errors(errors, "dentalkit.qc.findings")
-    if not isinstance(findings, pd.DataFrame):
-        raise InputError(f"findings must be a pandas DataFrame, got {type(findings).__name__}")
-    absent = [c for c in _REQUIRED if c not in findings.columns]
-    if absent:
-        raise InputError(f"findings table lacks column(s) {absent}")
-    t = findings.reset_index(drop=True)
+    t = checked_input(findings, _REQUIRED, "findings")
     n = len(t)
     box = t[["x0", "y0", "x1", "y1"]].to_numpy(dtype=float)
     fails: list[list[str]] = [[] for _ in range(n)]
@@ -103,22 +98,18 @@ def findings(
         where = [f"{width[i]:g} × {height[i]:g} px image"] if out_far[i] else ["image"]
         notes[i].append(f"box [{', '.join(f'{v:g}' for v in box[i])}] leaves the {where[0]}")
     _duplicates(t, box, empty, fails, notes)
-    score = np.array([len(f) for f in fails], dtype=float)
-    failed = no_lists(n)
-    for i in np.flatnonzero(score):
-        failed[i] = fails[i]
+    score, failed, reason = tally(fails, notes)
     sized = "with the image sizes given" if image_sizes is not None else "negative corners only"
-    keys = t[[c for c in ("patient_id", "timestamp", "session_time", "endpoint") if c in t]]
     out = qc_frame(
         "findings",
-        keys,
+        key_columns(t),
         item=(t["source"].astype(str) + " " + t["class_name"].astype(str) + " box").to_numpy(
             dtype=object
         ),
         flagged=score > 0,
         score=score,
         threshold=1.0,
-        reason=np.array(["; ".join(x) if x else None for x in notes], dtype=object),
+        reason=reason,
         failed_checks=failed,
         method="single-session rules",
         method_reason=f"each image's boxes checked among themselves; outside: {sized}",

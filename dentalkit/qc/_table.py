@@ -16,7 +16,19 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["CHECKS", "COMMON_COLUMNS", "MATCH_COLUMNS", "METHODS", "no_lists", "qc_frame"]
+from dentalkit.errors import InputError
+
+__all__ = [
+    "CHECKS",
+    "COMMON_COLUMNS",
+    "MATCH_COLUMNS",
+    "METHODS",
+    "checked_input",
+    "key_columns",
+    "no_lists",
+    "qc_frame",
+    "tally",
+]
 
 #: The checks (one per qc function), in the order of a combined ``qc`` table.
 CHECKS = ("landmarks", "teeth", "arch_points", "findings", "tle_inputs")
@@ -59,6 +71,34 @@ def no_lists(n: int) -> np.ndarray:
     there is something to list; a Python list per row would cost most of the time of a
     100,000-session check)."""
     return np.full(n, None, dtype=object)
+
+
+def checked_input(table: object, required: Sequence[str], what: str) -> pd.DataFrame:
+    """``table`` with a fresh index, or an InputError naming what is not right with it."""
+    if not isinstance(table, pd.DataFrame):
+        raise InputError(f"{what} must be a pandas DataFrame, got {type(table).__name__}")
+    absent = [c for c in required if c not in table.columns]
+    if absent:
+        raise InputError(f"{what} table lacks column(s) {absent}")
+    return table.reset_index(drop=True)
+
+
+def key_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """The session key columns of ``table`` that it has, for a qc table's keys."""
+    return table[[c for c in ("patient_id", "timestamp", "session_time", "endpoint") if c in table]]
+
+
+def tally(
+    fails: list[list[str]], notes: list[list[str]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per item: the number of rules failed (the score), the failed rules (null when none)
+    and the reason (the notes joined; null when none)."""
+    score = np.array([len(f) for f in fails], dtype=float)
+    failed = no_lists(len(fails))
+    for i in np.flatnonzero(score):
+        failed[i] = fails[i]
+    reason = np.array(["; ".join(x) if x else None for x in notes], dtype=object)
+    return score, failed, reason
 
 
 def _category(values: Sequence[str] | np.ndarray | str, n: int) -> pd.Categorical:

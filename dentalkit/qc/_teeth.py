@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 import shapely
 
-from dentalkit.errors import InputError, check_errors
+from dentalkit.errors import check_errors
 from dentalkit.qc._order import group_codes, out_of_order
 from dentalkit.qc._report import finish, problem_rows
-from dentalkit.qc._table import no_lists, qc_frame
+from dentalkit.qc._table import checked_input, key_columns, qc_frame, tally
 
 __all__ = ["teeth"]
 
@@ -80,12 +80,7 @@ def teeth(
     {'tooth': ['i1_rgt_up', 'i2_rgt_up'], 'flagged': [True, True], 'failed_checks': [['overlap'], ['overlap']]}
     """
     errors = check_errors(errors, "dentalkit.qc.teeth")
-    if not isinstance(teeth, pd.DataFrame):
-        raise InputError(f"teeth must be a pandas DataFrame, got {type(teeth).__name__}")
-    absent = [c for c in _REQUIRED if c not in teeth.columns]
-    if absent:
-        raise InputError(f"teeth table lacks column(s) {absent}; give the teeth table of convert")
-    t = teeth.reset_index(drop=True)
+    t = checked_input(teeth, _REQUIRED, "teeth")
     n = len(t)
     fdi = pd.to_numeric(t["fdi"], errors="coerce").to_numpy(dtype=float)
     known = np.isfinite(fdi)
@@ -102,7 +97,7 @@ def teeth(
     _missing_status(t, fdi_i, known, missing, fails, notes)
     model_sources = _areas(t, geom, fdi_i, present, int(min_sessions), fails, notes)
 
-    counts = np.array([len(f) for f in fails], dtype=float)
+    counts, failed, reasons = tally(fails, notes)
     flagged = counts > 0
     source = t["source"].astype(str).to_numpy()
     method = np.where(
@@ -124,11 +119,7 @@ def teeth(
     method[~known] = "not checked"
     why[~known] = "no FDI number (unknown tooth key)"
     counts[~known] = np.nan
-    failed = no_lists(n)
-    for i in np.flatnonzero(flagged):
-        failed[i] = fails[i]
-    reasons = np.array(["; ".join(x) if x else None for x in notes], dtype=object)
-    keys = t[[c for c in ("patient_id", "timestamp", "session_time", "endpoint") if c in t]]
+    keys = key_columns(t)
     item = (t["source"].astype(str) + " " + t["tooth"].astype(str)).to_numpy(dtype=object)
     out = qc_frame(
         "teeth",

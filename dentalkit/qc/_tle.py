@@ -20,7 +20,7 @@ import pandas as pd
 
 from dentalkit.errors import InputError, check_errors
 from dentalkit.qc._report import finish
-from dentalkit.qc._table import no_lists, qc_frame
+from dentalkit.qc._table import key_columns, no_lists, qc_frame, tally
 from dentalkit.tle import load_codebook
 from dentalkit.tle.codebook import Codebook
 from dentalkit.tle.encoding import encode_column
@@ -92,20 +92,19 @@ def tle_inputs(
             fails[i].append(p.param)
             shown = str(reasons[i]).replace("\x00", "")
             notes[i].append(f"{p.param} ({p.meaning}): {shown}")
-    score = np.array([len(f) for f in fails], dtype=float)
-    suspects, failed = no_lists(n), no_lists(n)
+    score, suspects, reason = tally(fails, notes)
+    failed = no_lists(n)
     for i in np.flatnonzero(score):
-        suspects[i], failed[i] = fails[i], ["codebook range"]
+        failed[i] = ["codebook range"]
     form = "p01 … p11 as sent" if encoded else "typed columns"
-    keys = t[[c for c in ("patient_id", "timestamp", "session_time", "endpoint") if c in t]]
     out = qc_frame(
         "tle_inputs",
-        keys,
+        key_columns(t),
         item="treatment-length inputs",
         flagged=score > 0,
         score=score,
         threshold=1.0,
-        reason=np.array(["; ".join(x) if x else None for x in notes], dtype=object),
+        reason=reason,
         failed_checks=failed,
         method="single-session rules",
         method_reason=f"each row's {form} against the codebook ({book.source})",

@@ -29,23 +29,11 @@ __all__ = [
 
 
 def truth(
-    patient_id: str,
-    timestamp: str,
-    image_name: str | None = None,
-    *,
-    ai_errors: str = "off",
-    ai_errors_seed: int = 0,
-    noise: bool = True,
+    patient_id: str, timestamp: str, image_name: str | None = None, **options: Any
 ) -> dict[str, Any]:
-    """Ground truth the simulator drew for one session (see ``docs/sandbox.md``); with an
-    error mode, the errors it injects into the answers for ``image_name``."""
+    """Ground truth the simulator drew for one session (see ``docs/sandbox.md``);
+    ``ai_errors=``, ``ai_errors_seed=``, ``noise=`` as :func:`dentalkit.sandbox.simulate.truth`
+    takes them (with an error mode, the errors it injects into the answers for ``image_name``)."""
     from dentalkit.sandbox import simulate
 
-    return simulate.truth(
-        patient_id,
-        timestamp,
-        image_name,
-        ai_errors=ai_errors,
-        ai_errors_seed=ai_errors_seed,
-        noise=noise,
-    )
+    return simulate.truth(patient_id, timestamp, image_name, **options)

@@ -227,23 +227,14 @@ def respond_with_errors(
 
 
 def injected_errors(
-    endpoint: Endpoint | str,
-    request: Mapping[str, Any],
-    *,
-    ai_errors: str,
-    ai_errors_seed: int = 0,
-    noise: bool = True,
+    endpoint: Endpoint | str, request: Mapping[str, Any], **options: Any
 ) -> list[dict[str, Any]]:
-    """Every error the error mode injects into the answer to ``request`` (the truth).
-
-    One JSON-serialisable record per error (see :func:`respond_with_errors`); ``[]`` when
-    the mode is ``"off"`` or the endpoint takes no errors.
-    """
+    """Every error the error mode injects into the answer to ``request`` (the truth): the
+    records of :func:`respond_with_errors` (same options); ``[]`` when the mode is ``"off"``
+    or the endpoint takes no errors."""
     if not get_endpoint(endpoint).is_image:
         return []
-    return respond_with_errors(
-        endpoint, request, ai_errors=ai_errors, ai_errors_seed=ai_errors_seed, noise=noise
-    )[1]
+    return respond_with_errors(endpoint, request, **options)[1]
 
 
 def _with_errors(
