@@ -147,3 +147,26 @@ def test_the_benchmark_runs_in_smoke_mode():
     assert np.isfinite(
         float(re.search(r"flagged among the rest\s+([\d.]+) %", out.stdout).group(1))
     )
+
+
+def test_every_check_runs_on_the_demo_study_tables(demo_tables):
+    """The contract tables of a demo run (3 patients: too few for a cohort model): each check
+    runs on them as they are, says which method it used, and flags nothing in answers without
+    AI errors (the plausible-range rules, the teeth, the points and the boxes)."""
+    t = demo_tables
+    out = [
+        qc.landmarks(t["landmarks"], mm_per_px=0.1, errors="collect")[0],
+        qc.teeth(t["teeth"], errors="collect")[0],
+        qc.arch_points(t["arch_points"], errors="collect")[0],
+        qc.findings(t["findings"], image_sizes={"pano": (2800, 1400)}, errors="collect")[0],
+        qc.tle_inputs(t["tle"], errors="collect")[0],
+    ]
+    combined = pd.concat(out, ignore_index=True)
+    assert set(combined["check"].astype(str)) == {
+        "landmarks", "teeth", "arch_points", "findings", "tle_inputs"
+    }  # fmt: skip
+    assert not combined["flagged"].any(), combined.loc[combined["flagged"], "reason"].tolist()
+    assert (out[0]["method"] == "single-session rules").all()
+    assert "too few for a cohort shape model" in out[0]["method_reason"].iloc[0]
+    summary = qc.summarize(combined)
+    assert summary["n_flagged"].sum() == 0 and summary["n_items"].sum() == len(combined)
