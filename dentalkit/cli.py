@@ -1,9 +1,10 @@
-"""Command line: ``dentalkit demo | sandbox | openapi | first-contact | fetch | verify | contract | tables | analyze | figures | export``.
+"""Command line: ``dentalkit demo | study | sandbox | openapi | manifest | first-contact | fetch | verify | contract | tables | analyze | figures | export``.
 
-The study as shell steps: ``fetch`` (manifest → store) → ``tables`` (store → Parquet
+The study as shell steps: ``manifest`` (images → manifest) → ``fetch`` (manifest → store) → ``tables`` (store → Parquet
 tables) → ``analyze`` (tables → analysis tables) → ``figures`` (tables + analyses →
-PDF/PNG) → ``export`` (CSV + data dictionary, optionally pseudonymized). ``demo`` runs the
-study on the embedded sandbox.
+PDF/PNG) → ``export`` (CSV + data dictionary, optionally pseudonymized). ``study`` runs them
+all for a user's cohort (:mod:`dentalkit.study`), ``demo`` the same on the sandbox's synthetic
+cohort. The commands parse and print; the study's logic lives in :mod:`dentalkit.study`.
 """
 
 from __future__ import annotations
@@ -218,6 +219,15 @@ CacheOption = Annotated[
         help="HTTP cache: .sqlite path, folder, redis:// URL or 'memory' (default: settings)."
     ),
 ]
+TimestampFormatOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="FORMAT",
+        help="strptime format of the manifest's timestamps, e.g. '%d/%m/%Y' (default: ISO "
+        "8601, or the format the store recorded). Timestamps are sent as written; the format "
+        "reads session_time and is recorded in the store (docs/manifest.md).",
+    ),
+]
 
 
 @app.command()
@@ -323,6 +333,137 @@ def openapi(
         typer.echo(f"wrote {out}")
 
 
+def _key_value(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` of --storage-option; VALUE read as JSON when it is JSON, else text."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise typer.BadParameter(f"'{text}' is not KEY=VALUE (e.g. endpoint_url=https://…)")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
+
+
+@app.command()
+def manifest(
+    source: Annotated[
+        str, typer.Argument(help="Folder, or s3:// gs:// az:// prefix, of the images.")
+    ],
+    out: Annotated[
+        Path, typer.Option(help="Manifest CSV to write; problems go to NAME-problems.csv.")
+    ] = Path("manifest.csv"),
+    pattern: Annotated[
+        str | None,
+        typer.Option(help="File names under SOURCE, e.g. '{patient_id}/{date}/{kind}.png'."),
+    ] = None,
+    mapping: Annotated[
+        Path | None,
+        typer.Option(dir_okay=False, help="CSV naming each file instead of a pattern."),
+    ] = None,
+    kind: Annotated[
+        list[str] | None,
+        typer.Option(metavar="KIND=ENDPOINT[,ENDPOINT]", help="Declare a kind (repeatable)."),
+    ] = None,
+    endpoint: Annotated[
+        list[EndpointName] | None,
+        typer.Option(metavar="ENDPOINT", help="Endpoint of every file when none names a kind."),
+    ] = None,
+    date_format: Annotated[
+        str | None, typer.Option(help="strptime form of {date}, e.g. %d.%m.%Y (default ISO).")
+    ] = None,
+    ignore: Annotated[
+        list[str] | None, typer.Option(metavar="GLOB", help="Files to skip (repeatable).")
+    ] = None,
+    upload: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="s3:// (gs://, az://) prefix to copy local images to."),
+    ] = None,
+    png_dir: Annotated[
+        Path | None, typer.Option(help="Folder for the PNGs converted from DICOM files.")
+    ] = None,
+    lifetime: Annotated[
+        str, typer.Option(help="Validity of the URLs, e.g. 7d, 36h (at most 7d on S3/GCS).")
+    ] = "7d",
+    secret_env: Annotated[
+        str | None,
+        typer.Option(help="Environment variable holding the pseudonymisation key (DICOM)."),
+    ] = None,
+    storage_option: Annotated[
+        list[str] | None,
+        typer.Option(metavar="KEY=VALUE", help="fsspec storage option (repeatable)."),
+    ] = None,
+    errors: Annotated[
+        ErrorsMode,
+        typer.Option(help="Collect: build the rest and list what is left out (exit 1)."),
+    ] = ErrorsMode.collect,
+) -> None:
+    """Build a fetch manifest from a folder or an object-store prefix of images.
+
+    Object-store images get presigned HTTPS URLs of the stated lifetime (refused when
+    shorter than the fetch will need); local images need --upload. DICOM files are
+    converted to PNG (--png-dir), calibrated from their pixel spacing and pseudonymised
+    (--secret-env). Every file left out is listed with why. Exit status: 0 done; 1 some
+    files left out; 2 nothing built. See docs/images.md.
+    """
+    import os
+
+    from dentalkit.errors import DentalkitError
+
+    secret = None
+    if secret_env is not None:
+        secret = os.environ.get(secret_env)
+        if not secret:
+            raise _fail(f"environment variable {secret_env} is not set or empty")
+    kinds = {}
+    for item in kind or []:
+        name, sep, eps = item.partition("=")
+        if not sep:
+            raise _fail(f"--kind {item!r} is not KIND=ENDPOINT[,ENDPOINT]")
+        kinds[name] = eps
+    try:
+        options = dict(_key_value(t) for t in storage_option or [])
+        from dentalkit.images import build_manifest
+
+        built = build_manifest(
+            source,
+            pattern=pattern,
+            mapping=mapping,
+            kinds=kinds or None,
+            endpoints=[e.value for e in endpoint] if endpoint else None,
+            date_format=date_format,
+            ignore=ignore or (),
+            upload_to=upload,
+            png_dir=png_dir,
+            lifetime=lifetime,
+            secret=secret,
+            storage_options=options,
+            errors=errors.value,  # type: ignore[arg-type]
+        )
+        written = built.write(out)
+    except (DentalkitError, typer.BadParameter) as exc:
+        raise _fail(str(exc)) from None
+    from dentalkit.images._lifetime import words
+
+    m = built.manifest
+    typer.echo(
+        f"wrote {len(m)} rows ({m['image_url'].nunique()} images, {m['patient_id'].nunique()} "
+        f"patients) to {out}; {built.uploaded} files uploaded"
+    )
+    typer.echo(
+        f"URLs valid {words(built.lifetime)}, until {built.expires_at:%Y-%m-%d %H:%M} UTC "
+        f"(the fetch needs about {words(built.required)}): fetch before then"
+    )
+    left = built.problems["severity"] == "error"
+    if len(built.problems):
+        _err(
+            f"{int(left.sum())} file(s) left out, {int((~left).sum())} remark(s): see {written[-1]}"
+        )
+        for rec in built.problems.head(5).to_dict("records"):
+            _err(f"  {rec['severity']}: {rec['path']}: {rec['reason']}")
+    if left.any():
+        raise typer.Exit(EXIT_INCOMPLETE)
+
+
 @app.command()
 def fetch(
     ctx: typer.Context,
@@ -362,6 +503,7 @@ def fetch(
         ),
     ] = ErrorsMode.collect,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    timestamp_format: TimestampFormatOption = None,
 ) -> None:
     """Fetch a cohort into OUT: cached, concurrent, resumable (rerun the same command to resume).
 
@@ -403,6 +545,7 @@ def fetch(
             progress=progress,
             errors=errors.value,  # type: ignore[arg-type]
             retry_failed=retry_failed,
+            timestamp_format=timestamp_format,
         )
     except ManifestError as exc:
         text = _manifest_error(exc, manifest)
@@ -427,36 +570,38 @@ def fetch(
     except DentalkitError as exc:  # errors=raise: any other failure, in one line
         typer.echo(_first_failure_line(exc, _failures_file(out)), err=True)
         raise typer.Exit(1) from None
-    typer.echo(report.summary())
+    _echo_fetch_outcome(report, out, client.base_url)
     if report.stopped:
-        line = _stop_line(report.stopped, client.base_url, report.stop_reason, _failures_file(out))
+        raise typer.Exit(FETCH_EXIT[report.stopped])
+    if len(report.problems) or report.failed or report.skipped_failed:
+        raise typer.Exit(1)
+
+
+def _echo_fetch_outcome(report, out: Path, base_url: str | None, *, summary: bool = True) -> None:
+    """After a fetch: its summary, stop line, quarantined files, bad manifest rows (written
+    to OUT/manifest-problems.csv) and failures, each in one line."""
+    from dentalkit import io
+
+    if summary:
+        typer.echo(report.summary())
+    if report.stopped:
+        line = _stop_line(report.stopped, base_url, report.stop_reason, _failures_file(out))
         typer.echo(line, err=True)
     for rec in report.quarantined.to_dict("records"):
         typer.echo(f"damaged {rec['kind']} {rec['file']} moved to {rec['moved_to']}")
     if len(report.problems):
-        from dentalkit.io._export import csv_text, safe_csv_frame
-
-        path = out / "manifest-problems.csv"
-        cells = report.problems.astype(object).where(report.problems.notna(), None)
-        text = [c for c in cells.columns if c != "row"]  # manifest text: no bare formulas
-        try:
-            safe = safe_csv_frame(cells, "manifest-problems", text)
-        except InputError:  # control characters in a manifest value: write them escaped
-            escaped = cells[text].map(lambda v: v.encode("unicode_escape").decode("ascii") if isinstance(v, str) else v)  # fmt: skip
-            safe = safe_csv_frame(cells.assign(**escaped), "manifest-problems", text)
-        path.write_text(csv_text(safe, text), encoding="utf-8")
+        path = io.write_problems_csv(
+            report.problems, out / "manifest-problems.csv", "manifest-problems"
+        )
         typer.echo(
-            f"{len(report.problems)} bad manifest row(s) skipped; listed in {path} (its row "
+            f"{report.bad_rows} bad manifest row(s) skipped; their {len(report.problems)} "
+            f"problem(s) are listed in {path} (its row "
             "counts the manifest's data rows from 1: CSV line = row + 1)"
         )
     if (report.failed or report.skipped_failed) and not report.stopped:  # the stop line says it
         typer.echo(f"failures are listed in {out / 'failures.parquet'}; retry with --retry-failed")
-    if report.stopped:
-        raise typer.Exit(FETCH_EXIT[report.stopped])
-    if report.failed:
+    if report.failed and not report.stopped:
         _echo_failure_reasons(report.failures)
-    if len(report.problems) or report.failed or report.skipped_failed:
-        raise typer.Exit(1)
 
 
 #: Exit status of ``dentalkit fetch`` (and ``first-contact``) when the run stopped early.
@@ -640,6 +785,7 @@ def first_contact(
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Send without asking (scripts, CI).")
     ] = False,
+    timestamp_format: TimestampFormatOption = None,
 ) -> None:
     """First contact with a service: one request per endpoint, then the contract report.
 
@@ -658,7 +804,7 @@ def first_contact(
     ctx.with_resource(_log_lines(own_stop_line=True))
     try:
         client = Client(_service_url(base_url), **({} if cache is None else {"cache": cache}))
-        plan = first_contact_plan(manifest)
+        plan = first_contact_plan(manifest, timestamp_format=timestamp_format)
         stored: set[str] = set()
         if (out / "_dentalkit.json").exists():
             stored = set(read_responses(out)["request_key"])
@@ -679,7 +825,7 @@ def first_contact(
     if plan.missing:
         typer.echo(f"not contacted (no valid manifest row): {', '.join(plan.missing)}")
     if len(plan.problems):
-        typer.echo(f"{len(plan.problems)} bad manifest row(s) were not chosen")
+        typer.echo(f"{plan.problems['row'].nunique()} bad manifest row(s) were not chosen")
     typer.echo(
         f"cost: {cost} request(s) to send"
         + (
@@ -694,7 +840,12 @@ def first_contact(
         return
     try:
         report = fetch_cohort(
-            plan.manifest, out=out, client=client, progress=False, errors="collect"
+            plan.manifest,
+            out=out,
+            client=client,
+            progress=False,
+            errors="collect",
+            timestamp_format=timestamp_format,
         )
     except (ConfigurationError, InputError) as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -824,17 +975,26 @@ def tables(
     progress: Annotated[
         bool, typer.Option(help="Show a progress bar of the responses converted.")
     ] = True,
+    timestamp_format: Annotated[
+        str | None,
+        typer.Option(
+            metavar="FORMAT",
+            help="strptime format that session_time is read with, e.g. '%d/%m/%Y' (default: "
+            "the one the fetch recorded in STORE, else ISO 8601).",
+        ),
+    ] = None,
 ) -> None:
     """Convert stored responses into tidy tables (one Parquet file per table).
 
-    Writes every table of the data contract plus problems.parquet; malformed responses are
-    listed there (--errors collect) or stop the run with the JSON path at fault (--errors
-    raise). Exit status 0 when done, 1 when there are problems, 2 when STORE is not a
+    Writes every table of the data contract plus problems.parquet (and calibration.parquet
+    when the manifests gave mm_per_px); malformed responses are listed there (--errors
+    collect) or stop the run with the JSON path at fault (--errors raise). Exit status 0 when done, 1 when there are problems, 2 when STORE is not a
     store written by dentalkit fetch, holds no responses yet or cannot be read.
     """
     from dentalkit import convert, io
     from dentalkit._progress import Stage
     from dentalkit.errors import DentalkitError, ResponseFormatError
+    from dentalkit.fetch import read_calibration
     from dentalkit.fetch.store import read_responses
 
     try:
@@ -845,7 +1005,15 @@ def tables(
                 f"run `dentalkit fetch MANIFEST --out {store}` first; nothing was written"
             )
         with Stage("tables", _err, f"converting {len(responses):,} responses from {store}") as st:
-            result = convert.tables(responses, errors=errors.value, progress=progress)
+            result = convert.tables(
+                responses,
+                errors=errors.value,
+                progress=progress,
+                timestamp_format=timestamp_format,
+                calibration=read_calibration(store)
+                if (store / "calibration.parquet").exists()
+                else None,
+            )
             st.result = f"{len(result)} tables, {len(result['problems'])} problem(s)"
     except ResponseFormatError as exc:  # --errors raise: in the terminal's words
         raise _fail(
@@ -873,7 +1041,8 @@ def _echo_counts(tables: dict, what: str) -> None:
 
 
 def _calibration(values: list[Calibration] | None) -> dict[str, float]:
-    """The parsed ``--mm-per-px`` values as the pipeline's mapping, endpoint → mm per px."""
+    """The parsed ``--mm-per-px`` values as the study's endpoint fallback, endpoint → mm
+    per px (:class:`dentalkit.study.Calibration` adds each image's own value first)."""
     return {cal.endpoint: cal.mm_per_px for cal in values or []}
 
 
@@ -928,49 +1097,44 @@ def analyze(
         typer.Option(
             help="Collect: analyse the usable rows and list the rest in "
             "analysis_problems.parquet (exit status 1). Raise: stop and name every bad row, "
-            "writing nothing. The command collects by default; pipeline.analyze in Python "
-            "raises."
+            "writing nothing. The command collects by default; dentalkit.study.analyze in "
+            "Python raises."
         ),
     ] = ErrorsMode.collect,
 ) -> None:
-    """Run every cohort analysis the tables allow (ceph, arch, teeth, findings).
+    """Run every cohort analysis the tables allow (ceph, arch, teeth, findings, treatment length).
 
     Writes one Parquet file per analysis table (docs/columns.md lists them), and
     analysis_problems.parquet: the rows each analysis could not use (0 rows when none).
-    Millimetres only with --mm-per-px; nothing is guessed. Without --patients, norms given
+    Millimetres only with --mm-per-px or an image's own mm_per_px (TABLES_DIR's calibration
+    table); nothing is guessed. Treatment-length estimates need --store (the /tle answers)
+    and --patients with the /tle parameters (docs/tle.md). Without --patients, norms given
     by sex or age give no z-score (the norm_note column says why). Exit status 0 when done,
     1 when some rows could not be analysed (see analysis_problems.parquet) or the tables
     allow no analysis (they have no rows), 2 when TABLES_DIR holds no tables written by
     dentalkit tables, an input cannot be read, or --errors raise met a bad row.
     """
-    import pandas as pd
-
-    from dentalkit import pipeline
+    from dentalkit import study
     from dentalkit._progress import Stage
     from dentalkit.errors import DentalkitError
     from dentalkit.fetch.store import read_responses
+    from dentalkit.study.report import problems_line, px_arches_note, tle_note
 
     cal = _calibration(mm_per_px)
     try:
         tables = _read_tables_or_fail(tables_dir)
         responses = read_responses(store) if store is not None else None
-        record = None
-        if patients is not None:
-            record = (
-                pd.read_parquet(patients)
-                if patients.suffix == ".parquet"
-                else pd.read_csv(patients, dtype={"patient_id": str})
-            )
+        record = study.read_patients(patients)
         with Stage("analyses", _err, "ceph, arch, teeth, findings") as step:
-            analyses = pipeline.analyze(
+            analyses = study.analyze(
                 tables, cal or None, responses=responses, patients=record, errors=errors.value
             )
             step.result = f"{len(analyses)} analysis tables"
     except (DentalkitError, FileNotFoundError) as exc:
         text = str(exc)
-        if text.endswith(pipeline.ANALYZE_HINT):  # --errors raise: in the terminal's words
-            head, _, rows = text[: -len(pipeline.ANALYZE_HINT)].partition("\n")
-            head = head.replace("dentalkit.pipeline.analyze met", "the analyses met", 1)
+        if text.endswith(study.ANALYZE_HINT):  # --errors raise: in the terminal's words
+            head, _, rows = text[: -len(study.ANALYZE_HINT)].partition("\n")
+            head = head.replace("dentalkit.study.analyze met", "the analyses met", 1)
             head = head.replace("nothing was returned", "nothing was written", 1)
             text = (
                 f"{head}\n{rows}Fix these rows, or run with --errors collect to analyse the "
@@ -983,20 +1147,15 @@ def analyze(
             f"the tables in {tables_dir} have no rows to analyse; nothing was written",
             EXIT_INCOMPLETE,
         )
-    pipeline.write_analyses(analyses, out)
+    study.write_analyses(analyses, out)
     _echo_counts(analyses, f"analysis tables to {out}")
     # the arches left in pixels (endpoint without --mm-per-px), in the report's one line
-    from dentalkit.demo import _px_arches_note
-
-    px_note = _px_arches_note(tables, analyses)
+    px_note = px_arches_note(tables, analyses)
     if problems is not None:
-        summary = pipeline.problems_summary(problems)
-        if len(problems):
-            typer.echo(f"{summary}; see {out / 'analysis_problems.parquet'}")
-        else:
-            typer.echo(f"{summary} (analysis_problems.parquet has 0 rows)")
-    if px_note:
-        typer.echo(f"note: {px_note.replace('`', '')}")  # Markdown code marks off
+        typer.echo(problems_line(problems, out))
+    for note in (tle_note(analyses), px_note):
+        if note:
+            typer.echo(f"note: {note.replace('`', '')}")  # Markdown code marks off
     if problems is not None and len(problems):
         raise typer.Exit(EXIT_INCOMPLETE)
 
@@ -1018,7 +1177,7 @@ def figures(
     have no rows to show), 2 when TABLES_DIR holds no tables written by dentalkit tables
     or ANALYSES_DIR no tables written by dentalkit analyze.
     """
-    from dentalkit import pipeline
+    from dentalkit import study
     from dentalkit._progress import Stage
     from dentalkit.errors import DentalkitError
 
@@ -1027,7 +1186,7 @@ def figures(
         tables = _read_tables_or_fail(tables_dir)
         if not analyses_dir.is_dir():
             raise _fail(f"{analyses_dir} is not a folder; run dentalkit analyze first")
-        analyses = pipeline.read_analyses(analyses_dir)
+        analyses = study.read_analyses(analyses_dir)
     except (DentalkitError, FileNotFoundError) as exc:
         raise _fail(str(exc)) from None
     if not analyses:
@@ -1036,7 +1195,7 @@ def figures(
             f"`dentalkit analyze {tables_dir} --out {analyses_dir}` first"
         )
     with Stage("figures", _err, f"drawing PDF and PNG at {dpi} dpi") as step:
-        written = pipeline.make_figures(
+        written = study.make_figures(
             tables, analyses, out, mm_per_px=cal or None, dpi=dpi, progress=progress
         )
         step.result = f"{len(written)} drawn"
@@ -1109,6 +1268,135 @@ def export(
     typer.echo(f"wrote {len(written)} files to {out}" + (" (pseudonymized)" if secret_env else ""))
 
 
+#: Loopback port of ``dentalkit study --sandbox`` (the demo's is 8766): fixed, so that a
+#: rerun on the same --out finds its store and cache (they belong to one service address).
+STUDY_SANDBOX_PORT = 8767
+
+
+@app.command()
+def study(
+    ctx: typer.Context,
+    manifest: Annotated[
+        Path,
+        typer.Argument(
+            exists=True,
+            dir_okay=False,
+            help="CSV or Parquet manifest (patient_id, timestamp, endpoint, image_url …).",
+        ),
+    ],
+    patients: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            dir_okay=False,
+            help="Patients table (CSV or Parquet): patient_id, sex and birth_date (norms by sex "
+            "and age), the design's group column, the /tle parameters (treatment length) and "
+            "observed_months.",
+        ),
+    ] = None,
+    design: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            dir_okay=False,
+            help="Study file (TOML): groups, session rule, alpha, correction, analyses, "
+            "figures, calibration, out (docs/study.md). Default: every default.",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Output folder (default: the study file's out, else dentalkit-study)."),
+    ] = None,
+    mm_per_px: MmPerPxOption = None,
+    sandbox: Annotated[
+        bool,
+        typer.Option(
+            "--sandbox",
+            help="Ask the embedded sandbox instead of the service (a simulator that runs no AI "
+            "model: its numbers test the pipeline, they are not clinical results).",
+        ),
+    ] = False,
+    port: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=65535,
+            help="Loopback port of the sandbox with --sandbox (0 picks a free one; keep it for "
+            "later runs on the same --out).",
+        ),
+    ] = STUDY_SANDBOX_PORT,
+    base_url: ServiceUrlOption = None,
+    cache: CacheOption = None,
+    dpi: Annotated[
+        int | None,
+        typer.Option(min=300, max=1200, help="Figure resolution (default: the study file's)."),
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="Show the progress bars.")] = True,
+) -> None:
+    """Run a whole study on your cohort: fetch, tables, analyses, figures, report.md.
+
+    Against the service (DENTALKIT_BASE_URL, and DENTALKIT_API_KEY from the environment
+    only, as dentalkit fetch) or, with --sandbox, the embedded sandbox. Resumable: rerun the
+    same command and nothing stored is sent again; the later stages are rewritten. The
+    report prints the design it ran with. Exit status 0 when done; 1 when done but some
+    manifest rows were bad, some requests failed or some rows could not be analysed (each is
+    listed); 2 when the study file, manifest or an option is wrong; 3 when the service
+    rejected the API key; 4 when it could not be reached.
+    """
+    from dentalkit import study as _study
+    from dentalkit.errors import ConfigurationError, InputError, ManifestError, StoreLockedError
+    from dentalkit.study.report import problems_line
+
+    ctx.with_resource(_log_lines(own_stop_line=True))
+    try:
+        plan = _study.read_design(design) if design is not None else _study.Design()
+        changes: dict = {"mm_per_px": {**plan.mm_per_px, **_calibration(mm_per_px)}}
+        if out is not None:
+            changes["out"] = out
+        if dpi is not None:
+            changes["dpi"] = dpi
+        plan = plan.with_(**changes)
+        with _study_client(plan.out, sandbox, port, base_url, cache) as client:
+            result = _study.run(
+                manifest, patients=patients, design=plan, client=client, echo=typer.echo,
+                progress=progress,
+            )  # fmt: skip
+    except ManifestError as exc:
+        raise _fail(_manifest_error(exc, manifest)) from None
+    except (ConfigurationError, InputError, StoreLockedError) as exc:
+        raise _fail(str(exc)) from None
+    fetched = result.fetch
+    _echo_fetch_outcome(fetched, plan.out, client.base_url, summary=False)  # run printed it
+    if result.stopped:
+        raise typer.Exit(FETCH_EXIT[result.stopped])
+    typer.echo(problems_line(result.analysis_problems, plan.out / "analyses"))
+    for note in result.notes:
+        typer.echo(f"note: {note.replace('`', '')}")  # Markdown code marks off
+    typer.echo(f"report: {result.paths['report']}")
+    if len(fetched.problems) or fetched.failed or fetched.skipped_failed or result.problems:
+        raise typer.Exit(EXIT_INCOMPLETE)
+
+
+@contextmanager
+def _study_client(out: Path, sandbox: bool, port: int, base_url, cache) -> Iterator:
+    """The client of ``dentalkit study``: the embedded sandbox's, or the service's."""
+    if sandbox:
+        from dentalkit.study import sandbox_service
+
+        with sandbox_service(out, port, typer.echo) as (_, client):
+            yield client
+        return
+    from dentalkit.fetch.client import Client
+
+    client = Client(
+        _service_url(base_url), heal_cache=True, **({} if cache is None else {"cache": cache})
+    )
+    try:
+        yield client
+    finally:
+        client.close()
+
+
 @app.command()
 def demo(
     ctx: typer.Context,
@@ -1142,9 +1430,9 @@ def demo(
     The sandbox is a simulator of interface v2 (synthetic anatomy, no AI model). A second
     run finds every response already stored and redraws the outputs.
     """
-    from dentalkit.demo import run_demo
     from dentalkit.errors import ConfigurationError
     from dentalkit.sandbox.drift import check_scenarios
+    from dentalkit.study.demo import run_demo
 
     ctx.with_resource(_log_lines())
     scenarios = check_scenarios([d.value for d in drift] if drift else None)

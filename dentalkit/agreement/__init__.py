@@ -12,7 +12,8 @@ measure(reference, test, ...)
     kappa → :class:`MeasureAgreement`.
 simulate_examiner(landmarks, sd_mm, mm_per_px, seed)
     A landmarks table plus documented isotropic Gaussian noise (validation).
-bland_altman(), bland_altman_moments(), dahlberg(), icc(), cohens_kappa()
+bland_altman(), bland_altman_moments(), bland_altman_repeated(), dahlberg(), icc(),
+cohens_kappa()
     The statistics on plain arrays.
 
 Reading manual tracings: :mod:`dentalkit.tracings`. Figures:
@@ -29,7 +30,6 @@ Examples
 0.2887
 """
 
-from dentalkit._deprecate import deprecated_alias
 from dentalkit.agreement._examiner import simulate_examiner
 from dentalkit.agreement._frame import procrustes
 from dentalkit.agreement._landmarks import LandmarkAgreement, landmarks
@@ -40,12 +40,9 @@ from dentalkit.agreement._stats import (
     LOA_CI_METHODS,
     bland_altman,
     bland_altman_moments,
+    bland_altman_repeated,
     dahlberg,
 )
-
-#: Deprecated alias (one release): measuring is ``measure`` in every package
-#: (docs/conventions.md, "Naming").
-measures = deprecated_alias(measure, "measures", "dentalkit.agreement")
 
 __all__ = [
     "ICC_FORMS",
@@ -56,12 +53,12 @@ __all__ = [
     "MeasureAgreement",
     "bland_altman",
     "bland_altman_moments",
+    "bland_altman_repeated",
     "cohens_kappa",
     "dahlberg",
     "icc",
     "landmarks",
     "measure",
-    "measures",  # deprecated alias of measure (one release)
     "procrustes",
     "simulate_examiner",
 ]
