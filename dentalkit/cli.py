@@ -137,6 +137,9 @@ EndpointName = StrEnum("EndpointName", {name: name for name in ENDPOINTS})
 DriftScenario = StrEnum("DriftScenario", {name: name for name in (*SCENARIOS, "all")})
 DRIFT_HELP = f"one of {', '.join(SCENARIOS)}, or all for every one; see docs/real-service.md"
 AIErrorsMode = StrEnum("AIErrorsMode", {name: name for name in AI_ERROR_MODES})
+#: The study's quality-control policies (``dentalkit.study.design.QC_POLICIES``, spelled
+#: here so that the command line starts without importing the study).
+QcPolicy = StrEnum("QcPolicy", {name: name for name in ("flag", "exclude", "ignore")})
 
 #: The addresses ``dentalkit sandbox`` may bind: loopback only.
 LoopbackHost = Literal["127.0.0.1", "localhost", "::1"]
@@ -1062,6 +1065,15 @@ def _read_tables_or_fail(folder: Path) -> dict:
 
 
 #: ``--mm-per-px`` of ``analyze`` and ``figures``: parsed and checked by the framework.
+QcOption = Annotated[
+    QcPolicy | None,
+    typer.Option(
+        help="Pre-specified quality-control policy for the AI's answers: flag (keep and list "
+        "the flagged items), exclude (leave their rows out, list each, and report the main "
+        "results with and without them) or ignore (default: the study file's, else flag; "
+        "docs/qc.md).",
+    ),
+]
 MmPerPxOption = Annotated[
     list[Calibration] | None,
     typer.Option(
@@ -1331,6 +1343,7 @@ def study(
         int | None,
         typer.Option(min=300, max=1200, help="Figure resolution (default: the study file's)."),
     ] = None,
+    qc: QcOption = None,
     progress: Annotated[bool, typer.Option(help="Show the progress bars.")] = True,
 ) -> None:
     """Run a whole study on your cohort: fetch, tables, analyses, figures, report.md.
@@ -1355,6 +1368,8 @@ def study(
             changes["out"] = out
         if dpi is not None:
             changes["dpi"] = dpi
+        if qc is not None:
+            changes["qc"] = qc.value
         plan = plan.with_(**changes)
         with _study_client(plan.out, sandbox, port, base_url, cache) as client:
             result = _study.run(
@@ -1424,6 +1439,7 @@ def demo(
             f"(repeatable; use a fresh --out): {DRIFT_HELP}.",
         ),
     ] = None,
+    qc: QcOption = None,
 ) -> None:
     """Run a whole study on the embedded sandbox: fetch, tables, analyses, figures, report.
 
@@ -1445,6 +1461,7 @@ def demo(
             progress=progress,
             dpi=dpi,
             drift=scenarios,
+            qc=None if qc is None else qc.value,
         )
     except ConfigurationError as exc:
         typer.echo(f"error: {exc}", err=True)

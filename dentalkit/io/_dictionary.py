@@ -107,6 +107,10 @@ ANALYSIS_TABLES: Mapping[str, tuple[str, str]] = MappingProxyType(
         "qc": ("qc.landmarks, qc.teeth … concatenated", "checked item"),
         "qc_excluded": ("qc.apply(...).excluded", "item excluded by the qc='exclude' policy"),
         "qc_summary": ("qc.summarize", "check"),
+        "qc_sensitivity": (
+            "study.analyze(qc='exclude')",
+            "measure (cohort mean with and without the excluded sessions)",
+        ),
     }
 )
 
