@@ -1113,11 +1113,14 @@ def analyze(
             "Python raises."
         ),
     ] = ErrorsMode.collect,
+    qc: QcOption = None,
 ) -> None:
     """Run every cohort analysis the tables allow (ceph, arch, teeth, findings, treatment length).
 
     Writes one Parquet file per analysis table (docs/columns.md lists them), and
     analysis_problems.parquet: the rows each analysis could not use (0 rows when none).
+    The AI's answers are quality-checked first (qc.parquet, qc_summary.parquet; --qc sets
+    the policy, docs/qc.md).
     Millimetres only with --mm-per-px or an image's own mm_per_px (TABLES_DIR's calibration
     table); nothing is guessed. Treatment-length estimates need --store (the /tle answers)
     and --patients with the /tle parameters (docs/tle.md). Without --patients, norms given
@@ -1139,8 +1142,9 @@ def analyze(
         record = study.read_patients(patients)
         with Stage("analyses", _err, "ceph, arch, teeth, findings") as step:
             analyses = study.analyze(
-                tables, cal or None, responses=responses, patients=record, errors=errors.value
-            )
+                tables, cal or None, responses=responses, patients=record,
+                qc=None if qc is None else qc.value, errors=errors.value,
+            )  # fmt: skip
             step.result = f"{len(analyses)} analysis tables"
     except (DentalkitError, FileNotFoundError) as exc:
         text = str(exc)

@@ -167,3 +167,20 @@ def test_the_demo_writes_the_qc_tables_and_the_report_section(demo_study):
     assert "## Quality control of the AI's answers" in text and "qc = `flag`" in text
     assert "0 of 3 patients" in text
     assert not (out / "figures" / "qc_outliers.png").exists()  # no cohort model
+
+
+def test_dentalkit_analyze_takes_the_policy(demo_study, tmp_path):
+    from typer.testing import CliRunner
+
+    from dentalkit.cli import app
+
+    out, _, _ = demo_study
+    dest = tmp_path / "analyses"
+    args = ["analyze", str(out / "tables"), "--out", str(dest), "--qc", "exclude"]
+    result = CliRunner().invoke(app, [*args, "--mm-per-px", "ceph_lateral_points=0.1"])
+    assert result.exit_code == 0, result.output
+    excluded = pd.read_parquet(dest / "qc_excluded.parquet")  # written, with 0 rows
+    assert len(excluded) == 0 and "patient_id" in excluded.columns
+    assert len(pd.read_parquet(dest / "qc.parquet"))
+    bad = CliRunner().invoke(app, [*args[:-1], "drop"])
+    assert bad.exit_code == 2 and "drop" in bad.output
