@@ -184,3 +184,38 @@ def test_dentalkit_analyze_takes_the_policy(demo_study, tmp_path):
     assert len(pd.read_parquet(dest / "qc.parquet"))
     bad = CliRunner().invoke(app, [*args[:-1], "drop"])
     assert bad.exit_code == 2 and "drop" in bad.output
+
+
+def test_each_check_applies_to_the_table_it_checked_only():
+    # a flagged lateral session and a flagged upper arch of patient P1: the teeth table has
+    # the session and arch keys too, and must keep every row (qc.apply alone would match it)
+    from dentalkit.study._qc import apply_policy
+
+    common = {"patient_id": "P1", "timestamp": "t1", "flagged": True, "reason": "r"}
+    checks = pd.DataFrame(
+        [
+            {**common, "check": "landmarks", "view": "lateral", "item": "lateral landmarks"},
+            {**common, "check": "arch_points", "arch": "up", "item": "arch points up"},
+        ]
+    )
+    key = {"patient_id": ["P1", "P1", "P2"], "timestamp": "t1"}
+    tables = {
+        "landmarks": pd.DataFrame({**key, "view": "lateral", "name": ["S", "N", "S"]}),
+        "arch_points": pd.DataFrame({**key, "arch": ["up", "lo", "up"], "point": "c1"}),
+        "teeth": pd.DataFrame({**key, "arch": "up", "source": "pano", "tooth": "u11"}),
+    }
+    kept, excluded, kept_rows = apply_policy(tables, checks, "exclude")
+    assert kept["landmarks"]["patient_id"].tolist() == ["P2"]
+    assert kept["arch_points"][["patient_id", "arch"]].to_numpy().tolist() == [
+        ["P1", "lo"],
+        ["P2", "up"],
+    ]
+    pd.testing.assert_frame_equal(kept["teeth"], tables["teeth"])
+    assert excluded[["check", "n_rows"]].to_numpy().tolist() == [
+        ["landmarks", 2],
+        ["arch_points", 1],
+    ]
+    assert kept_rows["landmarks"].tolist() == [2] and kept_rows["arch_points"].tolist() == [1, 2]
+    for policy in ("flag", "ignore"):
+        same, none, _ = apply_policy(tables, checks, policy)
+        assert len(none) == 0 and all(same[k] is tables[k] for k in tables)
