@@ -25,7 +25,6 @@ from dentalkit.study.calibration import Calibration
 __all__ = [
     "CHECKED",
     "QC_MEASURES",
-    "QC_PRODUCERS",
     "apply_policy",
     "check_tables",
     "run_qc",
@@ -40,8 +39,6 @@ CHECKED = (
     ("findings", "findings"),
     ("tle_inputs", "tle"),
 )
-#: The ``producer`` of each check's problem rows in ``analysis_problems``.
-QC_PRODUCERS = tuple(f"qc.{check}" for check, _ in CHECKED)
 #: The cephalometric measures the study reports (summary, group comparisons): their
 #: landmarks decide whether a session is flagged (``qc.landmarks(measures=...)``).
 QC_MEASURES = (
@@ -70,30 +67,27 @@ def _check(check: str, table: pd.DataFrame, calibration: Calibration):
 
 def check_tables(
     tables: Mapping[str, pd.DataFrame], calibration: Calibration
-) -> tuple[pd.DataFrame | None, list[tuple[str, pd.DataFrame]]]:
+) -> pd.DataFrame | None:
     """Every check of :data:`CHECKED` whose table has rows, on the tables as built.
 
     Returns
     -------
-    qc : DataFrame or None
+    DataFrame or None
         The checks' rows concatenated (the declared ``qc`` table, checks in the order of
-        :data:`CHECKED`); None when no table has rows.
-    problems : list of (producer, DataFrame)
-        Items a check could not check (``qc.landmarks``: a session with fewer than three
-        landmarks …), for ``analysis_problems``; their ``row`` is the position in the
-        checked table.
+        :data:`CHECKED`); None when no table has rows. An item a check could not check (a
+        session with fewer than three landmarks, a tooth key without an FDI number …) is a
+        row with ``method`` "not checked" and ``method_reason`` saying why, counted in
+        ``qc_summary``; it is not an analysis problem (the analyses still use it, and
+        report their own problems with it).
     """
-    parts, problems = [], []
+    parts = []
     for check, name in CHECKED:
         table = tables.get(name)
         if table is None or not len(table):
             continue
-        rows, found = _check(check, table, calibration)
+        rows, _ = _check(check, table, calibration)  # not checked: rows of `rows` say why
         parts.append(rows)
-        problems.append((f"qc.{check}", found))
-    if not parts:
-        return None, problems
-    return pd.concat(parts, ignore_index=True), problems
+    return pd.concat(parts, ignore_index=True) if parts else None
 
 
 def apply_policy(
@@ -217,9 +211,7 @@ def run_qc(inputs: Any) -> dict[str, pd.DataFrame]:
     """
     from dentalkit import qc
 
-    checks, problems = check_tables(inputs.tables, inputs.calibration)
-    for producer, found in problems:
-        inputs.problems.add(producer, found)
+    checks = check_tables(inputs.tables, inputs.calibration)
     if checks is None:
         return {}
     out = {"qc": checks, "qc_summary": qc.summarize(checks)}

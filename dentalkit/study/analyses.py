@@ -42,7 +42,7 @@ from dentalkit.study._parts import (
     measure_arches,
     measure_scaled,
 )
-from dentalkit.study._qc import QC_PRODUCERS, run_qc
+from dentalkit.study._qc import run_qc
 from dentalkit.study._tle import OBSERVED, TLE_ENDPOINT, first_sessions, tle_patients
 from dentalkit.study.calibration import Calibration, calibration_policy
 from dentalkit.study.design import Design
@@ -429,7 +429,6 @@ ANALYSES: tuple[AnalysisSpec, ...] = (
     AnalysisSpec("calibration", _run_calibration, writes=("calibration_applied",)),
     AnalysisSpec(
         "qc", run_qc, writes=("qc", "qc_summary", "qc_excluded", "qc_sensitivity"),
-        producers=QC_PRODUCERS,
     ),
     AnalysisSpec(
         "ceph",
