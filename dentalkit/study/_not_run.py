@@ -33,15 +33,23 @@ class Problems:
 
     def __init__(self) -> None:
         self.parts: list[pd.DataFrame] = []
+        #: Per table the QC policy removed rows from: the position in the table given to
+        #: :func:`dentalkit.study.analyze` of each row the analyses see (set by ``qc``).
+        self.kept_rows: dict[str, np.ndarray] = {}
 
     def add(self, producer: str, problems: pd.DataFrame, rows: np.ndarray | None = None) -> None:
         """Keep ``problems`` of ``producer``; ``rows`` maps the positions of an analysed
-        subset back to the positions of the table given to :func:`dentalkit.study.analyze`."""
+        subset back to the positions of the table the analysis was given, and
+        ``kept_rows`` those back to the table given to :func:`dentalkit.study.analyze`."""
         if problems is None or not len(problems):
             return
         part = problems_frame(problems)[list(PROBLEM_COLUMNS)]
         if rows is not None:
             part["row"] = in_whole(part["row"], rows)
+        for name, kept in self.kept_rows.items():
+            mine = (part["table"].astype(str) == name).to_numpy(dtype=bool)
+            if mine.any():
+                part.loc[mine, "row"] = in_whole(part.loc[mine, "row"], kept)
         self.parts.append(part.assign(producer=producer))
 
     def not_run(self, table: str, reason: str, **where: str | None) -> None:

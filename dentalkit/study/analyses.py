@@ -46,6 +46,7 @@ from dentalkit.study._parts import (
 )
 from dentalkit.study._plausible import PRODUCER as PLAUSIBLE
 from dentalkit.study._plausible import run_plausible
+from dentalkit.study._qc import run_qc
 from dentalkit.study._tables import (
     fill_endpoints,
     model_versions,
@@ -504,6 +505,9 @@ ANALYSES: tuple[AnalysisSpec, ...] = (
     AnalysisSpec("model_versions", _run_versions, writes=("model_versions",), quiet=False),
     AnalysisSpec("calibration", _run_calibration, writes=("calibration_applied",)),
     AnalysisSpec(
+        "qc", run_qc, writes=("qc", "qc_summary", "qc_excluded", "qc_sensitivity"),
+    ),
+    AnalysisSpec(
         "ceph",
         _run_ceph,
         tables=("landmarks",),
@@ -562,7 +566,7 @@ ANALYSIS_PROBLEM_PRODUCERS: tuple[str, ...] = (
 
 def selected_analyses(names: Sequence[str] | None) -> tuple[AnalysisSpec, ...]:
     """The specs the design names (every one when None); model versions, the
-    calibration record and its plausibility check always run."""
+    calibration record, its plausibility check and the quality control always run."""
     if names is None:
         return ANALYSES
     known = {a.name for a in ANALYSES}
@@ -572,7 +576,7 @@ def selected_analyses(names: Sequence[str] | None) -> tuple[AnalysisSpec, ...]:
             f"study design: unknown analysis {', '.join(map(repr, unknown))}; the analyses "
             f"are {', '.join(a.name for a in ANALYSES)}"
         )
-    always = ("model_versions", "calibration", "plausible_lengths")
+    always = ("model_versions", "calibration", "qc", "plausible_lengths")
     return tuple(a for a in ANALYSES if a.name in names or a.name in always)
 
 
@@ -622,6 +626,7 @@ def analyze(
     responses: pd.DataFrame | None = None,
     patients: pd.DataFrame | None = None,
     design: Design | None = None,
+    qc: str | None = None,
     errors: Errors = "raise",
 ) -> dict[str, pd.DataFrame]:
     """Run every cohort analysis of :data:`ANALYSES` that the tables allow.
@@ -655,7 +660,16 @@ def analyze(
         z-score (``norm_note`` says why).
     design : Design, optional
         The study design (:class:`~dentalkit.study.Design`): the group column, the session
-        rule, α, the correction and which analyses run (default: :class:`Design` ()).
+        rule, α, the correction, the QC policy and which analyses run (default:
+        :class:`Design` ()).
+    qc : {"flag", "exclude", "ignore"}, optional
+        The pre-specified quality-control policy (default: the design's, ``"flag"``).
+        The checks of :mod:`dentalkit.qc` run first, on the tables as given (``qc``,
+        ``qc_summary``); ``"exclude"`` leaves the rows of flagged items out of every
+        analysis, lists each excluded item with its reason (``qc_excluded``) and gives
+        the main cephalometric means with and without them (``qc_sensitivity``);
+        ``"flag"`` keeps every row (the flagged items are listed in ``qc``);
+        ``"ignore"`` keeps every row and says the checks were not applied.
     errors : {"raise", "collect", "warn"}
         dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`), applied
         to the problems of every analysis run (:data:`ANALYSIS_PROBLEM_PRODUCERS`: absent
@@ -686,7 +700,8 @@ def analyze(
         ``tooth_symmetry_cohort``, ``missing_by_fdi``, ``missing_patterns``,
         ``findings_prevalence``, ``tmj_prevalence`` (unknown TMJ wordings counted apart,
         never as findings) — each present when its input table has rows — and
-        ``model_versions`` (:func:`model_versions`: the ``Version`` labels each endpoint's
+        ``qc`` and ``qc_summary`` (and ``qc_excluded``, ``qc_sensitivity`` under
+        ``qc="exclude"``), ``model_versions`` (:func:`model_versions`: the ``Version`` labels each endpoint's
         rows carry), and the growth analysis of :func:`growth_by_group` (``growth_fixed``,
         ``growth_variance``, ``growth_models``, ``growth_bands``, ``growth_data``) when
         patients have more than one session. Also ``analysis_problems`` (``"collect"``,
@@ -717,6 +732,8 @@ def analyze(
     """
     errors = check_errors(errors, "dentalkit.study.analyze")
     design = design or Design()
+    if qc is not None:
+        design = design.with_(qc=qc)
     inputs = AnalysisInputs(
         tables,
         calibration_policy(mm_per_px, tables),
