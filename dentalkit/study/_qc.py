@@ -212,11 +212,13 @@ def run_qc(inputs: Any) -> dict[str, pd.DataFrame]:
     from dentalkit import qc
 
     checks = check_tables(inputs.tables, inputs.calibration)
-    if checks is None:
+    if checks is None:  # nothing to check: no table says why it is missing
+        inputs.unasked.update(("qc", "qc_summary", "qc_excluded", "qc_sensitivity"))
         return {}
     out = {"qc": checks, "qc_summary": qc.summarize(checks)}
     policy = inputs.design.qc
     if policy != "exclude":
+        inputs.unasked.update(("qc_excluded", "qc_sensitivity"))  # not asked by the design
         return out
     built = inputs.tables
     kept, excluded, kept_rows = apply_policy(built, checks, policy)
@@ -226,4 +228,6 @@ def run_qc(inputs: Any) -> dict[str, pd.DataFrame]:
     table = sensitivity(built, kept, inputs.calibration, inputs.design.session)
     if table is not None:
         out["qc_sensitivity"] = table
+    else:  # no session excluded: nothing to compare
+        inputs.unasked.add("qc_sensitivity")
     return out
