@@ -1436,6 +1436,119 @@ def demo(
         raise typer.Exit(2) from None
 
 
+def _numbers(text: str | None, what: str, kind: type = float) -> list | None:
+    """``"0,1,2,3"`` → numbers; a wrong value is a usage error naming the option."""
+    if text is None:
+        return None
+    try:
+        values = [kind(v) for v in text.replace(" ", "").split(",") if v]
+    except ValueError:
+        raise typer.BadParameter(
+            f"'{text}' is not a comma-separated list of numbers", param_hint=what
+        ) from None
+    if not values:
+        raise typer.BadParameter(f"'{text}' gives no number", param_hint=what)
+    return values
+
+
+@app.command()
+def plan(
+    pilot: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Pilot study folder (written by dentalkit study, demo or analyze): its "
+            "growth tables give the variance components. Leave out to give them as numbers."
+        ),
+    ] = None,
+    measure: Annotated[
+        str | None,
+        typer.Option(help="The pilot's measure (e.g. SN_MP); needed when it has several."),
+    ] = None,
+    effect: Annotated[
+        float,
+        typer.Option(
+            help="Difference in the rate of change to detect, in the measure's unit per year."
+        ),
+    ] = ...,
+    n_per_group: Annotated[
+        str | None,
+        typer.Option(help="Patients per group (one number, or two as 12,15): prints the power."),
+    ] = None,
+    power: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0, max=1.0, help="Target power (e.g. 0.8): prints the patients per group."
+        ),
+    ] = None,
+    times: Annotated[
+        str, typer.Option(help="Planned session times in years, comma-separated.")
+    ] = "0,1,2,3",
+    alpha: Annotated[float, typer.Option(min=0.0, max=1.0, help="Two-sided level.")] = 0.05,
+    n_sims: Annotated[int, typer.Option(min=1, help="Simulated studies.")] = 2000,
+    seed: Annotated[int, typer.Option(help="Random seed (the same seed repeats the result).")] = 0,
+    sd_intercept: Annotated[
+        float | None, typer.Option(help="Between-patient SD of the level.")
+    ] = None,
+    sd_slope: Annotated[
+        float | None, typer.Option(help="Between-patient SD of the yearly rate.")
+    ] = None,
+    correlation: Annotated[
+        float, typer.Option(min=-1.0, max=1.0, help="Correlation of level and rate.")
+    ] = 0.0,
+    sd_residual: Annotated[float | None, typer.Option(help="Residual (within-patient) SD.")] = None,
+    unit: Annotated[
+        str | None, typer.Option(help="Unit of --effect with given SDs, e.g. deg/year.")
+    ] = None,
+) -> None:
+    """Power of a planned two-group growth study, or the patients per group it needs.
+
+    Simulates the study (dentalkit.stats.simulate_power) from a pilot's variance components:
+    the growth tables of a pilot study folder, or --sd-intercept, --sd-slope, --correlation
+    and --sd-residual. Give --n-per-group for the power, or --power for the patients per
+    group; prints the Monte Carlo interval and the closed form of Diggle et al. (2002)
+    beside it. See docs/statistics.md, Planning. Exit status 0 when done, 2 when the pilot
+    or an option cannot be used.
+    """
+    from dentalkit.errors import DentalkitError
+    from dentalkit.study.planning import plan as plan_study
+    from dentalkit.study.planning import power_lines
+
+    given = {"sd_intercept": sd_intercept, "sd_slope": sd_slope, "sd_residual": sd_residual}
+    if pilot is None:
+        missing = [f"--{k.replace('_', '-')}" for k, v in given.items() if v is None]
+        if missing:
+            raise _fail(
+                f"give a pilot folder, or the variance components ({', '.join(missing)} missing)"
+            )
+        source: Path | dict = {**given, "correlation": correlation}
+    elif any(v is not None for v in given.values()):
+        raise _fail("give a pilot folder or the variance components, not both")
+    else:
+        source = pilot
+    sizes = _numbers(n_per_group, "--n-per-group", int)
+    if (sizes is None) == (power is None):
+        raise _fail(
+            "give --n-per-group (prints the power) or --power (prints the patients per group)"
+        )
+    try:
+        result = plan_study(
+            source,
+            effect=effect,
+            measure=measure,
+            n_per_group=(sizes[0] if len(sizes) == 1 else sizes) if sizes else None,
+            power=power,
+            times=_numbers(times, "--times"),
+            alpha=alpha,
+            n_sims=n_sims,
+            seed=seed,
+            unit=unit,
+        )
+    except (DentalkitError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    for line in power_lines(result):
+        typer.echo(line)
+
+
 def _help_as_sentences(typer_app: typer.Typer) -> None:
     """Command help as the terminal shows it: each paragraph one flowing text.
 
