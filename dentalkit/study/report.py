@@ -187,26 +187,29 @@ def _effect_text(cmp: pd.DataFrame) -> str:
     """Which effect size goes with which test, its interval, and whether they agree.
 
     From the rows' own ``test``, ``effect_size_name``, ``effect_ci_method`` and
-    ``effect_agrees_with_test`` (docs/statistics.md, "Effect sizes agree with the test").
+    ``effect_agrees_with_test`` (docs/statistics.md, "Effect sizes agree with the test"):
+    one item per test and effect size, the rows' df left to the table's tests.
     """
     if "effect_ci_method" not in cmp.columns:
         return ""
-    pairs = cmp.dropna(subset=["effect_size_name"]).drop_duplicates(
-        ["test", "effect_size_name", "effect_ci_method"]
-    )
-    parts = []
-    for r in pairs.itertuples():
-        agrees = getattr(r, "effect_agrees_with_test", None)
-        verdict = (
-            "its interval agrees with the test (it excludes 0 exactly when the test is significant)"
-            if agrees is True or agrees == True  # noqa: E712 (numpy and pandas booleans)
-            else "its interval is not derived from the test, so near the significance level "
-            "the two may disagree"
-        )
-        parts.append(f"{r.test} → {r.effect_size_name} ({r.effect_ci_method}): {verdict}")
-    if not parts:
-        return ""
-    return "Effect size with each test: " + "; ".join(parts) + "."
+    rows = cmp.dropna(subset=["effect_size_name", "effect_ci_method"])
+    rows = rows.assign(
+        how=rows["effect_ci_method"]
+        .astype(str)
+        .str.replace(r"\s*with df \([^)]*\)", " on the row's df", regex=True),
+        agrees=rows.get("effect_agrees_with_test", pd.Series(False, index=rows.index))
+        .fillna(False)
+        .astype(bool),
+    ).drop_duplicates(["test", "effect_size_name", "how", "agrees"])
+    out = []
+    for agrees, words in ((True, "agrees with the test"), (False, "is not derived from it")):
+        items = [
+            f"{r.test} → {r.effect_size_name} ({r.how})"
+            for r in rows[rows["agrees"] == agrees].itertuples()
+        ]
+        if items:
+            out.append(f"Effect size whose interval {words}: " + "; ".join(items) + ".")
+    return " ".join(out)
 
 
 def _design_section(design: Design, analyses: Mapping[str, pd.DataFrame]) -> str:
