@@ -1510,8 +1510,8 @@ def plan(
     or an option cannot be used.
     """
     from dentalkit.errors import DentalkitError
-    from dentalkit.study.planning import plan as plan_study
-    from dentalkit.study.planning import power_lines
+    from dentalkit.study import plan as plan_study
+    from dentalkit.study import power_lines
 
     given = {"sd_intercept": sd_intercept, "sd_slope": sd_slope, "sd_residual": sd_residual}
     if pilot is None:
