@@ -297,6 +297,15 @@ def plan(
     source = pilot if isinstance(pilot, Mapping) else read_pilot(pilot)
     if isinstance(pilot, Mapping) and measure is None:
         measure = "(given components)"
+    elif measure is None:
+        models = source.models
+        fitted = models.loc[models["status"] == "ok", "measure"].astype(str).tolist()
+        if len(fitted) != 1:
+            raise InputError(
+                f"the pilot {pilot} has {len(fitted)} fitted growth models "
+                f"({', '.join(fitted) or 'none'}): name the measure to plan for (--measure, "
+                "measure=)"
+            )
     return simulate_power(
         source,
         effect=effect,

@@ -264,6 +264,9 @@ def test_plan_from_a_pilot_folder_uses_its_growth_tables(study, tmp_path):
     ).iloc[0]
     assert f"power: {direct['power']:.3f} " in out and "patients per group: 15 and 18" in out
     assert "effect: 0.4 deg/year" in out
+    code, out = _run_cli(["plan", str(tmp_path), "--effect", "0.4", "--power", "0.8"])
+    assert code == 2 and "name the measure to plan for (--measure" in out
+    assert "ANB, FMA, SNB, SN_MP" in out and "None" not in out
 
 
 def test_plan_refuses_what_it_cannot_use(tmp_path):
