@@ -26,6 +26,8 @@ Growth (:mod:`dentalkit.plot.growth`)
 Agreement (:mod:`dentalkit.plot.agreement`)
     :func:`landmark_errors`, :func:`agreement_bland_altman`, :func:`bland_altman_grid`,
     :func:`sdr_bars`.
+Quality control (:mod:`dentalkit.plot.qc`)
+    :func:`qc_outliers`.
 
 Examples
 --------
@@ -43,7 +45,7 @@ from __future__ import annotations
 
 # The submodules are imported first; ``style`` then names the context manager (the
 # module stays importable as ``dentalkit.plot.style`` through sys.modules).
-from dentalkit.plot import agreement, arch, ceph, findings, growth, teeth, tle
+from dentalkit.plot import agreement, arch, ceph, findings, growth, qc, teeth, tle
 from dentalkit.plot._layout import JOURNAL_WIDTHS_MM, figure, savefig
 from dentalkit.plot.agreement import bland_altman as agreement_bland_altman
 from dentalkit.plot.agreement import bland_altman_grid, landmark_errors, sdr_bars
@@ -56,6 +58,7 @@ from dentalkit.plot.ceph import wiggle as ceph_wiggle
 from dentalkit.plot.findings import boxes as finding_boxes
 from dentalkit.plot.findings import prevalence_bars
 from dentalkit.plot.growth import growth_lines
+from dentalkit.plot.qc import qc_outliers
 from dentalkit.plot.style import CATEGORICAL, OKABE_ITO, style
 from dentalkit.plot.teeth import odontogram, tooth_map
 from dentalkit.plot.tle import bland_altman as tle_bland_altman
@@ -85,6 +88,8 @@ __all__ = [
     "mean_arch_forms",
     "odontogram",
     "prevalence_bars",
+    "qc",
+    "qc_outliers",
     "savefig",
     "sdr_bars",
     "sn_register",

@@ -161,6 +161,7 @@ def run_demo(
     progress: bool = True,
     dpi: int = 600,
     drift: tuple[str, ...] = (),
+    qc: str | None = None,
 ) -> dict[str, Path]:
     """Run the whole study on the embedded sandbox and print where everything is.
 
@@ -185,6 +186,8 @@ def run_demo(
         Sandbox drift scenarios (:mod:`dentalkit.sandbox.drift`): the sandbox answers as
         a changed service could, and the contract report shows each difference. Use a
         fresh ``out``: a folder's store and cache hold the answers of earlier runs.
+    qc : {"flag", "exclude", "ignore"}, optional
+        The quality-control policy (default: the design's, ``"flag"``).
 
     Returns
     -------
@@ -196,11 +199,14 @@ def run_demo(
 
     out = Path(out)
     table = demo_patients(patients)
+    design = demo_design(patients, out, dpi)
+    if qc is not None:
+        design = design.with_(qc=qc)
     with sandbox_service(out, port, echo, drift) as (sb, client):
         result = run(
             demo_manifest(sb, table),
             patients=table,
-            design=demo_design(patients, out, dpi),
+            design=design,
             client=client,
             echo=echo,
             progress=progress,

@@ -24,6 +24,9 @@ prints the design it ran with (:meth:`Design.lines`). docs/study.md has a worked
     draw = ["ceph_tracing", "arch_forms", "mean_arch_forms"]
     dpi = 600
 
+    [qc]
+    policy = "flag"             # flag | exclude | ignore: the AI's answers that fail QC
+
     [calibration]               # endpoint fallback: mm per pixel of images without their own
     ceph_lateral_points = 0.1
 """
@@ -39,7 +42,7 @@ from typing import Any
 from dentalkit.errors import InputError
 from dentalkit.study.calibration import _check_endpoints
 
-__all__ = ["CORRECTIONS", "SESSION_RULES", "Design", "read_design"]
+__all__ = ["CORRECTIONS", "QC_POLICIES", "SESSION_RULES", "Design", "read_design"]
 
 #: The session of each patient a between-group comparison takes (one row per patient).
 SESSION_RULES = ("first", "last")
@@ -55,6 +58,17 @@ CORRECTION_NAMES = {
     "sidak": "Šidák",
     "holm-sidak": "Holm–Šidák",
     "none": "none",
+}
+#: Quality-control policies (:func:`dentalkit.qc.apply`); a study's default is "flag".
+QC_POLICIES = ("flag", "exclude", "ignore")
+#: What each policy does, in the report's words.
+QC_POLICY_WORDS = {
+    "flag": "items that fail a check are flagged and listed, and stay in the analyses",
+    "exclude": (
+        "the rows of items that fail a check are left out of every analysis; each excluded "
+        "item is listed with its reason, and the main results are given with and without them"
+    ),
+    "ignore": "the checks run and are listed, but do not change the analyses",
 }
 #: TLE sensitivity: the factor varied, its levels and how many patients (one request per
 #: patient and level; the demo's setting).
@@ -97,6 +111,11 @@ class Design:
         none (the demo sets :data:`DEMO_SENSITIVITY`).
     intro : str, optional
         The report's first paragraph (default: one written from the cohort).
+    qc : {"flag", "exclude", "ignore"}
+        The pre-specified quality-control policy for the AI's answers (docs/qc.md):
+        ``"flag"`` (default) keeps every row and lists the flagged items, ``"exclude"``
+        leaves their rows out and adds the results without QC beside the main ones,
+        ``"ignore"`` runs the checks without applying them.
     """
 
     title: str = "dentalkit study"
@@ -111,8 +130,11 @@ class Design:
     out: Path = Path("dentalkit-study")
     sensitivity: tuple[str, tuple[str, ...], int] | None = None
     intro: str | None = None
+    qc: str = "flag"
 
     def __post_init__(self) -> None:
+        if self.qc not in QC_POLICIES:
+            raise InputError(f"study design: qc={self.qc!r} is not one of {', '.join(QC_POLICIES)}")
         if self.session not in SESSION_RULES:
             raise InputError(
                 f"study design: session={self.session!r} is not one of {', '.join(SESSION_RULES)}"
@@ -173,6 +195,8 @@ class Design:
             + (", ".join(self.figures) if self.figures else "every one the data allow")
             + f" ({self.dpi} dpi).",
             f"Endpoint fallback calibration: {cal} (an image's own mm_per_px goes first).",
+            f"Quality control of the AI's answers (pre-specified): qc = {self.qc!r}: "
+            f"{QC_POLICY_WORDS[self.qc]}.",
         ]
 
 
@@ -194,12 +218,13 @@ def _names(value: Any, key: str, where: Path) -> tuple[str, ...] | None:
 #: The keys a study file may hold, by section ("" = top level).
 KEYS = {
     "": {"title", "out", "intro", "groups", "statistics", "analyses", "figures", "calibration",
-         "tle"},
+         "tle", "qc"},
     "groups": {"column"},
     "statistics": {"session", "alpha", "correction"},
     "analyses": {"run"},
     "figures": {"draw", "dpi"},
     "tle": {"sensitivity", "levels", "patients"},
+    "qc": {"policy"},
 }  # fmt: skip
 
 
@@ -256,6 +281,8 @@ def read_design(path: str | Path) -> Design:
         "figures": _names(figures.get("draw"), "[figures] draw", path),
         "mm_per_px": calibration,
     }
+    if "policy" in _table(data, "qc", path):
+        changes["qc"] = data["qc"]["policy"]
     for key in ("title", "intro"):
         if key in data:
             changes[key] = str(data[key])

@@ -266,6 +266,24 @@ def _plan_tle_bland_altman(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     return lambda ax: plot.tle_bland_altman(estimates, "observed_months", ax=ax)
 
 
+def _plan_qc_outliers(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    # each lateral session's Procrustes distance from the cohort's mean shape, the
+    # flagged ones marked (geomorph's plotOutliers); none without the cohort model
+    from dentalkit import plot
+
+    checks = inputs.analyses["qc"]
+    if "procrustes_distance" not in checks.columns:
+        return None
+    rows = checks[
+        (checks["check"].astype(str) == "landmarks")
+        & (checks["view"].astype(str) == "lateral")
+        & checks["procrustes_distance"].notna()
+    ]
+    if not len(rows):
+        return None
+    return lambda ax: plot.qc_outliers(rows, view="lateral", ax=ax)
+
+
 #: The standard figure set, in the order :func:`make_figures` draws it.
 FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("ceph_tracing", _plan_ceph_tracing, ("landmarks",), (), ("ceph_measures",)),
@@ -296,6 +314,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         analyses=("tle_sensitivity",),
     ),
     FigureSpec("tle_bland_altman", _plan_tle_bland_altman, analyses=("tle_estimates",)),
+    FigureSpec("qc_outliers", _plan_qc_outliers, analyses=("qc",)),
 )
 
 
