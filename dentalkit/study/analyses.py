@@ -47,6 +47,7 @@ from dentalkit.study._tle import OBSERVED, TLE_ENDPOINT, first_sessions, tle_pat
 from dentalkit.study.calibration import Calibration, calibration_policy
 from dentalkit.study.design import Design
 from dentalkit.study.groups import (
+    CLASS_DEFINED_BY,
     default_groups,
     groups_from_patients,
     growth_by_group,
@@ -58,7 +59,6 @@ __all__ = [
     "ANALYSIS_PROBLEM_PRODUCERS",
     "ANALYZE_HINT",
     "CEPH_COMPARED",
-    "CLASS_DEFINED_BY",
     "AnalysisInputs",
     "AnalysisSpec",
     "analyze",
@@ -75,9 +75,6 @@ CEPH_COMPARED = ("SN_MP", "SN_GoGn", "FMA", "gonial_angle", "N_Me", "ANS_Me", "S
 #: The sagittal measures that define the skeletal class: compared only between groups
 #: that are not skeletal classes (a column of the patients table).
 CEPH_CLASS_MEASURES = ("SNA", "SNB", "ANB", "Wits")
-#: The measure whose value at a patient's first session defines the skeletal class (the
-#: default groups): the growth models are adjusted for it (``stats.growth(group_defined_by=)``).
-CLASS_DEFINED_BY = "ANB"
 #: How to go on after :func:`analyze` raised on bad rows (the message's last line).
 ANALYZE_HINT = (
     "Fix these rows, or pass errors='collect' to run every analysis on the other rows and "
@@ -325,24 +322,16 @@ def _run_arch_groups(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
 
 
 def _run_growth(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
-    # Skeletal classes from the first-session ANB carry that session's tracing error:
-    # every measure is modelled baseline-adjusted for it (regression to the mean).
+    # Default groups (skeletal class of the first session) carry that session's ANB tracing
+    # error: every measure is modelled baseline-adjusted for it (regression to the mean).
+    design, default = inputs.design, inputs.given_groups is None and inputs.design.groups is None
     return growth_by_group(
         inputs.results.get("ceph_measures"),
         inputs.results.get("arch_measures"),
         inputs.groups,
         correction=inputs.design.adjust,
         confidence=inputs.design.confidence,
-        group_defined_by=CLASS_DEFINED_BY if _classes_from_first_session(inputs) else None,
-    )
-
-
-def _classes_from_first_session(inputs: AnalysisInputs) -> bool:
-    """The groups are the default skeletal classes, taken at each patient's first session."""
-    return (
-        inputs.given_groups is None
-        and inputs.design.groups is None
-        and inputs.design.session == "first"
+        group_defined_by=CLASS_DEFINED_BY if default and design.session == "first" else None,
     )
 
 

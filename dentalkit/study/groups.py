@@ -17,6 +17,7 @@ import pandas as pd
 from dentalkit.errors import InputError
 
 __all__ = [
+    "CLASS_DEFINED_BY",
     "GROWTH_ARCH",
     "GROWTH_CEPH",
     "default_groups",
@@ -31,6 +32,9 @@ log = logging.getLogger("dentalkit")
 #: vertical pattern) and the arch widths (upper and lower).
 GROWTH_CEPH = ("SNB", "ANB", "SN_MP")
 GROWTH_ARCH = ("intercanine_width", "intermolar_width")
+#: The measure whose value at a patient's first session defines the skeletal class (the
+#: default groups): the growth models are adjusted for it (``stats.growth(group_defined_by=)``).
+CLASS_DEFINED_BY = "ANB"
 #: Columns of ``growth_data`` besides the group column (the modelled rows).
 GROWTH_DATA_COLUMNS = ("patient_id", "timestamp", "session_time", "measure", "value", "unit")
 
