@@ -897,8 +897,10 @@ def _plan_ceph_superimposition(inputs: FigureInputs) -> Callable[[Any], Any] | N
     sessions = lateral[lateral["patient_id"].astype(str) == pid]
     if sessions["timestamp"].nunique() < 2:
         return None
+    # the whole lateral table: the patient is named by rank among all ("patient 3"), as
+    # in the tracing
     return lambda ax: plot.ceph_superimposition(
-        sessions, pid, mm_per_px=inputs.mm_per_px.get("ceph_lateral_points"), ax=ax
+        lateral, pid, mm_per_px=inputs.mm_per_px.get("ceph_lateral_points"), ax=ax
     )
 
 

@@ -24,12 +24,16 @@ from dentalkit.plot._common import (
     finish_pixel_axes,
     fit_height_to_view,
     new_axes,
+    owns_figure,
     require_columns,
     select_session,
     show_image,
+    text_colour_on,
     value_norm,
 )
+from dentalkit.plot._identity import Identity, check_identity, session_label
 from dentalkit.plot._odontogram import ODONTOGRAM_LAYOUT, odontogram
+from dentalkit.plot.house import fontsize, unit_text
 from dentalkit.teeth import TOOTH_DIGIT
 
 __all__ = ["ODONTOGRAM_LAYOUT", "missing_placeholders", "odontogram", "tooth_map"]
@@ -104,6 +108,7 @@ def tooth_map(
     image: Any = None,
     crop: bool = True,
     show_axes: bool = True,
+    identity: Identity = "pseudonym",
     ax: Any = None,
 ) -> Any:
     """Tooth outlines of one image, coloured by a value; missing teeth hatched.
@@ -132,13 +137,18 @@ def tooth_map(
         Colour bar label (default: the value name and its unit from a ``unit``
         column; areas get unit²).
     numbers : bool
-        Write each tooth's FDI number.
+        Write each tooth's FDI number (black or white, whichever reads better on the
+        tooth's colour).
     image : array, PIL image, PNG bytes or path, optional
         The photograph or radiograph underneath.
     crop : bool
         Limit the view to the teeth (with a margin) rather than the whole image.
     show_axes : bool
+    identity : "pseudonym", "raw", None or mapping
+        How the title names the image's session (see :func:`dentalkit.plot.ceph_tracing`).
     ax : matplotlib Axes, optional
+        When it is the only Axes of its figure (or none is given), the figure's height is
+        fitted to the view.
 
     Returns
     -------
@@ -153,6 +163,7 @@ def tooth_map(
     require_columns(
         teeth, ["source", "tooth", "tooth_type", "side", "arch", "missing", "geometry"], "teeth"
     )
+    check_identity(identity)
     rows = select_session(teeth, session, what="teeth", keys=_IMAGE_KEY).copy()
     vals, unit = _value_column(rows, value, values)
     missing = rows["missing"].fillna(False).astype(bool).to_numpy()
@@ -203,7 +214,8 @@ def tooth_map(
             )
         )
     if numbers:
-        _numbers(ax, rows, geoms, present, placed)
+        faces = coll.to_rgba(vals[owner]) if vals is not None else None
+        _numbers(ax, rows, geoms, present, placed, faces, owner)
     xs = [v[:, 0] for v in verts] + [
         placed["x"].to_numpy() + s * placed["r"].to_numpy() for s in (-1, 1)
     ]
@@ -223,6 +235,12 @@ def tooth_map(
         cax = ax.inset_axes([1.03, 0.0, 0.035, 1.0])  # as tall as the (equal-aspect) image
         cb = fig.colorbar(coll, cax=cax)
         cb.set_label(label or _value_label(value, unit))
+    keyed = {"patient_id", "timestamp"} <= set(rows.columns)
+    who = (
+        session_label(teeth, rows["patient_id"].iloc[0], rows["timestamp"].iloc[0], identity)
+        if keyed
+        else ""
+    )
     if len(placed):
         ax.legend(
             handles=[
@@ -237,8 +255,12 @@ def tooth_map(
             loc="lower left",
             bbox_to_anchor=(0.0, 1.0),
             borderaxespad=0.2,
+            title=who or None,
+            alignment="left",
         )
-    if created:  # our figure: as tall as the view needs (legend and colour bar included)
+    elif who:
+        ax.set_title(who, fontsize=fontsize("legend"), fontweight="normal")
+    if owns_figure(ax, created):  # as tall as the view needs (legend and colour bar included)
         fit_height_to_view(ax)
     return ax
 
@@ -292,17 +314,30 @@ def _first(table: pd.DataFrame, col: str) -> str | None:
 def _value_label(value: str | None, unit: str | None) -> str:
     if unit is None or value is None:
         return str(value)
-    sq = "²" if value == "area" else ""
-    return f"{value.replace('_', ' ')} ({unit}{sq})" if value not in ("compactness",) else value
+    if value in ("compactness",):
+        return value
+    text = unit_text(unit) + ("²" if value == "area" and "²" not in unit_text(unit) else "")
+    return f"{value.replace('_', ' ')} ({text})"
 
 
 def _numbers(
-    ax: Any, rows: pd.DataFrame, geoms: np.ndarray, present: np.ndarray, placed: pd.DataFrame
+    ax: Any,
+    rows: pd.DataFrame,
+    geoms: np.ndarray,
+    present: np.ndarray,
+    placed: pd.DataFrame,
+    faces: np.ndarray | None = None,
+    owner: np.ndarray | None = None,
 ) -> None:
+    """FDI numbers in the teeth, in black or white by the luminance of the tooth's colour."""
     if "fdi" not in rows.columns:
         return
     rp = shapely.point_on_surface(np.where(present, geoms, None))
     fdi = rows["fdi"].to_numpy()
+    colour_of = {}
+    if faces is not None and owner is not None:
+        for row, face in zip(owner, faces, strict=True):
+            colour_of.setdefault(int(row), text_colour_on(face))
     for i in np.flatnonzero(present):
         if pd.notna(fdi[i]):
             ax.text(
@@ -311,7 +346,8 @@ def _numbers(
                 str(int(fdi[i])),
                 ha="center",
                 va="center",
-                fontsize="x-small",
+                fontsize=fontsize("note"),
+                color=colour_of.get(int(i), "black"),
                 zorder=3,
             )
     for idx, h in placed.iterrows():
@@ -323,8 +359,8 @@ def _numbers(
                 str(int(f)),
                 ha="center",
                 va="center",
-                fontsize="x-small",
-                color="#555555",
+                fontsize=fontsize("note"),
+                color="#333333",
                 zorder=3,
                 bbox={"boxstyle": "round,pad=0.1", "fc": "white", "lw": 0},
             )
