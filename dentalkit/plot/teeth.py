@@ -32,6 +32,7 @@ from dentalkit.plot._common import (
     value_norm,
 )
 from dentalkit.plot._identity import Identity, check_identity, session_label
+from dentalkit.plot._labels import Candidate, place_labels
 from dentalkit.plot._odontogram import ODONTOGRAM_LAYOUT, odontogram
 from dentalkit.plot.house import fontsize, unit_text
 from dentalkit.teeth import TOOTH_DIGIT
@@ -213,9 +214,6 @@ def tooth_map(
                 gid=f"missing:{rows.loc[idx, 'tooth']}",
             )
         )
-    if numbers:
-        faces = coll.to_rgba(vals[owner]) if vals is not None else None
-        _numbers(ax, rows, geoms, present, placed, faces, owner)
     xs = [v[:, 0] for v in verts] + [
         placed["x"].to_numpy() + s * placed["r"].to_numpy() for s in (-1, 1)
     ]
@@ -262,6 +260,9 @@ def tooth_map(
         ax.set_title(who, fontsize=fontsize("legend"), fontweight="normal")
     if owns_figure(ax, created):  # as tall as the view needs (legend and colour bar included)
         fit_height_to_view(ax)
+    if numbers:  # after the view and the size: placed in display space, clear of each other
+        faces = coll.to_rgba(vals[owner]) if vals is not None else None
+        _numbers(ax, rows, geoms, present, placed, faces, owner)
     return ax
 
 
@@ -329,7 +330,13 @@ def _numbers(
     faces: np.ndarray | None = None,
     owner: np.ndarray | None = None,
 ) -> None:
-    """FDI numbers in the teeth, in black or white by the luminance of the tooth's colour."""
+    """FDI numbers in the teeth, each clear of the others.
+
+    A number sits in its tooth (in black or white, whichever reads better on the tooth's
+    colour); where a narrow tooth cannot hold it beside its neighbours' numbers (lower
+    incisors in a single-column panoramic view), it moves up or down along the tooth, on
+    a white box, to the first place that covers no other number.
+    """
     if "fdi" not in rows.columns:
         return
     rp = shapely.point_on_surface(np.where(present, geoms, None))
@@ -338,29 +345,34 @@ def _numbers(
     if faces is not None and owner is not None:
         for row, face in zip(owner, faces, strict=True):
             colour_of.setdefault(int(row), text_colour_on(face))
-    for i in np.flatnonzero(present):
-        if pd.notna(fdi[i]):
-            ax.text(
-                shapely.get_x(rp[i]),
-                shapely.get_y(rp[i]),
-                str(int(fdi[i])),
-                ha="center",
-                va="center",
-                fontsize=fontsize("note"),
-                color=colour_of.get(int(i), "black"),
-                zorder=3,
-            )
-    for idx, h in placed.iterrows():
-        f = rows.loc[idx, "fdi"]
-        if pd.notna(f):
-            ax.text(
-                h["x"],
-                h["y"],
-                str(int(f)),
-                ha="center",
-                va="center",
-                fontsize=fontsize("note"),
-                color="#333333",
-                zorder=3,
-                bbox={"boxstyle": "round,pad=0.1", "fc": "white", "lw": 0},
-            )
+    todo = [
+        (
+            shapely.get_x(rp[i]),
+            shapely.get_y(rp[i]),
+            str(int(fdi[i])),
+            colour_of.get(int(i), "black"),
+        )
+        for i in np.flatnonzero(present)
+        if pd.notna(fdi[i])
+    ]
+    todo += [
+        (h["x"], h["y"], str(int(rows.loc[idx, "fdi"])), "#333333")
+        for idx, h in placed.iterrows()
+        if pd.notna(rows.loc[idx, "fdi"])
+    ]
+    occupied: list[np.ndarray] = []
+    steps = (0.0, 5.0, -5.0, 9.0, -9.0, 13.0, -13.0)
+    for x, y, text, colour in todo:
+        (artist,) = place_labels(
+            ax,
+            [text],
+            [[Candidate((x, y), (0.0, dy), "center", "center") for dy in steps]],
+            pad_pt=0.3,
+            occupied=occupied,
+            fontsize=fontsize("note"),
+            color=colour,
+            zorder=3,
+        )
+        if artist.get_position() != (0.0, 0.0) or colour == "#333333":  # off its tooth
+            artist.set_color("black" if colour != "#333333" else colour)
+            artist.set_bbox({"boxstyle": "round,pad=0.1", "fc": "white", "lw": 0, "alpha": 0.85})
