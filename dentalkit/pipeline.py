@@ -834,7 +834,7 @@ class FigureSpec:
     optional : tuple of str
         Analysis tables it reads when they are present.
     width : str
-        ``"single"`` (85 mm) or ``"double"`` (175 mm) column, as :func:`dentalkit.plot.figure`.
+        ``"single"`` (85 mm) or ``"double"`` (180 mm) column, as :func:`dentalkit.plot.figure`.
     """
 
     name: str
@@ -991,8 +991,9 @@ def _plan_finding_boxes(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     if not len(clinical):
         return None
     key = clinical.iloc[0][["patient_id", "timestamp"]].astype(str).tolist()
+    # crop: the view on the boxes (with a margin), so that their labels can be read
     return lambda ax: plot.finding_boxes(
-        clinical, tuple(key), image=inputs.image("intraoral_frontal", *key), ax=ax
+        clinical, tuple(key), image=inputs.image("intraoral_frontal", *key), crop=True, ax=ax
     )
 
 

@@ -207,7 +207,7 @@ def forms(
     title = f"{arch_name} arch" + (" (model: RMSE)" if rmse else "")
     if {"patient_id", "timestamp"} <= set(key):
         who = session_label(every, key["patient_id"], key["timestamp"], identity)
-        title = f"{who}: {title}" if who else title
+        title = f"{who}\n{title}" if who else title
     place_legend(ax, legend, ncols=3, title=title)
     if owns_figure(ax, created):
         # our figure, or one holding just this plot: as tall as the view needs (the

@@ -51,7 +51,7 @@ def test_points_and_one_curve_per_model(tmp_path):
     assert len(ax.texts) == len(pts)  # point numbers
     legend = ax.get_legend()
     # the session by pseudonym (never the ID or the timestamp), then the arch
-    assert legend.get_title().get_text() == "patient 1, session 1 (baseline): upper arch"
+    assert legend.get_title().get_text() == "patient 1, session 1 (baseline)\nupper arch"
     assert [t.get_text() for t in legend.get_texts()] == ["catenary", "parabola", "arch points"]
     save_all(ax, tmp_path, "arch_forms")
 
@@ -66,7 +66,7 @@ def test_model_choice_and_errors():
     with pytest.raises(InputError, match="holds 2 sessions/images"):
         parch.forms(both)
     title = parch.forms(both, arch="lo").get_legend().get_title().get_text()
-    assert title.endswith(": lower arch") and "P003" not in title
+    assert title.endswith("\nlower arch") and "P003" not in title
     with pytest.raises(InputError, match="fits must be"):
         parch.forms(pts, pd.DataFrame({"model": ["catenary"]}))
 

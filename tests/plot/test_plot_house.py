@@ -38,7 +38,10 @@ def test_a_class_keeps_its_colour_whichever_classes_are_present():
         "Class III": green,
     }
     # the defect of issue 31: with Class I absent, Class II took Class I's colour
-    assert house.group_colours(["Class III", "Class II"]) == {"Class II": orange, "Class III": green}
+    assert house.group_colours(["Class III", "Class II"]) == {
+        "Class II": orange,
+        "Class III": green,
+    }
     assert house.group_colours(["II"], "skeletal_class") == {"II": orange}
     other = house.group_colours(["clinical", "pano"])
     assert other == {"clinical": blue, "pano": orange}
