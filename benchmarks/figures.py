@@ -5,7 +5,7 @@ is drawn by two copies of dentalkit: this checkout and a reference (default: the
 branch exported with ``git archive`` into a temporary folder; ``--reference SRC`` names a
 folder holding a ``dentalkit/`` package). Both packages are called ``dentalkit``, so each
 drawing runs in its own Python process, which imports everything first and then times
-only ``pipeline.make_figures`` (the standard figure set and the demo's treatment-length
+only ``dentalkit.study.make_figures`` (the standard figure set with the treatment-length
 figures, the demo's calibration and sandbox images, PDF and PNG at ``--dpi``). The rounds
 alternate (reference first in odd rounds, this checkout first in even ones) so that a
 change of machine load falls on both; the medians are compared. Target (issue 31):
@@ -40,20 +40,20 @@ sys.dont_write_bytecode = True  # never write into the reference's folder
 sys.path.insert(0, sys.argv[1])
 import matplotlib
 matplotlib.use("Agg")
-from dentalkit import io, pipeline
-from dentalkit.demo import DEMO_FIGURES, sandbox_calibration
+from dentalkit import io, study
+from dentalkit.study.demo import sandbox_calibration
 from dentalkit.sandbox.render import input_image
 demo, out, dpi, only = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 tables = io.read_tables(f"{demo}/tables")
 tables.pop("problems", None)
-analyses = pipeline.read_analyses(f"{demo}/analyses")
-figures = [f for f in (*pipeline.FIGURES, *DEMO_FIGURES) if only == "all" or f.name in only.split(",")]
+analyses = study.read_analyses(f"{demo}/analyses")
+figures = [f for f in study.FIGURES if only == "all" or f.name in only.split(",")]
 cal = sandbox_calibration()
 image_for = lambda kind, pid, ts: input_image(f"{kind}/{pid}/{ts[:10]}.png")
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     t0 = time.perf_counter()
-    written = pipeline.make_figures(
+    written = study.make_figures(
         tables, analyses, out, mm_per_px=cal, image_for=image_for, dpi=dpi, figures=figures
     )
     seconds = time.perf_counter() - t0

@@ -7,7 +7,7 @@ Run from the repository root::
     python benchmarks/write_schemas.py --smoke --demo DIR   # 3 repetitions, for CI
 
 The tables are the ones the demo writes, rebuilt in memory exactly as the demo builds them
-(``convert.tables`` from the demo's response store, ``pipeline.analyze`` with the sandbox's
+(``convert.tables`` from the demo's response store, ``study.analyze`` with the sandbox's
 calibration and patient record, ``contract_report``), so both sides start from the same
 pandas frames the writer receives.
 
@@ -49,11 +49,11 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dentalkit import convert, io, pipeline
+from dentalkit import convert, io, study
 from dentalkit.contract import contract_report
-from dentalkit.demo import sandbox_calibration, sandbox_patients
 from dentalkit.fetch.store import read_responses
 from dentalkit.io._dictionary import arrow_table
+from dentalkit.study.demo import sandbox_calibration, sandbox_patients
 
 
 def demo_frames(folder: Path) -> dict[str, object]:
@@ -61,7 +61,7 @@ def demo_frames(folder: Path) -> dict[str, object]:
     responses = read_responses(folder)
     tables = convert.tables(responses, errors="collect")
     ids = sorted(tables["landmarks"]["patient_id"].astype(str).unique())
-    analyses = pipeline.analyze(
+    analyses = study.analyze(
         tables,
         sandbox_calibration(),
         responses=responses,
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.demo
         if folder is None:
-            from dentalkit.demo import run_demo
+            from dentalkit.study.demo import run_demo
 
             folder = Path(tmp) / "demo"
             run_demo(args.patients, folder, echo=lambda _: None, progress=False, dpi=300)

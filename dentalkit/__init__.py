@@ -3,8 +3,9 @@
 The public names live here; everything else is reached through the concept
 modules (``dentalkit.convert``, ``dentalkit.ceph``, ``dentalkit.arch``,
 ``dentalkit.teeth``, ``dentalkit.findings``, ``dentalkit.tle``,
-``dentalkit.plot``, ``dentalkit.io``, ``dentalkit.sandbox``); fetching lives in
-``dentalkit.fetch``.
+``dentalkit.plot``, ``dentalkit.io``, ``dentalkit.sandbox``); images become a manifest
+in ``dentalkit.images``; fetching lives in ``dentalkit.fetch``, the whole study (analyses,
+figures, report) in ``dentalkit.study``.
 """
 
 from __future__ import annotations
@@ -38,11 +39,12 @@ _LAZY = (
     "ceph",
     "convert",
     "findings",
+    "images",
     "io",
-    "pipeline",
     "plot",
     "sandbox",
     "stats",
+    "study",
     "teeth",
     "tle",
     "tracings",
@@ -83,14 +85,15 @@ __all__ = [
     "fetch_cohort",
     "findings",
     "get_endpoint",
+    "images",
     "io",
-    "pipeline",
     "plot",
     "read_failures",
     "read_responses",
     "sandbox",
     "settings",
     "stats",
+    "study",
     "teeth",
     "tle",
     "tracings",

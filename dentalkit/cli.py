@@ -1,6 +1,6 @@
-"""Command line: ``dentalkit demo | sandbox | openapi | first-contact | fetch | verify | contract | tables | analyze | figures | export``.
+"""Command line: ``dentalkit demo | sandbox | openapi | manifest | first-contact | fetch | verify | contract | tables | analyze | figures | export``.
 
-The study as shell steps: ``fetch`` (manifest → store) → ``tables`` (store → Parquet
+The study as shell steps: ``manifest`` (images → manifest) → ``fetch`` (manifest → store) → ``tables`` (store → Parquet
 tables) → ``analyze`` (tables → analysis tables) → ``figures`` (tables + analyses →
 PDF/PNG) → ``export`` (CSV + data dictionary, optionally pseudonymized). ``demo`` runs the
 study on the embedded sandbox.
@@ -302,6 +302,137 @@ def openapi(
     else:
         out.write_text(text + "\n")
         typer.echo(f"wrote {out}")
+
+
+def _key_value(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` of --storage-option; VALUE read as JSON when it is JSON, else text."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise typer.BadParameter(f"'{text}' is not KEY=VALUE (e.g. endpoint_url=https://…)")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
+
+
+@app.command()
+def manifest(
+    source: Annotated[
+        str, typer.Argument(help="Folder, or s3:// gs:// az:// prefix, of the images.")
+    ],
+    out: Annotated[
+        Path, typer.Option(help="Manifest CSV to write; problems go to NAME-problems.csv.")
+    ] = Path("manifest.csv"),
+    pattern: Annotated[
+        str | None,
+        typer.Option(help="File names under SOURCE, e.g. '{patient_id}/{date}/{kind}.png'."),
+    ] = None,
+    mapping: Annotated[
+        Path | None,
+        typer.Option(dir_okay=False, help="CSV naming each file instead of a pattern."),
+    ] = None,
+    kind: Annotated[
+        list[str] | None,
+        typer.Option(metavar="KIND=ENDPOINT[,ENDPOINT]", help="Declare a kind (repeatable)."),
+    ] = None,
+    endpoint: Annotated[
+        list[EndpointName] | None,
+        typer.Option(metavar="ENDPOINT", help="Endpoint of every file when none names a kind."),
+    ] = None,
+    date_format: Annotated[
+        str | None, typer.Option(help="strptime form of {date}, e.g. %d.%m.%Y (default ISO).")
+    ] = None,
+    ignore: Annotated[
+        list[str] | None, typer.Option(metavar="GLOB", help="Files to skip (repeatable).")
+    ] = None,
+    upload: Annotated[
+        str | None,
+        typer.Option(metavar="URL", help="s3:// (gs://, az://) prefix to copy local images to."),
+    ] = None,
+    png_dir: Annotated[
+        Path | None, typer.Option(help="Folder for the PNGs converted from DICOM files.")
+    ] = None,
+    lifetime: Annotated[
+        str, typer.Option(help="Validity of the URLs, e.g. 7d, 36h (at most 7d on S3/GCS).")
+    ] = "7d",
+    secret_env: Annotated[
+        str | None,
+        typer.Option(help="Environment variable holding the pseudonymisation key (DICOM)."),
+    ] = None,
+    storage_option: Annotated[
+        list[str] | None,
+        typer.Option(metavar="KEY=VALUE", help="fsspec storage option (repeatable)."),
+    ] = None,
+    errors: Annotated[
+        ErrorsMode,
+        typer.Option(help="Collect: build the rest and list what is left out (exit 1)."),
+    ] = ErrorsMode.collect,
+) -> None:
+    """Build a fetch manifest from a folder or an object-store prefix of images.
+
+    Object-store images get presigned HTTPS URLs of the stated lifetime (refused when
+    shorter than the fetch will need); local images need --upload. DICOM files are
+    converted to PNG (--png-dir), calibrated from their pixel spacing and pseudonymised
+    (--secret-env). Every file left out is listed with why. Exit status: 0 done; 1 some
+    files left out; 2 nothing built. See docs/images.md.
+    """
+    import os
+
+    from dentalkit.errors import DentalkitError
+
+    secret = None
+    if secret_env is not None:
+        secret = os.environ.get(secret_env)
+        if not secret:
+            raise _fail(f"environment variable {secret_env} is not set or empty")
+    kinds = {}
+    for item in kind or []:
+        name, sep, eps = item.partition("=")
+        if not sep:
+            raise _fail(f"--kind {item!r} is not KIND=ENDPOINT[,ENDPOINT]")
+        kinds[name] = eps
+    try:
+        options = dict(_key_value(t) for t in storage_option or [])
+        from dentalkit.images import build_manifest
+
+        built = build_manifest(
+            source,
+            pattern=pattern,
+            mapping=mapping,
+            kinds=kinds or None,
+            endpoints=[e.value for e in endpoint] if endpoint else None,
+            date_format=date_format,
+            ignore=ignore or (),
+            upload_to=upload,
+            png_dir=png_dir,
+            lifetime=lifetime,
+            secret=secret,
+            storage_options=options,
+            errors=errors.value,  # type: ignore[arg-type]
+        )
+        written = built.write(out)
+    except (DentalkitError, typer.BadParameter) as exc:
+        raise _fail(str(exc)) from None
+    from dentalkit.images._lifetime import words
+
+    m = built.manifest
+    typer.echo(
+        f"wrote {len(m)} rows ({m['image_url'].nunique()} images, {m['patient_id'].nunique()} "
+        f"patients) to {out}; {built.uploaded} files uploaded"
+    )
+    typer.echo(
+        f"URLs valid {words(built.lifetime)}, until {built.expires_at:%Y-%m-%d %H:%M} UTC "
+        f"(the fetch needs about {words(built.required)}): fetch before then"
+    )
+    left = built.problems["severity"] == "error"
+    if len(built.problems):
+        _err(
+            f"{int(left.sum())} file(s) left out, {int((~left).sum())} remark(s): see {written[-1]}"
+        )
+        for rec in built.problems.head(5).to_dict("records"):
+            _err(f"  {rec['severity']}: {rec['path']}: {rec['reason']}")
+    if left.any():
+        raise typer.Exit(EXIT_INCOMPLETE)
 
 
 @app.command()
@@ -854,7 +985,8 @@ def _echo_counts(tables: dict, what: str) -> None:
 
 
 def _calibration(values: list[Calibration] | None) -> dict[str, float]:
-    """The parsed ``--mm-per-px`` values as the pipeline's mapping, endpoint → mm per px."""
+    """The parsed ``--mm-per-px`` values as the study's endpoint fallback, endpoint → mm
+    per px (:class:`dentalkit.study.Calibration` adds each image's own value first)."""
     return {cal.endpoint: cal.mm_per_px for cal in values or []}
 
 
@@ -909,8 +1041,8 @@ def analyze(
         typer.Option(
             help="Collect: analyse the usable rows and list the rest in "
             "analysis_problems.parquet (exit status 1). Raise: stop and name every bad row, "
-            "writing nothing. The command collects by default; pipeline.analyze in Python "
-            "raises."
+            "writing nothing. The command collects by default; dentalkit.study.analyze in "
+            "Python raises."
         ),
     ] = ErrorsMode.collect,
 ) -> None:
@@ -924,34 +1056,27 @@ def analyze(
     allow no analysis (they have no rows), 2 when TABLES_DIR holds no tables written by
     dentalkit tables, an input cannot be read, or --errors raise met a bad row.
     """
-    import pandas as pd
-
-    from dentalkit import pipeline
+    from dentalkit import study
     from dentalkit._progress import Stage
     from dentalkit.errors import DentalkitError
     from dentalkit.fetch.store import read_responses
+    from dentalkit.study.report import px_arches_note
 
     cal = _calibration(mm_per_px)
     try:
         tables = _read_tables_or_fail(tables_dir)
         responses = read_responses(store) if store is not None else None
-        record = None
-        if patients is not None:
-            record = (
-                pd.read_parquet(patients)
-                if patients.suffix == ".parquet"
-                else pd.read_csv(patients, dtype={"patient_id": str})
-            )
+        record = study.read_patients(patients)
         with Stage("analyses", _err, "ceph, arch, teeth, findings") as step:
-            analyses = pipeline.analyze(
+            analyses = study.analyze(
                 tables, cal or None, responses=responses, patients=record, errors=errors.value
             )
             step.result = f"{len(analyses)} analysis tables"
     except (DentalkitError, FileNotFoundError) as exc:
         text = str(exc)
-        if text.endswith(pipeline.ANALYZE_HINT):  # --errors raise: in the terminal's words
-            head, _, rows = text[: -len(pipeline.ANALYZE_HINT)].partition("\n")
-            head = head.replace("dentalkit.pipeline.analyze met", "the analyses met", 1)
+        if text.endswith(study.ANALYZE_HINT):  # --errors raise: in the terminal's words
+            head, _, rows = text[: -len(study.ANALYZE_HINT)].partition("\n")
+            head = head.replace("dentalkit.study.analyze met", "the analyses met", 1)
             head = head.replace("nothing was returned", "nothing was written", 1)
             text = (
                 f"{head}\n{rows}Fix these rows, or run with --errors collect to analyse the "
@@ -964,14 +1089,12 @@ def analyze(
             f"the tables in {tables_dir} have no rows to analyse; nothing was written",
             EXIT_INCOMPLETE,
         )
-    pipeline.write_analyses(analyses, out)
+    study.write_analyses(analyses, out)
     _echo_counts(analyses, f"analysis tables to {out}")
     # the arches left in pixels (endpoint without --mm-per-px), in the report's one line
-    from dentalkit.demo import _px_arches_note
-
-    px_note = _px_arches_note(tables, analyses)
+    px_note = px_arches_note(tables, analyses)
     if problems is not None:
-        summary = pipeline.problems_summary(problems)
+        summary = study.problems_summary(problems)
         if len(problems):
             typer.echo(f"{summary}; see {out / 'analysis_problems.parquet'}")
         else:
@@ -999,7 +1122,7 @@ def figures(
     have no rows to show), 2 when TABLES_DIR holds no tables written by dentalkit tables
     or ANALYSES_DIR no tables written by dentalkit analyze.
     """
-    from dentalkit import pipeline
+    from dentalkit import study
     from dentalkit._progress import Stage
     from dentalkit.errors import DentalkitError
 
@@ -1008,7 +1131,7 @@ def figures(
         tables = _read_tables_or_fail(tables_dir)
         if not analyses_dir.is_dir():
             raise _fail(f"{analyses_dir} is not a folder; run dentalkit analyze first")
-        analyses = pipeline.read_analyses(analyses_dir)
+        analyses = study.read_analyses(analyses_dir)
     except (DentalkitError, FileNotFoundError) as exc:
         raise _fail(str(exc)) from None
     if not analyses:
@@ -1017,7 +1140,7 @@ def figures(
             f"`dentalkit analyze {tables_dir} --out {analyses_dir}` first"
         )
     with Stage("figures", _err, f"drawing PDF and PNG at {dpi} dpi") as step:
-        written = pipeline.make_figures(
+        written = study.make_figures(
             tables, analyses, out, mm_per_px=cal or None, dpi=dpi, progress=progress
         )
         step.result = f"{len(written)} drawn"
@@ -1123,9 +1246,9 @@ def demo(
     The sandbox is a simulator of interface v2 (synthetic anatomy, no AI model). A second
     run finds every response already stored and redraws the outputs.
     """
-    from dentalkit.demo import run_demo
     from dentalkit.errors import ConfigurationError
     from dentalkit.sandbox.drift import check_scenarios
+    from dentalkit.study.demo import run_demo
 
     ctx.with_resource(_log_lines())
     scenarios = check_scenarios([d.value for d in drift] if drift else None)

@@ -54,7 +54,6 @@ measure ids per row (in Parquet an Arrow ``list<string>``), not joined text.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -504,25 +503,18 @@ Errors = Literal["raise", "collect", "warn"]
 ERRORS_VALUES: tuple[str, ...] = ("raise", "collect", "warn")
 #: The one default: a direct call on bad data fails loudly and lists every problem.
 ERRORS_DEFAULT = "raise"
-# Values accepted before dentalkit had one rule, and what they mean now.
-_DEPRECATED_ERRORS = {"ignore": "collect"}
 
 
-def check_errors(errors: Any, where: str, *, stacklevel: int = 3) -> str:
+def check_errors(errors: Any, where: str) -> str:
     """Validate an ``errors=`` argument and return its canonical value.
 
     Parameters
     ----------
     errors : str
-        ``"raise"``, ``"collect"`` or ``"warn"`` (see the module docstring). The value
-        ``"ignore"`` that some functions accepted before is still accepted with a
-        :class:`DeprecationWarning` and means ``"collect"`` (problems listed, no warning;
-        :func:`dentalkit.ceph.measure` keeps returning the table alone for it).
+        ``"raise"``, ``"collect"`` or ``"warn"`` (see the module docstring).
     where : str
-        The public function checking it, named in the messages
+        The public function checking it, named in the message
         (``"dentalkit.ceph.measure"``).
-    stacklevel : int, optional
-        Stack level of the deprecation warning (3: the caller of ``where``).
 
     Returns
     -------
@@ -541,16 +533,6 @@ def check_errors(errors: Any, where: str, *, stacklevel: int = 3) -> str:
     """
     if isinstance(errors, str) and errors in ERRORS_VALUES:
         return errors
-    if isinstance(errors, str) and errors in _DEPRECATED_ERRORS:
-        new = _DEPRECATED_ERRORS[errors]
-        warnings.warn(
-            f"{where}(errors={errors!r}) is deprecated: use errors={new!r} to get the "
-            "problems as a table without a warning (dentalkit has one errors= rule: "
-            f"{', '.join(map(repr, ERRORS_VALUES))})",
-            DeprecationWarning,
-            stacklevel=stacklevel,
-        )
-        return new
     raise InputError(
         f"{where}: errors={errors!r} is not allowed; use one of "
         f"{', '.join(map(repr, ERRORS_VALUES))} (default {ERRORS_DEFAULT!r}): 'raise' stops "

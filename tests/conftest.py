@@ -74,7 +74,7 @@ def demo_study(tmp_path_factory):
 @pytest.fixture(scope="module")
 def demo_tables(demo_study):
     """The contract tables of :func:`demo_study` (without its problems table), read once per
-    test module: the input of the tests that run ``pipeline.analyze`` on them."""
+    test module: the input of the tests that run ``study.analyze`` on them."""
     from dentalkit import io
 
     out, _, result = demo_study

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from dentalkit import io, pipeline
+from dentalkit import io, study
 from dentalkit.cli import app
 
 PYTHON_NAMES = re.compile(r"\bNone\b|\.problems\b|endpoints=|Client\(|Traceback|``")
@@ -76,7 +76,7 @@ def test_figures_that_draw_nothing_exit_1(tmp_path):
             "pooled": [False],
         }
     )
-    pipeline.write_analyses({"model_versions": versions}, tmp_path / "analyses")
+    study.write_analyses({"model_versions": versions}, tmp_path / "analyses")
     args = ["figures", str(tmp_path / "tables"), str(tmp_path / "analyses")]
     code, out = _run([*args, "--out", str(tmp_path / "f"), "--no-progress"])
     assert code == 1, out
@@ -189,7 +189,7 @@ def test_one_endpoint_calibrated_twice_is_refused_unless_the_values_agree(tmp_pa
         seen.append(cal)
         return {}
 
-    monkeypatch.setattr(pipeline, "analyze", analyze)
+    monkeypatch.setattr(study, "analyze", analyze)
     args = ["analyze", str(tmp_path / "tables"), "--out", str(tmp_path / "a")]
     twice = ["--mm-per-px", "ceph_lateral_points=0.1", "--mm-per-px", "ceph_lateral_points=0.2"]
     code, out = _run([*args, *twice], terminal_width=200)

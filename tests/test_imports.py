@@ -22,8 +22,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: Analysis packages: pure functions on tables (docs/DESIGN: "none imports fetch/").
 ANALYSIS = ("convert", "ceph", "arch", "teeth", "findings", "tle", "stats", "agreement", "plot")
-#: Fetch code: the package and the deprecated alias modules of its old paths.
-FETCH = ("dentalkit.fetch", "dentalkit.client", "dentalkit.cohort", "dentalkit.store")
+#: Fetch code.
+FETCH = ("dentalkit.fetch",)
+#: At most this many modules at the package root (``.py`` files directly in
+#: ``dentalkit/``): the root holds what every stage shares, the stages live in packages.
+MAX_ROOT_MODULES = 14
+#: Longest file of the study package (lines): a longer one is a list of steps that wants
+#: its own module.
+MAX_STUDY_LINES = 800
 
 #: Circles that exist today and are fixed by a named step. The test fails when one of them
 #: disappears, so that its entry is removed with the fix (and cannot hide a new circle).
@@ -257,9 +263,9 @@ def test_analysis_modules_take_no_fetch_name_from_the_root(graph):
 
 
 def test_fetch_modules_live_in_the_fetch_package(graph):
-    # the moved modules are aliases only, and every fetch module is found by the graph
-    for old in ("client", "cohort", "store"):
-        assert graph[f"dentalkit.{old}"] == {f"dentalkit.fetch.{old}"}
+    # the old root paths are gone, and every fetch module is found by the graph
+    for old in ("client", "cohort", "store", "distributed", "pipeline", "demo", "_deprecate"):
+        assert f"dentalkit.{old}" not in graph
     for gone in ("_http", "_download", "_manifest", "_build", "_methods", "_rediscache"):
         assert f"dentalkit.{gone}" not in graph
         assert f"dentalkit.fetch.{gone}" in graph
@@ -304,10 +310,59 @@ def test_packages_reexport_only_their_own_modules():
 
 
 def test_partitioned_parquet_lives_in_the_io_package(graph):
-    # dentalkit.distributed is a deprecated alias only; io takes nothing from the root level
-    assert graph["dentalkit.distributed"] == {"dentalkit.io.partitioned"}
-    assert "dentalkit.distributed" not in graph["dentalkit.io"]
     assert "dentalkit.io.partitioned" in graph["dentalkit.io"]
+
+
+def test_the_package_root_holds_few_modules():
+    root = sorted(p.name for p in (ROOT / "dentalkit").glob("*.py"))
+    assert len(root) <= MAX_ROOT_MODULES, f"{len(root)} modules at the root: {root}"
+
+
+def test_no_study_file_is_longer_than_the_limit():
+    long = {
+        p.name: n
+        for p in sorted((ROOT / "dentalkit" / "study").glob("*.py"))
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_STUDY_LINES
+    }
+    assert not long, f"study files over {MAX_STUDY_LINES} lines: {long}"
+
+
+#: What the command line may import: the stages' public entry points and what it prints
+#: (the fetch's wording of failures, the report's notes), never an analysis package.
+CLI_MAY_IMPORT = {
+    "dentalkit",
+    "dentalkit._progress",
+    "dentalkit.contract",
+    "dentalkit.convert",
+    "dentalkit.endpoints",
+    "dentalkit.errors",
+    "dentalkit.io",
+    "dentalkit.openapi",
+    "dentalkit.settings",
+    "dentalkit.study",
+    "dentalkit.study.demo",
+    "dentalkit.study.report",
+}
+
+
+def cli_imports(graph: dict[str, set[str]]) -> set[str]:
+    """Modules the command line imports that it may not (:data:`CLI_MAY_IMPORT`, plus the
+    fetch and sandbox packages and the fetch's and io's wording helpers)."""
+    allowed = lambda m: (  # noqa: E731
+        m in CLI_MAY_IMPORT
+        or m.startswith(("dentalkit.fetch", "dentalkit.sandbox", "dentalkit.io._"))
+    )
+    return {m for m in graph["dentalkit.cli"] if not allowed(m)}
+
+
+def test_the_command_line_only_parses_and_prints(graph):
+    # the study's logic (analyses, calibration, groups, treatment length) lives in
+    # dentalkit.study; the command line calls its public names and prints their notes
+    assert not cli_imports(graph), f"cli imports {sorted(cli_imports(graph))}"
+    assert {"dentalkit.study", "dentalkit.study.report"} <= graph["dentalkit.cli"]
+    # the check can fail: an analysis package or a study internal is refused
+    bad = {**graph, "dentalkit.cli": {"dentalkit.arch", "dentalkit.study.analyses"}}
+    assert cli_imports(bad) == {"dentalkit.arch", "dentalkit.study.analyses"}
 
 
 def test_package_code_takes_layout_names_from_plot_layout():

@@ -1,10 +1,10 @@
 """The naming rule of docs/conventions.md, checked against the public API.
 
-The rule's verb list, its table of noun-named functions and its table of deprecated
-aliases are read from the page itself, so code and documentation cannot drift apart:
+The rule's verb list, its table of noun-named functions and its table of removed old
+names are read from the page itself, so code and documentation cannot drift apart:
 a new public function of an analysis package is either led by a listed verb or listed
 as a noun with what it returns; no function takes a verb's noun form (``measures``,
-``summary`` …) except a documented deprecated alias.
+``summary`` …), and no old name of the table is public or called.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "conventions.md"
-PACKAGES = ("ceph", "arch", "teeth", "agreement", "findings", "tle", "stats")
+PACKAGES = ("ceph", "arch", "teeth", "agreement", "findings", "tle", "stats", "images")
 #: Noun forms of the rule's verbs: never a public function name (the drift the rule ends).
 VERB_NOUNS = {
     "measures",
@@ -75,7 +75,7 @@ def documented_nouns() -> set[str]:
 
 
 def documented_aliases() -> dict[str, str]:
-    rows = _table_after(_section(), "| old name (deprecated) | new name |")
+    rows = _table_after(_section(), "| old name (removed) | new name |")
     return {_ticked(row[0])[0]: _ticked(row[1])[0] for row in rows}
 
 
@@ -122,14 +122,8 @@ def test_the_rule_check_can_fail():
 def test_every_public_function_follows_the_naming_rule():
     verbs, prefixes = documented_verbs()
     nouns = documented_nouns()
-    aliases = documented_aliases()
     broken = []
-    for qualified, fn in public_functions().items():
-        target = getattr(fn, "__deprecated_alias_of__", None)
-        if target is not None:
-            if qualified not in aliases:
-                broken.append(f"{qualified}: a deprecated alias missing from the alias table")
-            continue
+    for qualified in public_functions():
         reason = breaks_rule(qualified, verbs, prefixes, nouns)
         if reason:
             broken.append(reason)
@@ -150,18 +144,15 @@ def test_documented_names_exist_and_are_not_verb_led():
 
 
 @pytest.mark.parametrize("old", sorted(documented_aliases()))
-def test_documented_aliases_are_deprecated_wrappers_of_the_new_name(old):
+def test_removed_names_are_gone_and_their_new_names_public(old):
     new = documented_aliases()[old]
     functions = public_functions()
-    alias, target = functions[old], functions[new]
-    assert alias.__deprecated_alias_of__ == f"dentalkit.{new}"
-    assert inspect.signature(alias) == inspect.signature(target)
-    # the behaviour (warning + same result) is tested next to each function:
-    # tests/arch/test_arch_measures.py, tests/agreement/test_agreement_measures.py,
-    # tests/tle/test_tle_stats_units.py
+    assert new in functions
+    package, name = old.split(".", 1)
+    assert not hasattr(importlib.import_module(f"dentalkit.{package}"), name), old
 
 
-def test_no_caller_uses_a_deprecated_name():
+def test_no_caller_uses_a_removed_name():
     """Package, benchmarks, notebooks, docs and README call the new names only."""
     # no word character before: ``_tle.summary(`` (a module imported as _tle) is a hit too
     patterns = [re.compile(rf"(?<![A-Za-z0-9]){re.escape(old)}\(") for old in documented_aliases()]

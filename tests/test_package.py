@@ -43,5 +43,8 @@ def test_the_dev_install_has_every_optional_library_the_tests_use():
         "trustme",
         "redis",
         "numba",
+        "pydicom",
+        "s3fs",
+        "moto.server",
     ):
         importlib.import_module(name)

@@ -329,8 +329,8 @@ def test_one_validator_values_and_default():
     assert "'raise', 'collect', 'warn'" in text and "default 'raise'" in text
     with pytest.raises(InputError, match="not allowed"):
         check_errors(None, "f")
-    with pytest.warns(DeprecationWarning, match="use errors='collect'"):
-        assert check_errors("ignore", "f") == "collect"
+    with pytest.raises(InputError, match="errors='ignore' is not allowed"):  # removed spelling
+        check_errors("ignore", "f")
 
 
 CALLS = {
@@ -461,12 +461,9 @@ def test_every_public_errors_argument_defaults_to_raise():
 
     import dentalkit
 
-    skip = ("dentalkit.sandbox", "dentalkit.distributed")  # and the deprecated aliases:
-    skip += ("dentalkit.client", "dentalkit.cohort", "dentalkit.store")
+    skip = ("dentalkit.sandbox",)
     seen = {}
-    with warnings.catch_warnings():  # walk_packages imports the deprecated alias packages
-        warnings.filterwarnings("ignore", r"dentalkit\.\w+ moved to", DeprecationWarning)
-        modules = list(pkgutil.walk_packages(dentalkit.__path__, "dentalkit."))
+    modules = list(pkgutil.walk_packages(dentalkit.__path__, "dentalkit."))
     for info in modules:
         if info.name.startswith(skip) or "._" in info.name:
             continue

@@ -29,7 +29,6 @@ Examples
 0.2887
 """
 
-from dentalkit._deprecate import deprecated_alias
 from dentalkit.agreement._examiner import simulate_examiner
 from dentalkit.agreement._frame import procrustes
 from dentalkit.agreement._landmarks import LandmarkAgreement, landmarks
@@ -42,10 +41,6 @@ from dentalkit.agreement._stats import (
     bland_altman_moments,
     dahlberg,
 )
-
-#: Deprecated alias (one release): measuring is ``measure`` in every package
-#: (docs/conventions.md, "Naming").
-measures = deprecated_alias(measure, "measures", "dentalkit.agreement")
 
 __all__ = [
     "ICC_FORMS",
@@ -61,7 +56,6 @@ __all__ = [
     "icc",
     "landmarks",
     "measure",
-    "measures",  # deprecated alias of measure (one release)
     "procrustes",
     "simulate_examiner",
 ]

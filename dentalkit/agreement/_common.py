@@ -33,13 +33,13 @@ __all__ = [
 SESSION_DEFAULT = ("patient_id", "timestamp")
 #: Which paired sessions of each unit (patient) enter the statistics (``session=``).
 SESSION_RULES = ("first", "last", "all")
-#: Accepted ``errors=`` values: dentalkit's one rule, plus ``"ignore"`` (deprecated).
-Errors = Literal["raise", "collect", "warn", "ignore"]
+#: Accepted ``errors=`` values: dentalkit's one rule.
+Errors = Literal["raise", "collect", "warn"]
 
 
 def check_errors(errors: str, where: str) -> str:
-    """The canonical ``errors=`` value (deprecation warnings point at the caller of ``where``)."""
-    return _check_errors(errors, where, stacklevel=4)
+    """The canonical ``errors=`` value (:func:`dentalkit.errors.check_errors`)."""
+    return _check_errors(errors, where)
 
 
 def session_columns(

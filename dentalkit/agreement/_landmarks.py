@@ -209,7 +209,6 @@ def landmarks(
         :class:`~dentalkit.errors.DentalkitWarning`, ``"raise"`` (the default) raises
         :class:`~dentalkit.errors.InputError` instead, listing them (patient, session,
         side/item and reason; the whole table on its ``problems`` attribute).
-        ``"ignore"`` is deprecated (use ``"collect"``).
     session : {"first", "last", "all"}
         Which paired sessions of each unit enter the statistics, so that every patient
         counts once in the per-landmark intervals. Default ``"first"``: per landmark

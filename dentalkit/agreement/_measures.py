@@ -140,7 +140,6 @@ def measure(
         :class:`~dentalkit.errors.DentalkitWarning`, ``"raise"`` (the default) raises
         :class:`~dentalkit.errors.InputError` instead, listing them (patient, session,
         side/item and reason; the whole table on its ``problems`` attribute).
-        ``"ignore"`` is deprecated (use ``"collect"``).
     kappa_weights : {"linear", "quadratic"}
         Weights of the weighted kappa of the (ordered) classes; default linear.
     session : {"first", "last", "all"}

@@ -32,7 +32,6 @@ MODELS, MEASURES
 
 from __future__ import annotations
 
-from dentalkit._deprecate import deprecated_alias
 from dentalkit.arch._compare import compare
 from dentalkit.arch._curve import curve
 from dentalkit.arch._fit import fit, problems
@@ -40,10 +39,6 @@ from dentalkit.arch._frame import Alignment, align, to_canonical, to_image
 from dentalkit.arch._mean_form import mean_form
 from dentalkit.arch._measures import MEASURES, ArchMeasure, measure
 from dentalkit.arch._models import MODELS, ArchModel
-
-#: Deprecated alias (one release): measuring is ``measure`` in every package
-#: (docs/conventions.md, "Naming").
-measures = deprecated_alias(measure, "measures", "dentalkit.arch")
 
 __all__ = [
     "MEASURES",
@@ -57,7 +52,6 @@ __all__ = [
     "fit",
     "mean_form",
     "measure",
-    "measures",  # deprecated alias of measure (one release)
     "problems",
     "to_canonical",
     "to_image",

@@ -49,7 +49,7 @@ def check_errors_arg(errors: str, where: str = "dentalkit.arch") -> str:
     with a ``status`` other than ``"ok"`` and a ``reason``; ``"warn"`` also emits one
     :class:`~dentalkit.errors.DentalkitWarning` saying how many arches that concerns.
     """
-    return check_errors(errors, where, stacklevel=4)
+    return check_errors(errors, where)
 
 
 def warn_bad(what: str, n: int, first: str) -> None:
@@ -371,7 +371,7 @@ def calibration(
                 f"patient_id={first['patient_id']!r}, timestamp={first['timestamp']!r}, "
                 f"arch={first['arch']!r}; give every image a calibration, or measure the "
                 "arches without one in a separate call with mm_per_px=None (pixels), as "
-                "dentalkit.pipeline.analyze does"
+                "dentalkit.study.analyze does"
             )
     else:
         try:

@@ -37,8 +37,8 @@ log = logging.getLogger("dentalkit")
 
 #: Default session key columns (those present in the table are used).
 SESSION_COLUMNS = ("patient_id", "timestamp", "session_time")
-#: Accepted ``errors=`` values: dentalkit's one rule, plus ``"ignore"`` (deprecated).
-Errors = Literal["raise", "collect", "warn", "ignore"]
+#: Accepted ``errors=`` values: dentalkit's one rule.
+Errors = Literal["raise", "collect", "warn"]
 
 
 def measure(
@@ -94,8 +94,7 @@ def measure(
         and reason; the whole table on its ``problems`` attribute) and returns nothing;
         ``"collect"`` returns ``(table, problems)`` with the affected measures NaN, never
         guessed; ``"warn"`` returns the table alone and emits one
-        :class:`~dentalkit.errors.DentalkitWarning` summarising them. ``"ignore"``
-        (deprecated, :class:`DeprecationWarning`) returns the table silently.
+        :class:`~dentalkit.errors.DentalkitWarning` summarising them.
 
     Returns
     -------
@@ -131,7 +130,6 @@ def measure(
     >>> out[["measure", "value", "unit"]].to_dict("list")
     {'measure': ['SNA', 'S_N'], 'value': [90.0, 7.0], 'unit': ['deg', 'mm']}
     """
-    table_only = errors == "ignore"  # the deprecated value returned the table alone
     errors = check_errors(errors, "dentalkit.ceph.measure")
     if not isinstance(landmarks, pd.DataFrame):
         raise InputError(f"landmarks must be a pandas DataFrame, got {type(landmarks).__name__}")
@@ -193,8 +191,6 @@ def measure(
         else pd.DataFrame(columns=PROBLEM_COLUMNS)
     )
     prob = problems_frame(prob, severity="error")
-    if table_only:
-        return table
     if errors == "collect":
         return table, prob
     if len(prob) and errors == "raise":

@@ -3,9 +3,8 @@
 :func:`tables` turns a responses table (``docs/data-contract.md``) into every table at
 once; one function per table does the same for a single table. Schemas are declared
 once in :mod:`dentalkit.convert.schemas`. :func:`dentalkit.io.write_tables` /
-:func:`dentalkit.io.read_tables` store them as Parquet, teeth as GeoParquet 1.1 (the
-``convert.write_tables`` / ``convert.read_tables`` aliases are deprecated: convert is below
-io in the data flow and does no I/O).
+:func:`dentalkit.io.read_tables` store them as Parquet, teeth as GeoParquet 1.1 (convert is
+below io in the data flow and does no I/O).
 
 Examples
 --------
@@ -26,8 +25,6 @@ Examples
 """
 
 from __future__ import annotations
-
-import warnings
 
 from dentalkit.convert import schemas
 from dentalkit.convert._tables import (
@@ -57,37 +54,10 @@ __all__ = [
     "has_finding",
     "landmarks",
     "load_tmj_phrases",
-    "read_tables",
     "schemas",
     "tables",
     "teeth",
     "tle",
     "tmj",
     "tooth_keypoints",
-    "write_tables",
 ]
-
-
-def _moved(name: str) -> None:
-    warnings.warn(
-        f"dentalkit.convert.{name} is deprecated (convert does no I/O); use "
-        f"dentalkit.io.{name}, the same function (the alias goes in the next release)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-
-
-def write_tables(tables: dict, out_dir) -> dict:
-    """Deprecated alias of :func:`dentalkit.io.write_tables` (one release)."""
-    _moved("write_tables")
-    from dentalkit import io  # the one upward edge left, until the alias goes
-
-    return io.write_tables(tables, out_dir)
-
-
-def read_tables(out_dir, names=None) -> dict:
-    """Deprecated alias of :func:`dentalkit.io.read_tables` (one release)."""
-    _moved("read_tables")
-    from dentalkit import io  # the one upward edge left, until the alias goes
-
-    return io.read_tables(out_dir, names)

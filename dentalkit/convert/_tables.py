@@ -232,7 +232,7 @@ def _one(
     landmark_map: LandmarkMap = None,
     tmj_phrases: _tmj.PhrasesArg = None,
 ) -> pd.DataFrame:
-    errors = check_errors(errors, f"dentalkit.convert.{table}", stacklevel=4)
+    errors = check_errors(errors, f"dentalkit.convert.{table}")
     out, problems = _run(responses, errors, landmark_map, (table,), tmj_phrases)
     problems.warn(stacklevel=4)
     found = problems.frame([table])

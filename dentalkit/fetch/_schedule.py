@@ -302,7 +302,9 @@ class _Scheduler:
             if not self.pending:
                 break
             finished, _ = wait(self.pending, timeout=self.interval, return_when=FIRST_COMPLETED)
-            for fut in finished:
+            # in submission order (``finished`` is a set): the first failure recorded, and
+            # named by the stop line, is the first request sent, not an arbitrary one
+            for fut in [f for f in self.pending if f in finished]:
                 self._receive(fut)
             if finished:
                 report = self.report

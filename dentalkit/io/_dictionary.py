@@ -79,7 +79,7 @@ ANALYSIS_TABLES: Mapping[str, tuple[str, str]] = MappingProxyType(
         "findings_prevalence": ("findings.prevalence(...).prevalence", "source × class"),
         "finding_boxes": ("findings.prevalence(...).boxes", "detection"),
         "finding_box_sizes": ("findings.prevalence(...).box_sizes", "source × class × measure"),
-        "model_versions": ("pipeline.model_versions", "endpoint × Version label"),
+        "model_versions": ("study.model_versions", "endpoint × Version label"),
         "tmj_prevalence": ("findings.tmj_prevalence", "cohort (patients as units)"),
         "tle_estimates": ("tle.estimate", "patient"),
         "tle_summary": ("tle.summarize", "group"),
@@ -92,8 +92,8 @@ ANALYSIS_TABLES: Mapping[str, tuple[str, str]] = MappingProxyType(
         "growth_variance": ("stats.growth(...).variance", "measure × variance component"),
         "growth_models": ("stats.growth(...).models", "measure (one mixed-effects model)"),
         "growth_bands": ("stats.growth(...).bands()", "measure × group × time"),
-        "growth_data": ("pipeline.growth_by_group", "session × measure (the modelled rows)"),
-        "analysis_problems": ("pipeline.analyze", "problem an analysis met (errors='collect')"),
+        "growth_data": ("study.growth_by_group", "session × measure (the modelled rows)"),
+        "analysis_problems": ("study.analyze", "problem an analysis met (errors='collect')"),
     }
 )
 
@@ -124,7 +124,7 @@ _SUFFIX_UNITS = (
 _PLACEHOLDER = "{unit}"
 
 
-#: Other names of analysis tables (as :func:`dentalkit.pipeline.analyze` names them).
+#: Other names of analysis tables (as :func:`dentalkit.study.analyze` names them).
 TABLE_ALIASES: Mapping[str, str] = MappingProxyType(
     {"arch_compare": "comparisons", "ceph_compare": "comparisons"}
 )
@@ -1096,7 +1096,7 @@ def columns_markdown() -> str:
         "",
         "Export an analysis result under these names (`dentalkit.io.export({'ceph_measures':",
         "m, ...}, out_dir)`) and the dictionary describes its columns;",
-        "`dentalkit.pipeline.write_analyses` writes each table with these Arrow types,",
+        "`dentalkit.study.write_analyses` writes each table with these Arrow types,",
         "nullability and field metadata (`description`, `unit`, `values`). A column whose",
         "type reads *(inferred)* is described but not typed: pyarrow infers its type.",
         "Session-key columns",

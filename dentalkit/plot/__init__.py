@@ -11,6 +11,7 @@ House style and output
     height, line weights, units, intervals, group order and colours), :func:`style`,
     :func:`figure`, :func:`savefig`, :func:`render` (draw, save and close one figure at a
     declared width), :func:`caption` (the figure's caption: what, n, units, method),
+    :func:`pseudonyms` (one "patient k" per patient for ``identity=`` across a study),
     :data:`OKABE_ITO`, :data:`CATEGORICAL`, :data:`JOURNAL_WIDTHS_MM`.
 Cephalometrics (:mod:`dentalkit.plot.ceph`)
     :func:`ceph_tracing`, :func:`ceph_wiggle`, :func:`ceph_superimposition`,
@@ -47,6 +48,7 @@ from __future__ import annotations
 # The submodules are imported first; ``style`` then names the context manager (the
 # module stays importable as ``dentalkit.plot.style`` through sys.modules).
 from dentalkit.plot import agreement, arch, ceph, findings, growth, house, teeth, tle
+from dentalkit.plot._identity import pseudonyms
 from dentalkit.plot._layout import JOURNAL_WIDTHS_MM, figure, savefig
 from dentalkit.plot._render import render
 from dentalkit.plot.agreement import bland_altman as agreement_bland_altman
@@ -92,6 +94,7 @@ __all__ = [
     "mean_arch_forms",
     "odontogram",
     "prevalence_bars",
+    "pseudonyms",
     "render",
     "savefig",
     "sdr_bars",

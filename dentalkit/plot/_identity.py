@@ -18,7 +18,14 @@ import pandas as pd
 
 from dentalkit.errors import InputError
 
-__all__ = ["IDENTITIES", "Identity", "check_identity", "patient_label", "session_label"]
+__all__ = [
+    "IDENTITIES",
+    "Identity",
+    "check_identity",
+    "patient_label",
+    "pseudonyms",
+    "session_label",
+]
 
 #: The values ``identity=`` takes besides a mapping: ordinal pseudonyms (default), the
 #: identifiers and timestamps as stored, or nothing.
@@ -42,6 +49,21 @@ def _natural(text: str) -> tuple:
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text))
 
 
+def pseudonyms(patients: pd.DataFrame | Any) -> dict[str, str]:
+    """``{patient_id: "patient k"}`` for a table's patients (or a list of identifiers).
+
+    ``k`` is the rank of the identifier in natural order ("P2" before "P10"). Pass the
+    result as ``identity=`` to every figure of a study so that a patient has one name in
+    all of them, whichever subset of patients a figure's own table holds.
+
+    >>> pseudonyms(["P10", "P2", "P2"])
+    {'P2': 'patient 1', 'P10': 'patient 2'}
+    """
+    ids = patients["patient_id"] if isinstance(patients, pd.DataFrame) else pd.Series(patients)
+    ordered = sorted(pd.unique(ids.astype(str)), key=_natural)
+    return {pid: f"patient {k + 1}" for k, pid in enumerate(ordered)}
+
+
 def patient_label(table: pd.DataFrame, patient_id: Any, identity: Identity = "pseudonym") -> str:
     """ "patient k" (rank among the table's patients), the identifier, or the mapped label."""
     check_identity(identity)
@@ -52,8 +74,7 @@ def patient_label(table: pd.DataFrame, patient_id: Any, identity: Identity = "ps
         return pid
     if isinstance(identity, Mapping) and pid in identity:
         return str(identity[pid])
-    ids = sorted(pd.unique(table["patient_id"].astype(str)), key=_natural)
-    return f"patient {ids.index(pid) + 1}" if pid in ids else "patient"
+    return pseudonyms(table).get(pid, "patient")
 
 
 def _times(rows: pd.DataFrame) -> pd.Series:

@@ -31,7 +31,7 @@ SESSION_KEY = ("patient_id", "timestamp")
 
 def check_errors_mode(errors: str, where: str) -> str:
     """:func:`dentalkit.errors.check_errors` for the public function ``where``."""
-    return check_errors(errors, where, stacklevel=4)
+    return check_errors(errors, where)
 
 
 def require_columns(table: pd.DataFrame, columns: Iterable[str], name: str, hint: str = "") -> None:

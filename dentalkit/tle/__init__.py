@@ -18,7 +18,7 @@ from dentalkit.tle.codebook import Codebook, Parameter, load_codebook
 from dentalkit.tle.encoding import decode, encode
 from dentalkit.tle.estimation import estimate, problems, sensitivity
 from dentalkit.tle.example import example_patients
-from dentalkit.tle.stats import calibration, summarize, summary
+from dentalkit.tle.stats import calibration, summarize
 
 __all__ = [
     "Codebook",
@@ -32,5 +32,4 @@ __all__ = [
     "problems",
     "sensitivity",
     "summarize",
-    "summary",  # deprecated alias of summarize (one release)
 ]

@@ -7,7 +7,7 @@ real patients.
 Every column, sex and age included, is drawn here, independently of any other record. To
 ask ``/tle`` about patients who exist elsewhere too, such as sandbox patients whose anatomy
 was simulated for a sex and birth date, take sex and age from that record
-(``dentalkit demo`` does so with :func:`dentalkit.demo.tle_inputs`), or each output would
+(``dentalkit demo`` does so with :func:`dentalkit.study.tle_inputs`), or each output would
 give a patient its own sex and age.
 """
 

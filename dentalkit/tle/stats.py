@@ -24,10 +24,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from dentalkit._deprecate import deprecated_alias
 from dentalkit.errors import DentalkitWarning, InputError
 
-__all__ = ["LOA_CI_METHODS", "calibration", "paired_months", "summarize", "summary"]
+__all__ = ["LOA_CI_METHODS", "calibration", "paired_months", "summarize"]
 
 #: Column holding predicted months in the tables of :func:`dentalkit.tle.estimate`.
 PREDICTED = "estimate_length_months"
@@ -464,7 +463,3 @@ def _lin_ccc(x: np.ndarray, y: np.ndarray, r: float, level: float) -> tuple[floa
     zq = sps.norm.ppf(1 - (1 - level) / 2)
     zc = np.arctanh(rc)
     return rc, (float(np.tanh(zc - zq * se_z)), float(np.tanh(zc + zq * se_z)))
-
-
-#: Deprecated alias (one release): the analysis verb is ``summarize`` (docs/conventions.md).
-summary = deprecated_alias(summarize, "summary", "dentalkit.tle")

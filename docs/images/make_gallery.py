@@ -103,7 +103,7 @@ GALLERY = [
         "gives the norm used. (The shipped SDs are textbook values, hence "
         "``include_unverified=True``.)",
         """
-        from dentalkit.demo import sandbox_patients
+        from dentalkit.study.demo import sandbox_patients
 
         measures, _ = ceph.measure(lateral, mm_per_px=0.1, errors="collect")
         record = sandbox_patients(patients)  # sex, birth date (a study: its patient table)

@@ -180,9 +180,8 @@ def test_errors_policy():
     assert len(res.problems) == 1
     with pytest.warns(DentalkitWarning, match="problem"):
         agreement.landmarks(REF, tst, errors="warn", frame="image")
-    with pytest.warns(DeprecationWarning, match="use errors='collect'"):  # the old spelling
-        res = agreement.landmarks(REF, tst, errors="ignore", frame="image")
-    assert len(res.problems) == 1
+    with pytest.raises(InputError, match="errors='ignore' is not allowed"):  # removed spelling
+        agreement.landmarks(REF, tst, errors="ignore", frame="image")
     with pytest.raises(InputError, match="'raise', 'collect', 'warn'"):
         agreement.landmarks(REF, TEST, errors="silent")
 

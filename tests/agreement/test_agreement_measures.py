@@ -249,18 +249,6 @@ def test_measures_argument_checks():
         agreement.measure(_long([1, 2], ids=["a", "b"]), _long([1, 2], ids=["c", "d"]))
 
 
-def test_deprecated_alias_measures_warns_and_returns_the_same():
-    """agreement.measures (old name, one release) names agreement.measure, same result."""
-    ref, tst = _long(PEFR_MINI), _long(PEFR_WRIGHT)
-    with pytest.warns(
-        DeprecationWarning, match=r"agreement\.measures is deprecated.*agreement\.measure\b"
-    ):
-        old = agreement.measures(ref, tst)
-    new = agreement.measure(ref, tst)
-    pd.testing.assert_frame_equal(old.summary, new.summary)
-    pd.testing.assert_frame_equal(old.pairs, new.pairs)
-
-
 # --- the patient is the unit of analysis (issue 19's rule applied to agreement.measure) ---
 
 

@@ -273,17 +273,6 @@ def test_measures_are_declared_once_and_evaluated_from_the_registry():
         arch.measure(tk, which=["palatal_depth"])
 
 
-def test_deprecated_alias_measures_warns_and_returns_the_same():
-    """arch.measures (old name, one release) names arch.measure and gives its table."""
-    tk = teeth_table(on_circle(250.0, ANGLES))
-    with pytest.warns(
-        DeprecationWarning,
-        match=r"dentalkit\.arch\.measures is deprecated.*dentalkit\.arch\.measure\b",
-    ):
-        old = arch.measures(tk, mm_per_px=0.1)
-    pd.testing.assert_frame_equal(old, arch.measure(tk, mm_per_px=0.1))
-
-
 def test_bad_tooth_points_are_also_rows_of_the_problems_table():
     """arch.measure's bad_input status rows stay as they were; arch.problems(result) lists
     the offending tooth_keypoints rows (positions, the caller's labels, field, value) and

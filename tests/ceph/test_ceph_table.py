@@ -125,10 +125,9 @@ def test_errors_modes():
         warnings.simplefilter("error")
         _, prob = measure(t, IDS, errors="collect")
     assert len(prob) == 1
-    # the deprecated value still returns the table alone, silently but for the deprecation
-    with pytest.warns(DeprecationWarning, match="errors='collect'"):
-        out = measure(t, IDS, errors="ignore")
-    assert isinstance(out, pd.DataFrame)
+    # the old spelling "ignore" is gone (issue 32): refused like any other value
+    with pytest.raises(InputError, match="errors='ignore' is not allowed"):
+        measure(t, IDS, errors="ignore")
     with pytest.raises(InputError, match="'raise', 'collect', 'warn'"):
         measure(t, IDS, errors="sometimes")
 

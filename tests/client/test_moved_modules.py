@@ -1,4 +1,5 @@
-"""The fetch modules moved to dentalkit.fetch (issue 24); the old paths work for one release."""
+"""The fetch modules moved to dentalkit.fetch (issue 24); the old paths are gone (issue 32:
+no release shipped them, so they were removed instead of deprecated)."""
 
 from __future__ import annotations
 
@@ -12,20 +13,12 @@ from dentalkit.fetch import client, cohort, store
 
 
 @pytest.mark.parametrize(
-    ("old", "new", "name"),
-    [
-        ("dentalkit.client", client, "Client"),
-        ("dentalkit.cohort", cohort, "fetch_cohort"),
-        ("dentalkit.store", store, "read_responses"),
-    ],
+    "old", ["dentalkit.client", "dentalkit.cohort", "dentalkit.store", "dentalkit.pipeline"]
 )
-def test_old_path_warns_and_is_the_moved_module(monkeypatch, old, new, name):
+def test_old_path_is_gone(monkeypatch, old):
     monkeypatch.delitem(sys.modules, old, raising=False)
-    with pytest.warns(DeprecationWarning, match=rf"{old} moved to dentalkit\.fetch\."):
-        module = importlib.import_module(old)
-    # the very module object: functions, private helpers and patches are shared
-    assert module is new
-    assert getattr(module, name) is getattr(new, name)
+    with pytest.raises(ModuleNotFoundError, match=old.replace(".", r"\.")):
+        importlib.import_module(old)
 
 
 def test_public_names_unchanged():

@@ -45,13 +45,8 @@ def test_round_trip_is_lossless(tables, tmp_path):
     for name in tables:
         assert_same(tables[name], back[name])
         schemas.check(back[name], name)
-    # the convert-level aliases are deprecated (convert does no I/O) and do the same
-    with pytest.warns(DeprecationWarning, match=r"use dentalkit\.io\.read_tables"):
-        again = convert.read_tables(tmp_path, ["teeth"])
-    assert_same(tables["teeth"], again["teeth"])
-    with pytest.warns(DeprecationWarning, match=r"use dentalkit\.io\.write_tables"):
-        paths_again = convert.write_tables({"teeth": tables["teeth"]}, tmp_path / "again")
-    assert_same(tables["teeth"], io.read_tables(paths_again["teeth"].parent)["teeth"])
+    # convert does no I/O: its old write_tables / read_tables aliases are gone (issue 32)
+    assert not hasattr(convert, "write_tables") and not hasattr(convert, "read_tables")
 
 
 def test_empty_and_all_null_categoricals_round_trip(tmp_path):

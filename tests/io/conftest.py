@@ -23,7 +23,8 @@ ENDPOINT_NAMES = (
 @pytest.fixture(scope="session")
 def study(sandbox, tmp_path_factory):
     """(contract tables, analysis tables by their catalogue names)."""
-    from dentalkit import arch, ceph, convert, findings, pipeline, stats, teeth, tle
+    from dentalkit import arch, ceph, convert, findings, stats, teeth, tle
+    from dentalkit import study as dk_study
     from dentalkit.contract import contract_report
     from dentalkit.fetch.client import Client
     from dentalkit.fetch.cohort import Fetcher, fetch_cohort
@@ -85,7 +86,7 @@ def study(sandbox, tmp_path_factory):
         "missing_per_patient": mt.per_patient,
         "findings_prevalence": fp.prevalence,
         "tmj_prevalence": findings.tmj_prevalence(contract["tmj"]),
-        "model_versions": pipeline.model_versions(contract),
+        "model_versions": dk_study.model_versions(contract),
         "finding_boxes": fp.boxes,
         "finding_box_sizes": fp.box_sizes,
         "tle_estimates": est,
@@ -101,10 +102,10 @@ def study(sandbox, tmp_path_factory):
     points = contract["arch_points"].copy()
     points.loc[points.index[0], "x"] = np.nan
     scale = {"occlusogram_upper_points": 0.08, "occlusogram_lower_points": 0.08}
-    found = pipeline.analyze({"arch_points": points}, scale, errors="collect")
+    found = dk_study.analyze({"arch_points": points}, scale, errors="collect")
     assert len(found["analysis_problems"]) == 1
     analysis["analysis_problems"] = found["analysis_problems"]
-    growth = pipeline.growth_by_group(m, dims, groups)
+    growth = dk_study.growth_by_group(m, dims, groups)
     assert sorted(growth) == sorted(k for k in ANALYSIS_TABLES if k.startswith("growth_"))
     analysis.update(growth)
     client.close()

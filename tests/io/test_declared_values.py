@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dentalkit import arch, ceph, contract, findings, pipeline, teeth, tle
+from dentalkit import arch, ceph, contract, findings, teeth, tle
 from dentalkit.arch import _engine, _frame, _measures
 from dentalkit.ceph import summary
 from dentalkit.convert import schemas
@@ -24,6 +24,7 @@ from dentalkit.errors import SEVERITIES, DentalkitWarning, InputError
 from dentalkit.io import data_dictionary
 from dentalkit.io._dictionary import _declared_type, _lookup, load_catalogue
 from dentalkit.stats import _compare
+from dentalkit.study import ANALYSIS_PROBLEM_PRODUCERS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -107,7 +108,7 @@ FROM_CONSTANTS = [
     ("finding_box_sizes", "source", FINDINGS_SOURCES),
     ("findings_prevalence", "unit_of_analysis", findings.UNITS),
     ("analysis_problems", "severity", SEVERITIES),
-    ("analysis_problems", "producer", pipeline.ANALYSIS_PROBLEM_PRODUCERS),
+    ("analysis_problems", "producer", ANALYSIS_PROBLEM_PRODUCERS),
 ]
 
 
@@ -291,8 +292,8 @@ def test_sex_is_open_and_described_as_each_producer_spells_it():
     import re
 
     from dentalkit.ceph import norms
-    from dentalkit.demo import sandbox_patients
     from dentalkit.io import arrow_table
+    from dentalkit.study.demo import sandbox_patients
 
     def words(table: str) -> set[str]:
         return set(re.findall(r"[\w/]+", _lookup(table, "sex")[1].lower()))

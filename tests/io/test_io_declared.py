@@ -6,13 +6,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dentalkit import pipeline
+from dentalkit.study import write_analyses
 from tests.schema_check import check_file
 
 
 def test_every_analysis_table_writes_with_its_declared_schema(study, tmp_path):
     _, analysis = study
-    out = pipeline.write_analyses(analysis, tmp_path)
+    out = write_analyses(analysis, tmp_path)
     # tle_sensitivity's ``value`` holds the values of whichever patient-table column was
     # varied (numbers or labels): its type is inferred, the only undeclared type (the
     # demo keeps these curves in memory)
@@ -34,7 +34,7 @@ def test_every_analysis_table_writes_with_its_declared_schema(study, tmp_path):
 def test_list_columns_are_arrow_lists_that_duckdb_reads_as_lists(study, tmp_path):
     duckdb = pytest.importorskip("duckdb")
     _, analysis = study
-    out = pipeline.write_analyses(analysis, tmp_path)
+    out = write_analyses(analysis, tmp_path)
     want = {
         ("comparisons", "groups"): (pa.list_(pa.string()), "VARCHAR[]"),
         ("missing_per_patient", "missing_fdi"): (pa.list_(pa.int16()), "SMALLINT[]"),

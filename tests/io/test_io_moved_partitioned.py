@@ -1,5 +1,5 @@
-"""Partitioned Parquet moved to dentalkit.io.partitioned (issue 24); the old path works for
-one release."""
+"""Partitioned Parquet moved to dentalkit.io.partitioned (issue 24); the old path is gone
+(issue 32: no release shipped it)."""
 
 from __future__ import annotations
 
@@ -14,16 +14,10 @@ from dentalkit.errors import InputError
 from dentalkit.io import partitioned
 
 
-def test_old_path_warns_and_is_the_moved_module(monkeypatch):
+def test_old_path_is_gone(monkeypatch):
     monkeypatch.delitem(sys.modules, "dentalkit.distributed", raising=False)
-    with pytest.warns(
-        DeprecationWarning, match=r"dentalkit\.distributed moved to dentalkit\.io\.partitioned"
-    ):
-        module = importlib.import_module("dentalkit.distributed")
-    # the very module object: functions, constants and patches are shared
-    assert module is partitioned
-    for name in partitioned.__all__:
-        assert getattr(module, name) is getattr(partitioned, name)
+    with pytest.raises(ModuleNotFoundError, match=r"dentalkit\.distributed"):
+        importlib.import_module("dentalkit.distributed")
 
 
 def test_io_names_are_the_partitioned_functions():
@@ -40,13 +34,11 @@ def test_a_folder_without_partitioning_points_to_the_new_path(tmp_path):
 
 
 def test_no_package_text_names_the_old_module_path():
-    """Messages and docstrings name dentalkit.io; only the alias package names the old path."""
+    """Messages and docstrings name dentalkit.io, never the old path."""
     root = Path(__file__).resolve().parents[2] / "dentalkit"
-    alias = root / "distributed"
     found = [
         f"{path.relative_to(root)}:{n}"
         for path in sorted(root.rglob("*.py"))
-        if alias not in path.parents
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if "dentalkit.distributed" in line
     ]

@@ -6,12 +6,13 @@ import logging
 
 import pandas as pd
 
-from dentalkit import demo, pipeline
-from dentalkit.pipeline import FIGURES, FigureSpec, make_figures
+from dentalkit import study
+from dentalkit.study import FIGURES, FigureSpec, make_figures
 
 
 def test_standard_figure_set_names_and_order():
-    # The names and order the dozen `if …: draw(...)` blocks drew before the declaration.
+    # The names and order the dozen `if …: draw(...)` blocks drew before the declaration,
+    # then the treatment-length figures (the demo's before issue 32; now every study's)
     assert [f.name for f in FIGURES] == [
         "ceph_tracing",
         "ceph_superimposition",
@@ -23,13 +24,11 @@ def test_standard_figure_set_names_and_order():
         "finding_boxes",
         "growth_by_class",
         "findings_prevalence",
-    ]
-    assert [f.name for f in FIGURES if f.width == "double"] == ["tooth_map"]
-    assert [f.name for f in demo.DEMO_FIGURES] == [
         "tle_by_class",
         "tle_sensitivity_crowding",
         "tle_bland_altman",
     ]
+    assert [f.name for f in FIGURES if f.width == "double"] == ["tooth_map"]
 
 
 def test_make_figures_walks_the_declaration(tmp_path, caplog):
@@ -72,7 +71,7 @@ def test_make_figures_walks_the_declaration(tmp_path, caplog):
 
 def test_standard_set_skips_figures_without_inputs(tmp_path):
     # No tables and no analyses: every declared figure lacks a required input.
-    assert pipeline.make_figures({}, {}, tmp_path, dpi=300) == {}
+    assert study.make_figures({}, {}, tmp_path, dpi=300) == {}
 
 
 def test_figures_bar_counts_out_of_the_planned_figures(tmp_path, monkeypatch):

@@ -14,8 +14,8 @@ import logging
 import warnings
 
 from dentalkit import plot
-from dentalkit.pipeline import FigureSpec, make_figures
 from dentalkit.sandbox.render import input_image
+from dentalkit.study import FigureSpec, make_figures
 from dentalkit.teeth import measure
 from tests.plot.plot_tables import findings, landmarks, patient_with_findings, teeth
 

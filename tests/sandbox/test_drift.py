@@ -5,7 +5,7 @@ the undrifted answer, or is missing with a problems row that says why.
 
 Two patients of different drift halves (CRC-32 parity: D3 drifted, D4 not), one session,
 every endpoint: 26 requests per scenario, one sandbox whose drift setting changes between
-runs. The analyses (``pipeline.analyze``, 1.5 s a run) run once, under every scenario at
+runs. The analyses (``study.analyze``, 1.5 s a run) run once, under every scenario at
 once; ``dentalkit demo --drift SCENARIO`` runs the whole demo (figures too) under one.
 """
 
@@ -18,15 +18,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dentalkit import convert, pipeline, tle
+from dentalkit import convert, study, tle
 from dentalkit.contract import contract_report
-from dentalkit.demo import sandbox_calibration
 from dentalkit.endpoints import ENDPOINTS
 from dentalkit.fetch.client import Client
 from dentalkit.fetch.cohort import fetch_cohort
 from dentalkit.sandbox import running
 from dentalkit.sandbox.drift import SCENARIOS, check_scenarios
 from dentalkit.sandbox.render import default_image_kind
+from dentalkit.study.demo import sandbox_calibration
 
 TS = "2024-03-05T10:00:00Z"
 PATIENTS = tle.example_patients(2).assign(patient_id=["D3", "D4"])
@@ -81,7 +81,7 @@ def _study(sb, drift: tuple[str, ...], analyze: bool = False) -> dict:
         warnings.simplefilter("always")
         tables = convert.tables(responses, errors="collect")
         analyses = (
-            pipeline.analyze(tables, sandbox_calibration(), responses=responses) if analyze else {}
+            study.analyze(tables, sandbox_calibration(), responses=responses) if analyze else {}
         )
         estimates = tle.estimate(PATIENTS, responses, errors="collect")
     return {

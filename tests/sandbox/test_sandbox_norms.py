@@ -19,9 +19,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pandas as pd
 import pytest
+from dentalkit.study.demo import SESSIONS, sandbox_calibration, sandbox_patients
 
 from dentalkit import ceph, tle
-from dentalkit.demo import SESSIONS, sandbox_calibration, sandbox_patients
 from dentalkit.errors import DentalkitWarning
 from dentalkit.landmark_map import load_landmark_map
 from dentalkit.sandbox._anatomy_ceph import FOLLOWED_NORMS
@@ -57,7 +57,7 @@ def _landmarks(sessions: list[tuple[str, str]]) -> pd.DataFrame:
 
 
 def _record(ids: list[str]) -> pd.DataFrame:
-    """The demo's patient record (:func:`dentalkit.demo.sandbox_patients`: sex and birth
+    """The demo's patient record (:func:`dentalkit.study.demo.sandbox_patients`: sex and birth
     date from the sandbox's truth), read from the patient draw without the rest of the
     truth (teeth, findings), which this test does not need."""
     rows = [(pid, patient(pid).sex, patient(pid).birth_date.isoformat()) for pid in ids]

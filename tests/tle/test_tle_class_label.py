@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from dentalkit.demo import SESSIONS, _sections
 from dentalkit.sandbox import truth
 from dentalkit.sandbox._findings import TLE_RULE
+from dentalkit.study.demo import SESSIONS
+from dentalkit.study.report import sections as _sections
 from dentalkit.tle import example_patients
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "tle.md"

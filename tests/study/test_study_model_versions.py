@@ -7,7 +7,7 @@ import warnings
 import pandas as pd
 import pytest
 
-from dentalkit import pipeline
+from dentalkit import study
 from dentalkit.errors import MixedVersionsWarning
 
 
@@ -27,7 +27,7 @@ def test_versions_are_counted_by_patient_and_session_and_pooling_warns():
     )
     classifications = _table([("P1", "t1", "classifier", None), ("P2", "t1", "classifier", None)])
     tables = {"landmarks": landmarks, "classifications": classifications}
-    v = pipeline.model_versions(tables)
+    v = study.model_versions(tables)
     got = {
         (r.endpoint, r.model_version): (r.n_sessions, r.n_patients, r.pooled)
         for r in v.itertuples(index=False)
@@ -39,7 +39,7 @@ def test_versions_are_counted_by_patient_and_session_and_pooling_warns():
         ("classifier", "(none)"): (2, 2, False),
     }
     with pytest.warns(MixedVersionsWarning, match=r"ceph_lateral_points: 2\.1\.0 \(1 patients\)"):
-        out = pipeline.analyze({"classifications": classifications, "other": landmarks})
+        out = study.analyze({"classifications": classifications, "other": landmarks})
     assert out["model_versions"]["pooled"].any()
 
 
@@ -47,6 +47,6 @@ def test_one_version_per_endpoint_does_not_warn():
     tables = {"landmarks": _table([("P1", "t1", "ceph_lateral_points", "2.1.0")])}
     with warnings.catch_warnings():
         warnings.simplefilter("error", MixedVersionsWarning)
-        v = pipeline.model_versions(tables)
+        v = study.model_versions(tables)
     assert not v["pooled"].any()
-    assert pipeline.model_versions({}).empty
+    assert study.model_versions({}).empty

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dentalkit.pipeline import growth_by_group
+from dentalkit.study import growth_by_group
 
 
 def _tables(n_per_class: int = 4):

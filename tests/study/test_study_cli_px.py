@@ -13,7 +13,7 @@ import pandas as pd
 from typer.testing import CliRunner
 
 from dentalkit.cli import app
-from dentalkit.demo import sandbox_calibration
+from dentalkit.study.demo import sandbox_calibration
 
 LOWER = "occlusogram_lower_points"
 

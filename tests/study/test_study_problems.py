@@ -1,4 +1,4 @@
-"""pipeline.analyze keeps every analysis' problems in one table (issue 23 item 2).
+"""study.analyze keeps every analysis' problems in one table (issue 23 item 2).
 
 A cohort of the demo (3 sandbox patients, the session fixture ``demo_study``) with two bad
 rows put in by hand: one absent landmark (B point) and one non-finite tooth point (the
@@ -17,11 +17,11 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from dentalkit import io, pipeline
+from dentalkit import io, study
 from dentalkit.cli import app
-from dentalkit.demo import sandbox_calibration
 from dentalkit.errors import PROBLEM_COLUMNS, PROBLEM_SCHEMA, DentalkitWarning, InputError
 from dentalkit.io._dictionary import load_catalogue
+from dentalkit.study.demo import sandbox_calibration
 from tests.schema_check import check_file
 
 # ISBI 2015 challenge numbering (Wang et al. 2016, Med Image Anal 31:63-76), used by the
@@ -56,13 +56,13 @@ def bad(clean):
 def _analyze(tables, errors):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DentalkitWarning)
-        return pipeline.analyze(tables, sandbox_calibration(), errors=errors)
+        return study.analyze(tables, sandbox_calibration(), errors=errors)
 
 
 def test_raise_names_every_bad_row_with_its_analysis_patient_and_row(bad):
     tables, where = bad
     with pytest.raises(InputError) as info:
-        pipeline.analyze(tables, sandbox_calibration())  # the default is raise
+        study.analyze(tables, sandbox_calibration())  # the default is raise
     text = str(info.value)
     lm_pid, lm_ts = where["landmark"]
     tk_pid, tk_ts, tk_row = where["tooth"]
@@ -75,7 +75,7 @@ def test_raise_names_every_bad_row_with_its_analysis_patient_and_row(bad):
     assert f"patient {tk_pid!r}" in arch_line and f"session {tk_ts!r}" in arch_line
     assert f"row {tk_row} (0-based position)" in arch_line and "x='inf'" in arch_line
     assert "c_rgt_up" in arch_line
-    assert lines[-1] == pipeline.ANALYZE_HINT and "errors='collect'" in lines[-1]
+    assert lines[-1] == study.ANALYZE_HINT and "errors='collect'" in lines[-1]
     # the error carries the table collect returns
     assert list(info.value.problems.columns) == [*PROBLEM_COLUMNS, "producer"]
     assert len(info.value.problems) == 2
@@ -130,7 +130,7 @@ def test_collect_analyses_the_other_rows_and_lists_the_problems(clean, bad, tmp_
     assert len(got["arch_fits"]) == len(ok["arch_fits"])
 
     # written with its declaration, like every analysis table
-    pipeline.write_analyses({"analysis_problems": problems}, tmp_path)
+    study.write_analyses({"analysis_problems": problems}, tmp_path)
     path = tmp_path / "analysis_problems.parquet"
     assert check_file(path, "analysis_problems") == []
     schema = pq.read_schema(path)
@@ -145,7 +145,7 @@ def test_warn_collects_and_warns_once_with_the_count_per_analysis(bad):
     tables, _ = bad
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        got = pipeline.analyze(tables, sandbox_calibration(), errors="warn")
+        got = study.analyze(tables, sandbox_calibration(), errors="warn")
     ours = [w for w in caught if issubclass(w.category, DentalkitWarning)]
     assert len(ours) == 1
     assert "2 problem(s): ceph.measure 1, arch.measure 1" in str(ours[0].message)
@@ -155,9 +155,9 @@ def test_warn_collects_and_warns_once_with_the_count_per_analysis(bad):
 
 def test_errors_takes_the_package_values_only():
     with pytest.raises(InputError, match=r"errors='skip' is not allowed.*'raise', 'collect'"):
-        pipeline.analyze({}, errors="skip")
-    assert pipeline.analyze({}, errors="collect")["analysis_problems"].empty
-    assert pipeline.analyze({}) == {}
+        study.analyze({}, errors="skip")
+    assert study.analyze({}, errors="collect")["analysis_problems"].empty
+    assert study.analyze({}) == {}
 
 
 def test_a_bad_box_of_the_clinical_subset_is_named_by_its_row_in_the_findings_table(clean):
@@ -187,7 +187,7 @@ def test_the_declaration_is_the_problems_schema_plus_producer():
         if col.name not in ("table", "row"):  # those two say what they hold here
             assert row["description"] == col.description, col.name
     assert rows.loc["severity", "values"] == "error;warning"
-    assert tuple(rows.loc["producer", "values"].split(";")) == pipeline.ANALYSIS_PROBLEM_PRODUCERS
+    assert tuple(rows.loc["producer", "values"].split(";")) == study.ANALYSIS_PROBLEM_PRODUCERS
     assert rows.loc["producer", "nullable"] == "no"
 
 
@@ -224,7 +224,7 @@ def test_cli_analyze_collects_by_default_and_raise_writes_nothing(bad, tmp_path)
         "\nerror: the analyses met 2 problem(s): ceph.measure 1, arch.measure 1; nothing was "
         "written:\n"
     ) in text
-    assert "dentalkit.pipeline" not in text
+    assert "dentalkit.study" not in text
     assert not raised.exists()
 
 
@@ -235,7 +235,7 @@ def test_an_endpoint_without_calibration_is_measured_in_pixels(clean, tmp_path):
     cal = sandbox_calibration()
     assert cal["ceph_frontal_points"] == 0.1
     full = _analyze(clean, "collect")
-    part = pipeline.analyze(clean, {"ceph_lateral_points": 0.1}, errors="collect")
+    part = study.analyze(clean, {"ceph_lateral_points": 0.1}, errors="collect")
     assert part["analysis_problems"].empty
     key = ["patient_id", "timestamp", "view", "measure"]
     both = full["ceph_measures"].merge(part["ceph_measures"], on=key, suffixes=("_mm", "_px"))
@@ -250,5 +250,5 @@ def test_an_endpoint_without_calibration_is_measured_in_pixels(clean, tmp_path):
     np.testing.assert_array_equal(both.loc[lateral, "value_px"], both.loc[lateral, "value_mm"])
     teeth = part["tooth_measures"]
     assert (teeth["unit"] == "px").all() and teeth["area"].notna().any()
-    pipeline.write_analyses(part, tmp_path)  # the joined parts keep their declared types
+    study.write_analyses(part, tmp_path)  # the joined parts keep their declared types
     assert check_file(tmp_path / "ceph_measures.parquet", "ceph_measures") == []

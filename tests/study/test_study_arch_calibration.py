@@ -1,4 +1,4 @@
-"""pipeline.analyze with only one occlusogram endpoint calibrated.
+"""study.analyze with only one occlusogram endpoint calibrated.
 
 The demo cohort (3 sandbox patients, the session fixture ``demo_study``) analysed three
 times: every endpoint calibrated (the mm run), no endpoint calibrated (the px run) and
@@ -18,9 +18,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dentalkit import arch, pipeline
-from dentalkit.demo import sandbox_calibration
+from dentalkit import arch, study
 from dentalkit.errors import DentalkitWarning
+from dentalkit.study.demo import sandbox_calibration
+from dentalkit.study.figures import _plan_mean_arch_forms
 from tests.schema_check import check_file
 
 matplotlib.use("Agg")
@@ -41,7 +42,7 @@ def _partial() -> dict[str, float]:
 def _run(tables, cal, errors="raise"):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DentalkitWarning)
-        return pipeline.analyze(tables, cal, errors=errors)
+        return study.analyze(tables, cal, errors=errors)
 
 
 @pytest.fixture(scope="module")
@@ -123,8 +124,8 @@ def test_px_and_mm_are_never_subtracted_nor_averaged_together(runs):
 def test_the_mean_forms_figure_draws_the_mm_arches_only(runs, tables):
     import matplotlib.pyplot as plt
 
-    inputs = pipeline.FigureInputs(tables, runs["partial"], _partial())
-    draw = pipeline._plan_mean_arch_forms(inputs)
+    inputs = study.FigureInputs(tables, runs["partial"], _partial())
+    draw = _plan_mean_arch_forms(inputs)
     _, ax = plt.subplots()
     try:
         first = draw(ax)
@@ -166,7 +167,7 @@ def test_bad_rows_of_the_pixel_arches_are_named_by_their_row_in_the_given_table(
 
 
 def test_the_joined_tables_keep_their_declared_types(runs, tmp_path):
-    pipeline.write_analyses(runs["partial"], tmp_path)
+    study.write_analyses(runs["partial"], tmp_path)
     for name in ("arch_fits", "arch_measures", "arch_mean_forms"):
         assert check_file(tmp_path / f"{name}.parquet", name) == []
 
@@ -177,7 +178,7 @@ def test_group_comparison_and_growth_take_the_mm_arches_only(tables):
     groups = pd.DataFrame({"patient_id": pids, "g": ["a", "b", "a"][: len(pids)]})
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=DentalkitWarning)
-        out = pipeline.analyze(tables, _partial(), groups=groups)
+        out = study.analyze(tables, _partial(), groups=groups)
     compared = out["arch_compare"]
     assert sorted(compared["arch"].astype(str).unique()) == ["up"]
     modelled = out["growth_data"]
@@ -204,7 +205,7 @@ def test_arch_itself_still_refuses_a_calibration_table_with_an_arch_missing(tabl
 
 
 def test_the_report_says_in_one_line_which_arch_is_left_out_why_and_how(runs, tables):
-    from dentalkit.demo import _sections
+    from dentalkit.study.report import sections as _sections
 
     sections = dict(_sections(tables, runs["partial"]))
     note = sections["Arches in pixels"]

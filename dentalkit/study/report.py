@@ -1,403 +1,22 @@
-"""``dentalkit demo``: a whole study on the embedded sandbox, in under a minute.
+"""The study's report: every sentence of ``report.md`` in one place.
 
-1. Start the sandbox (a simulator of interface v2; it runs no AI model) on a fixed
-   loopback port, so that a second run hits the same cached requests.
-2. Build a synthetic cohort manifest: every patient has two sessions a year apart, each
-   with a lateral and a frontal cephalogram, upper and lower dental-model photographs,
-   a panoramic radiograph, an intra-oral photograph and a TMJ image, sent to the 12 image
-   endpoints; plus one ``GET /tle`` per patient from a typed patient table whose sex and
-   age are those of the sandbox's patient record (:func:`tle_inputs`).
-3. Fetch it through the cache with :func:`dentalkit.fetch_cohort` (progress bar,
-   resumable: the second run finds everything stored).
-4. Convert the responses into tables (:mod:`dentalkit.convert`), run the analyses
-   (:func:`dentalkit.pipeline.analyze`), estimate treatment length from the stored
-   ``/tle`` answers (:func:`dentalkit.tle.estimate`; the sensitivity curves' hypothetical
-   queries go to their own store, ``tle-sensitivity/``), draw the figures and write
-   ``report.md``.
-
-The calibration (millimetres per pixel of each image kind) comes from the sandbox's
-documented image specifications; a real study takes it from the device or a ruler.
+:func:`sections` turns the tables and analyses into the report's sections (each says its
+unit of analysis, n, method and why); :func:`write_report` writes them with the figures.
+The command line prints the same notes from here (:func:`px_arches_note`), so a sentence
+is written once.
 """
 
 from __future__ import annotations
 
-import logging
-import socket
-import time
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from dentalkit.endpoints import ENDPOINTS
-from dentalkit.pipeline import FIGURES, FigureInputs, FigureSpec
+from dentalkit.study.analyses import problems_summary
 
-__all__ = [
-    "DEMO_FIGURES",
-    "DEMO_PORT",
-    "demo_manifest",
-    "run_demo",
-    "sandbox_calibration",
-    "sandbox_patients",
-    "tle_inputs",
-]
-
-log = logging.getLogger("dentalkit")
-
-#: Loopback port of the demo's sandbox: fixed, so the HTTP cache and the store of a
-#: previous run are reused (a new port is a new service address).
-DEMO_PORT = 8766
-SESSIONS = ("2024-03-05T10:00:00Z", "2025-03-04T10:00:00Z")
-
-
-def _plan_tle_by_class(inputs: FigureInputs) -> Callable[[object], object]:
-    from dentalkit import plot
-
-    estimates = inputs.analyses["tle_estimates"]
-    return lambda ax: plot.tle_distribution(estimates, "malocclusion_class", ax=ax)
-
-
-def _plan_tle_sensitivity(inputs: FigureInputs) -> Callable[[object], object]:
-    from dentalkit import plot
-
-    curves = inputs.analyses["tle_sensitivity"]
-    return lambda ax: plot.tle_sensitivity(curves, ax=ax)
-
-
-def _plan_tle_bland_altman(inputs: FigureInputs) -> Callable[[object], object]:
-    from dentalkit import plot
-
-    estimates = inputs.analyses["tle_estimates"]
-    return lambda ax: plot.tle_bland_altman(estimates, "observed_months", ax=ax)
-
-
-#: The demo's treatment-length figures, drawn after the standard set
-#: (:data:`dentalkit.pipeline.FIGURES`); ``observed_months`` in ``tle_estimates`` is the
-#: demo's simulated observed duration.
-DEMO_FIGURES: tuple[FigureSpec, ...] = (
-    FigureSpec("tle_by_class", _plan_tle_by_class, analyses=("tle_estimates",)),
-    FigureSpec("tle_sensitivity_crowding", _plan_tle_sensitivity, analyses=("tle_sensitivity",)),
-    FigureSpec("tle_bland_altman", _plan_tle_bland_altman, analyses=("tle_estimates",)),
-)
-
-
-def sandbox_calibration() -> dict[str, float]:
-    """Millimetres per pixel of the sandbox's images, by endpoint (its documented specs)."""
-    from dentalkit.sandbox.render import IMAGE_SPECS, default_image_kind
-
-    return {
-        ep.name: IMAGE_SPECS[default_image_kind(ep)].mm_per_px
-        for ep in ENDPOINTS.values()
-        if ep.is_image
-    }
-
-
-def sandbox_patients(patient_ids, timestamp: str = SESSIONS[0]) -> pd.DataFrame:
-    """``patient_id``, ``sex`` (F / M) and ``birth_date`` of sandbox patients (their record).
-
-    The sandbox simulates each patient's anatomy for a sex and birth date
-    (:func:`dentalkit.sandbox.truth`); norms by sex and age must use those.
-    """
-    from dentalkit.sandbox import truth
-
-    rows = []
-    for pid in patient_ids:
-        p = truth(str(pid), timestamp)["patient"]
-        rows.append({"patient_id": str(pid), "sex": p["sex"], "birth_date": p["birth_date"]})
-    return pd.DataFrame(rows, columns=["patient_id", "sex", "birth_date"])
-
-
-def tle_inputs(
-    typed: pd.DataFrame, record: pd.DataFrame, timestamp: str = SESSIONS[0]
-) -> pd.DataFrame:
-    """The typed ``/tle`` patient table with sex and age taken from the patient record.
-
-    The demo's clinical columns (malocclusion class, crowding, overjet …) come from
-    :func:`dentalkit.tle.example_patients`, which draws sex and age too, independently of
-    the sandbox. The sandbox simulated each patient's anatomy for the sex and birth date of
-    its record (:func:`sandbox_patients`), and the z-scores use that record; this function
-    replaces the drawn sex and age by the record's, so that a patient has one sex and one
-    age in every output. A study does the same with its own patient table.
-
-    The other clinical columns stay drawn. In particular ``malocclusion_class`` is a label
-    independent of the anatomy the sandbox simulated: its ground truth has a skeletal
-    class, an overbite and a molar relation in mm, but no Angle class with Class II
-    divisions to take. Analyses of the demo's measures by ``malocclusion_class`` must
-    therefore show no effect; its treatment-length estimates differ by class only through
-    the class term of the sandbox's ``/tle`` rule (:data:`dentalkit.sandbox._findings.TLE_RULE`).
-
-    Parameters
-    ----------
-    typed : DataFrame
-        Typed patient table in the codebook's columns (``patient_id``, ``sex``,
-        ``age_years`` …), one row per patient.
-    record : DataFrame
-        ``patient_id``, ``sex`` (the record's codes ``F`` / ``M``) and ``birth_date``
-        (ISO date), one row per patient of ``typed``.
-    timestamp : str
-        When the ``/tle`` question is asked: the session the age is computed for
-        (default the demo's first session, the one its ``/tle`` rows carry).
-
-    Returns
-    -------
-    DataFrame
-        ``typed`` with the codebook's sex column (p02) as the codebook label of the
-        record's code (``F`` → ``female``, ``M`` → ``male``) and its age column (p01) as
-        the age at ``timestamp`` in years: (timestamp − birth_date) in days / 365.25, the
-        rule :func:`dentalkit.ceph.zscores` uses for the same record, unrounded (the
-        codebook floors it to completed years when encoding).
-
-    Raises
-    ------
-    InputError
-        When a patient of ``typed`` has no record, or the record's sex is not a code of
-        the codebook's p02 or its birth date does not parse.
-    """
-    from dentalkit import tle
-    from dentalkit.errors import InputError
-
-    book = tle.load_codebook()
-    sex_param, age_param = book["p02"], book["p01"]
-    label_of = {code: label for label, code in sex_param.levels}
-    rec = record.assign(patient_id=record["patient_id"].astype(str)).set_index("patient_id")
-    ids = typed["patient_id"].astype(str)
-    missing = sorted(set(ids) - set(rec.index))
-    if missing:
-        raise InputError(
-            f"the patient record has no row for patient_id {', '.join(missing[:5])}"
-            + (" …" if len(missing) > 5 else "")
-            + "; give every patient of the typed table a sex and a birth date"
-        )
-    rec = rec.loc[ids]
-    sex = rec["sex"].astype(str).map(label_of)
-    born = pd.to_datetime(rec["birth_date"], errors="coerce", utc=True)
-    for what, bad in (("sex", sex.isna()), ("birth_date", born.isna())):
-        if bad.any():
-            pid = bad.index[bad.to_numpy()][0]
-            allowed = ", ".join(label_of)
-            raise InputError(
-                f"patient {pid}: the record's {what} {rec.loc[pid, what]!r} is not "
-                + (f"one of the codebook's p02 codes ({allowed})" if what == "sex" else "a date")
-            )
-    when = pd.Timestamp(timestamp)
-    when = when.tz_localize("UTC") if when.tzinfo is None else when.tz_convert("UTC")
-    age = (when - born).dt.total_seconds() / (365.25 * 86400.0)
-    return typed.assign(
-        **{
-            sex_param.column: pd.Categorical(sex.to_numpy(), categories=list(sex_param.labels)),
-            age_param.column: age.to_numpy(),
-        }
-    )
-
-
-def demo_manifest(sb, patients: pd.DataFrame) -> pd.DataFrame:
-    """The cohort manifest: two sessions × 12 image endpoints per patient, plus /tle rows.
-
-    Parameters
-    ----------
-    sb : dentalkit.sandbox.SandboxServer
-        The running sandbox (its ``image_url`` gives the synthetic input images).
-    patients : DataFrame
-        Typed patient table with ``patient_id`` (see :func:`tle_inputs`).
-    """
-    from dentalkit import tle
-    from dentalkit.sandbox.render import default_image_kind
-
-    rows = []
-    for pid in patients["patient_id"].astype(str):
-        for ts in SESSIONS:
-            for ep in ENDPOINTS.values():
-                if ep.is_image:
-                    url = sb.image_url(default_image_kind(ep), pid, ts[:10])
-                    rows.append(
-                        {"patient_id": pid, "timestamp": ts, "endpoint": ep.name, "image_url": url}
-                    )
-    images = pd.DataFrame(rows)
-    queries = tle.encode(patients)
-    tle_rows = patients[["patient_id"]].assign(timestamp=SESSIONS[0], endpoint="tle")
-    tle_rows = pd.concat([tle_rows.reset_index(drop=True), queries.reset_index(drop=True)], axis=1)
-    return pd.concat([images, tle_rows], ignore_index=True)
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def run_demo(
-    patients: int = 50,
-    out: Path = Path("dentalkit-demo"),
-    echo: Callable[[str], None] = print,
-    *,
-    port: int = DEMO_PORT,
-    progress: bool = True,
-    dpi: int = 600,
-    drift: tuple[str, ...] = (),
-) -> dict[str, Path]:
-    """Run the whole study on the embedded sandbox and print where everything is.
-
-    Parameters
-    ----------
-    patients : int
-        Synthetic patients (two sessions each).
-    out : path
-        Output folder: ``responses/`` (the store), ``http-cache.sqlite``, ``tables/``,
-        ``analyses/``, ``figures/``, ``report.md``.
-    echo : callable
-        Where to print (the CLI passes ``typer.echo``).
-    port : int
-        Loopback port of the sandbox (0 picks a free one). Keep it for later runs on the
-        same ``out``: a store belongs to one service address, and the HTTP cache is keyed
-        by it.
-    progress : bool
-        Show the progress bars (fetch, tables, figures).
-    dpi : int
-        Figure resolution (PNG and images inside PDFs), 300–1200.
-    drift : tuple of str
-        Sandbox drift scenarios (:mod:`dentalkit.sandbox.drift`): the sandbox answers as
-        a changed service could, and the contract report shows each difference. Use a
-        fresh ``out``: a folder's store and cache hold the answers of earlier runs.
-
-    Returns
-    -------
-    dict
-        Paths of the outputs.
-    """
-    from dentalkit import convert, io, pipeline, tle
-    from dentalkit._progress import Stage
-    from dentalkit.errors import ConfigurationError
-    from dentalkit.fetch.client import Client
-    from dentalkit.fetch.cohort import Fetcher, fetch_cohort
-    from dentalkit.sandbox import running
-    from dentalkit.sandbox.app import BANNER
-    from dentalkit.sandbox.render import input_image
-
-    t0 = time.perf_counter()
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    echo(BANNER)
-    if port and not _port_free(port):
-        raise ConfigurationError(
-            f"port {port} is busy; run the demo with another --port (an out folder belongs to "
-            "one sandbox address, so use the same --port for later runs on that folder)"
-        )
-    # Sex and birth date of each patient: the sandbox's patient record (the anatomy was
-    # simulated for them); a real study joins its own patient table here. The /tle inputs
-    # take sex and age from it too, so that a patient has one sex and age in every output.
-    drawn = tle.example_patients(patients)
-    record = sandbox_patients(drawn["patient_id"].astype(str), SESSIONS[0])
-    typed = tle_inputs(drawn, record, SESSIONS[0])
-    cal = sandbox_calibration()
-    with running(port=port, drift=tuple(drift)) as sb:
-        echo(f"sandbox at {sb.base_url} (sandbox key: {sb.api_key})")
-        if sb.config.drift:
-            echo(
-                f"drift mode: the sandbox answers as a changed service ({', '.join(sb.config.drift)})"
-            )
-        client = Client(sb.base_url, api_key=sb.api_key, cache=out / "http-cache.sqlite")
-        try:
-            manifest = demo_manifest(sb, typed)
-            report = fetch_cohort(
-                manifest, out=out, client=client, progress=progress, errors="collect"
-            )
-            echo(f"fetch: {report.summary()}")
-            step = Stage("treatment length", echo, "estimates and the crowding sensitivity curves")
-            # the /tle rows of the manifest are in the store: nothing is sent again
-            estimates = tle.estimate(typed, report.responses(), errors="collect")
-            curves = tle.sensitivity(
-                typed.head(12),
-                "crowding",
-                ["none", "mild", "moderate", "severe"],
-                Fetcher(out / "tle-sensitivity", client),
-                errors="collect",  # a failed or malformed answer is a missing point, listed
-            )
-            step.done(f"{len(estimates)} patients, {len(curves)} sensitivity points")
-        finally:
-            client.close()
-    responses = report.responses()
-    step = Stage("tables", echo, f"converting {len(responses)} responses")
-    tables = convert.tables(responses, errors="collect", progress=progress)
-    io.write_tables(tables, out / "tables")
-    step.done(
-        ", ".join(f"{name} {len(t)}" for name, t in tables.items() if name != "problems")
-        + f"; problems {len(tables['problems'])} (in {out / 'tables'})"
-    )
-    from dentalkit.contract import contract_report, write_contract
-
-    contract = contract_report(responses)
-    write_contract(contract, out)
-    n_drift = int((contract["verdict"] == "drift").sum())
-    echo(f"contract: {n_drift} difference(s) from the registry; see {out / 'contract.md'}")
-
-    step = Stage("analyses", echo, "ceph, arch, teeth, findings, treatment length")
-    # collect: an analysis runs on the usable rows; the others are in analysis_problems
-    analyses = pipeline.analyze(tables, cal, responses=responses, patients=record, errors="collect")
-    # Treatment length: the typed table, the estimates and simulated observed durations
-    # (estimate + a documented Gaussian error, sd 4 months, seed 0) to show calibration.
-    rng = np.random.default_rng(0)
-    estimates["observed_months"] = (
-        estimates["estimate_length_months"] + rng.normal(0.0, 4.0, len(estimates))
-    ).round(1)
-    analyses["tle_estimates"] = estimates
-    n_estimated = int(estimates["estimate_length_months"].notna().sum())
-    if n_estimated >= 3:  # calibration needs three pairs; a summary needs values
-        analyses["tle_summary"] = tle.summarize(estimates, by="malocclusion_class")
-        analyses["tle_calibration"] = tle.calibration(estimates, "observed_months")
-    else:
-        echo(
-            f"treatment length: {n_estimated} of {len(estimates)} patients have an estimate "
-            f"({len(tle.problems(estimates))} problem(s)); no summary"
-        )
-    analyses["tle_sensitivity"] = curves
-    # The sensitivity curves carry their inputs in attrs and stay in memory (figure only).
-    stored = {k: v for k, v in analyses.items() if k != "tle_sensitivity"}
-    pipeline.write_analyses(stored, out / "analyses")
-    step.done(
-        f"{len(stored)} tables in {out / 'analyses'}; "
-        + pipeline.problems_summary(analyses["analysis_problems"])
-        + " (in analysis_problems.parquet)"
-    )
-
-    step = Stage("figures", echo, f"drawing PDF and PNG at {dpi} dpi")
-    figures = pipeline.make_figures(
-        tables,
-        analyses,
-        out / "figures",
-        mm_per_px=cal,
-        image_for=lambda kind, pid, ts: input_image(f"{kind}/{pid}/{ts[:10]}.png"),
-        dpi=dpi,
-        progress=progress,
-        figures=(*FIGURES, *DEMO_FIGURES),
-    )
-    step.done(f"{len(figures)} in {out / 'figures'} (PDF and PNG, 85 mm wide, {dpi} dpi)")
-    step = Stage("report", echo, "writing report.md")
-    report_path = pipeline.write_report(
-        out / "report.md",
-        title="dentalkit demo study (synthetic cohort)",
-        intro=(
-            f"{patients} synthetic patients, two sessions a year apart, analysed through the "
-            "dentalkit sandbox — a simulator of the Dental Image Analysis Service interface v2 "
-            "that runs no AI model. Every number below comes from synthetic anatomy; the "
-            "tables are in `tables/` (data contract) and `analyses/`."
-        ),
-        sections=_sections(tables, analyses, contract),
-        figures=figures,
-    )
-    step.done(str(report_path))
-    echo(f"done in {time.perf_counter() - t0:.0f} s")
-    return {
-        "store": out,
-        "tables": out / "tables",
-        "analyses": out / "analyses",
-        "figures": out / "figures",
-        "report": report_path,
-        "contract": out / "contract.md",
-    }
+__all__ = ["default_intro", "px_arches_note", "sections", "tle_note", "write_report"]
 
 
 def _markdown(table: pd.DataFrame, floatfmt: str = ".2f") -> str:
@@ -511,9 +130,21 @@ def _contract_section(contract: pd.DataFrame) -> str:
     return head + " Per endpoint and aspect in `contract.md` and `contract.parquet`."
 
 
-def _sections(
-    tables: dict, analyses: dict, contract: pd.DataFrame | None = None
+def sections(
+    tables: Mapping[str, pd.DataFrame],
+    analyses: Mapping[str, pd.DataFrame],
+    contract: pd.DataFrame | None = None,
 ) -> list[tuple[str, str]]:
+    """The report's sections, ``(heading, Markdown body)``, from what the study made.
+
+    Parameters
+    ----------
+    tables, analyses : mappings of DataFrames
+        The study's tables (:func:`dentalkit.convert.tables`) and analyses
+        (:func:`dentalkit.study.analyze`, plus the treatment-length tables).
+    contract : DataFrame, optional
+        The contract report (:func:`dentalkit.contract.contract_report`).
+    """
     sections = []
     versions = analyses.get("model_versions")
     if versions is not None and len(versions):
@@ -598,7 +229,7 @@ def _sections(
         sections.append(
             ("Arch dimensions (first session of each patient)", _markdown(stats.reset_index()))
         )
-    px_note = _px_arches_note(tables, analyses)
+    px_note = px_arches_note(tables, analyses)
     if px_note is not None:
         sections.append(("Arches in pixels", px_note))
     cmp = analyses.get("arch_compare")
@@ -704,11 +335,13 @@ def _sections(
     return sections
 
 
-def _px_arches_note(tables: dict, analyses: dict) -> str | None:
+def px_arches_note(
+    tables: Mapping[str, pd.DataFrame], analyses: Mapping[str, pd.DataFrame]
+) -> str | None:
     """One line naming the arches measured in pixels and what leaves them out, or None.
 
     An arch whose occlusogram endpoint has no ``mm_per_px`` is fitted and measured in px
-    (``pipeline.analyze``); pixel lengths of different photographs share no scale, so
+    (:func:`dentalkit.study.analyze`); pixel lengths of different photographs share no scale, so
     the arch comparison and the growth model take mm rows only, and the mean-forms
     figure draws the mm forms when both units are present (docs/arch.md, "Partial
     calibration in the study pipeline").
@@ -750,10 +383,42 @@ def _px_arches_note(tables: dict, analyses: dict) -> str | None:
     )
 
 
+def default_intro(tables: Mapping[str, pd.DataFrame], fetched: object = None) -> str:
+    """The report's first paragraph when the design gives none: the cohort in numbers."""
+    keys = [
+        t[["patient_id", "timestamp"]].astype(str)
+        for t in tables.values()
+        if t is not None and len(t) and {"patient_id", "timestamp"} <= set(t.columns)
+    ]
+    sessions = pd.concat(keys).drop_duplicates() if keys else pd.DataFrame(columns=["patient_id"])
+    n_patients, n_sessions = sessions["patient_id"].nunique(), len(sessions)
+    url = getattr(getattr(fetched, "client", None), "base_url", None)
+    service = f" from the service at {url}" if url else ""
+    return (
+        f"{n_patients} patients ({n_sessions} sessions), analysed by dentalkit{service}. "
+        "The tables are in `tables/` (data contract) and `analyses/`; every statistic below "
+        "states its unit of analysis, n, method and why."
+    )
+
+
+def tle_note(analyses: Mapping[str, pd.DataFrame]) -> str | None:
+    """One line when too few patients have a treatment-length estimate for a summary."""
+    from dentalkit import tle
+
+    estimates = analyses.get("tle_estimates")
+    if estimates is None:
+        return None
+    n_estimated = int(estimates["estimate_length_months"].notna().sum())
+    if n_estimated >= 3:  # calibration needs three pairs; a summary needs values
+        return None
+    return (
+        f"treatment length: {n_estimated} of {len(estimates)} patients have an estimate "
+        f"({len(tle.problems(estimates))} problem(s)); no summary"
+    )
+
+
 def _problems_section(problems: pd.DataFrame, analysis_problems: pd.DataFrame | None) -> str:
     """One line each: the conversion's problems, and the analyses' problems per analysis."""
-    from dentalkit.pipeline import problems_summary
-
     lines = [
         f"- Converting the responses: {len(problems)} problem row(s) (`tables/problems.parquet`)."
         if len(problems)
@@ -825,3 +490,36 @@ def _growth_section(analyses: dict) -> tuple[str, str] | None:
         "Growth by skeletal class (mixed models)",
         text + "\n\n" + _markdown(rates[cols], ".3f"),
     )
+
+
+def write_report(
+    path: str | Path,
+    *,
+    title: str,
+    intro: str,
+    sections: list[tuple[str, str]],
+    figures: Mapping[str, list[Path]],
+) -> Path:
+    """Write a Markdown report: an introduction, text sections and the figures (PNG links)."""
+    path = Path(path)
+    lines = [f"# {title}", "", intro, ""]
+    for heading, body in sections:
+        lines += [f"## {heading}", "", body, ""]
+    if figures:
+        lines += ["## Figures", ""]
+        for name, files in figures.items():
+            png = next((f for f in files if f.suffix == ".png"), files[0])
+            pdf = next((f for f in files if f.suffix == ".pdf"), None)
+            rel = png.relative_to(path.parent) if png.is_relative_to(path.parent) else png
+            pdf_link = ""
+            if pdf is not None:
+                rel_pdf = pdf.relative_to(path.parent) if pdf.is_relative_to(path.parent) else pdf
+                pdf_link = f" ([PDF]({rel_pdf.as_posix()}))"
+            lines += [
+                f"### {name.replace('_', ' ')}{pdf_link}",
+                "",
+                f"![{name}]({rel.as_posix()})",
+                "",
+            ]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path

@@ -1,4 +1,4 @@
-"""pipeline.analyze when every arch of one part has no fit to average.
+"""study.analyze when every arch of one part has no fit to average.
 
 Hand-made cohort: upper occlusograms calibrated (0.1 mm/px) whose arches are catenaries of
 known ``a``; lower occlusograms uncalibrated with 3 points per arch, fewer than a catenary
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dentalkit import arch, pipeline
+from dentalkit import arch, study
 from dentalkit.errors import DentalkitWarning, InputError
 from tests.arch.helpers import arch_table, catenary
 
@@ -38,7 +38,7 @@ def _analyze(errors):
     tables, groups = _tables()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DentalkitWarning)
-        return pipeline.analyze(tables, {UP: 0.1}, groups=groups, errors=errors)
+        return study.analyze(tables, {UP: 0.1}, groups=groups, errors=errors)
 
 
 def test_collect_gives_the_calibrated_mean_forms_and_one_problem_row_per_absent_group():
@@ -74,7 +74,7 @@ def test_raise_names_the_analysis_the_arch_and_how_to_go_on():
 def test_the_mean_form_table_is_unchanged_when_every_group_has_a_fit():
     tables, groups = _tables()
     up = tables["arch_points"][tables["arch_points"]["arch"] == "up"]
-    out = pipeline.analyze({"arch_points": up}, {UP: 0.1}, groups=groups, errors="collect")
+    out = study.analyze({"arch_points": up}, {UP: 0.1}, groups=groups, errors="collect")
     merged = up.merge(groups, on="patient_id")
     want = arch.mean_form(merged, by="group", mm_per_px=0.1)
     pd.testing.assert_frame_equal(out["arch_mean_forms"], want, check_like=True)
@@ -89,9 +89,9 @@ def test_no_mean_form_at_all_is_an_empty_table_of_the_declared_types(tmp_path):
     groups = pd.DataFrame(
         {"patient_id": groups["patient_id"], "skeletal_class": ["Class I"] * 2 + ["Class II"] * 2}
     )
-    out = pipeline.analyze({"arch_points": lower}, None, groups=groups, errors="collect")
+    out = study.analyze({"arch_points": lower}, None, groups=groups, errors="collect")
     assert len(out["arch_mean_forms"]) == 0
     assert len(out["analysis_problems"]) == 2
-    pipeline.write_analyses(out, tmp_path)
+    study.write_analyses(out, tmp_path)
     for name in ("arch_mean_forms", "analysis_problems"):
         assert check_file(tmp_path / f"{name}.parquet", name) == []

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from dentalkit import io
 from dentalkit.cli import app
-from dentalkit.demo import sandbox_calibration, sandbox_patients
 from dentalkit.endpoints import image_endpoints
 from dentalkit.fetch.store import read_responses
+from dentalkit.study.demo import sandbox_calibration, sandbox_patients
 
 
 def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp_path, demo_study):
@@ -188,7 +188,7 @@ def test_a_bad_calibration_option_names_the_fix(tmp_path):
 
 
 def test_report_tables_come_from_to_markdown_and_keep_labels_as_text():
-    from dentalkit.demo import _markdown
+    from dentalkit.study.report import _markdown
 
     table = pd.DataFrame(
         {
@@ -208,8 +208,8 @@ def test_report_tables_come_from_to_markdown_and_keep_labels_as_text():
 def test_report_names_the_compared_levels_from_the_groups_list():
     # groups is a list column (issue 23): the report names the levels, in test order,
     # as words, and n per group in the same order
-    from dentalkit.demo import _sections
     from dentalkit.stats import compare
+    from dentalkit.study.report import sections as _sections
 
     first = pd.DataFrame(
         {
@@ -282,9 +282,9 @@ def test_tle_inputs_take_sex_and_age_from_the_record_and_keep_the_rest():
     from datetime import UTC, datetime
 
     from dentalkit import tle
-    from dentalkit.demo import tle_inputs
     from dentalkit.errors import InputError
     from dentalkit.sandbox import truth
+    from dentalkit.study import tle_inputs
 
     drawn = tle.example_patients(50)
     ids = drawn["patient_id"].astype(str)
@@ -310,9 +310,9 @@ def test_tle_inputs_take_sex_and_age_from_the_record_and_keep_the_rest():
     pd.testing.assert_frame_equal(typed[rest], drawn[rest])
 
     with pytest.raises(InputError, match="no row for patient_id DEMO-050"):
-        tle_inputs(drawn, record.head(49))
+        tle_inputs(drawn, record.head(49), "2024-03-05T10:00:00Z")
     with pytest.raises(InputError, match=r"patient DEMO-001: the record's sex 'X'"):
-        tle_inputs(drawn, record.assign(sex=["X", *record["sex"][1:]]))
+        tle_inputs(drawn, record.assign(sex=["X", *record["sex"][1:]]), "2024-03-05T10:00:00Z")
 
 
 def test_the_demo_says_it_met_no_problems_and_writes_the_empty_problems_table(demo_study):
@@ -332,8 +332,8 @@ def test_the_demo_says_it_met_no_problems_and_writes_the_empty_problems_table(de
 
 
 def test_the_report_counts_problems_per_analysis_and_says_where_they_are():
-    from dentalkit.demo import _problems_section
     from dentalkit.errors import problems_frame
+    from dentalkit.study.report import _problems_section
 
     found = problems_frame(
         pd.DataFrame(

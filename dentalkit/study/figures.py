@@ -1,0 +1,409 @@
+"""The study's figures, declared as data: one :class:`FigureSpec` record each.
+
+:func:`make_figures` walks :data:`FIGURES` in order: a figure whose inputs are missing,
+or whose plan finds nothing to show, is skipped; one that fails while drawing is logged
+and skipped, so it does not cost the others. Every figure comes from ``dentalkit.plot``
+(85 mm single column unless declared double, PDF + PNG).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dentalkit._progress import bar
+from dentalkit.errors import DentalkitWarning
+from dentalkit.study.calibration import Calibration, calibration_policy
+
+__all__ = ["FIGURES", "FigureInputs", "FigureSpec", "make_figures"]
+
+log = logging.getLogger("dentalkit")
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One figure of a study's figure set, declared as data.
+
+    Parameters
+    ----------
+    name : str
+        File stem of the figure (``<name>.pdf``, ``<name>.png``) and its key in the
+        result of :func:`make_figures`.
+    plan : callable
+        ``plan(inputs)`` → ``draw(ax)``, or ``None`` when the inputs hold nothing to show
+        (e.g. no patient with two sessions for a superimposition).
+    tables, analyses : tuple of str
+        Tables (of :func:`dentalkit.convert.tables`) and analysis tables (of
+        :func:`analyze`) the figure cannot be drawn without; it is skipped when any of
+        them is missing.
+    optional : tuple of str
+        Analysis tables it reads when they are present.
+    width : str
+        ``"single"`` (85 mm) or ``"double"`` (180 mm) column, as :func:`dentalkit.plot.figure`.
+    """
+
+    name: str
+    plan: Callable[[FigureInputs], Callable[[Any], Any] | None]
+    tables: tuple[str, ...] = ()
+    analyses: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
+    width: str = "single"
+
+
+@dataclass(frozen=True)
+class FigureInputs:
+    """What a :class:`FigureSpec` plans from: the tables, the analyses, the calibration
+    policy (or its endpoint fallback, a mapping) and the images to draw under tracings
+    (or ``None``)."""
+
+    tables: Mapping[str, pd.DataFrame]
+    analyses: Mapping[str, pd.DataFrame]
+    calibration: Calibration | Mapping[str, float] | None = None
+    image_for: Callable[[str, str, str], Any] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "calibration", calibration_policy(self.calibration, self.tables))
+
+    def mm_per_px(self, endpoint: str, pid: str, ts: str) -> float | None:
+        """The scale of one session's image of ``endpoint`` (None: pixels)."""
+        return self.calibration.of_session(endpoint, pid, ts)  # type: ignore[union-attr]
+
+    def image(self, kind: str, pid: str, ts: str) -> Any:
+        """The image of ``kind`` for one session, or ``None`` (blank canvas)."""
+        return None if self.image_for is None else self.image_for(kind, pid, ts)
+
+
+def _lateral_session(inputs: FigureInputs) -> tuple[pd.DataFrame, str, str] | None:
+    """Lateral landmarks and the typical session (ANB closest to the median)."""
+    lm = inputs.tables["landmarks"]
+    if not len(lm):
+        return None
+    lateral = lm[lm["view"] == "lateral"]
+    pid, ts = _typical_session(lateral, inputs.analyses.get("ceph_measures"))
+    return lateral, pid, ts
+
+
+def _plan_ceph_tracing(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    found = _lateral_session(inputs)
+    if found is None:
+        return None
+    lateral, pid, ts = found
+    return lambda ax: plot.ceph_tracing(
+        lateral,
+        (pid, ts),
+        image=inputs.image("lateral_ceph", pid, ts),
+        mm_per_px=inputs.mm_per_px("ceph_lateral_points", pid, ts),
+        measures=["SNA", "SNB", "ANB", "SN_MP", "U1_SN", "IMPA"],
+        ax=ax,
+    )
+
+
+def _plan_ceph_superimposition(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    found = _lateral_session(inputs)
+    if found is None:
+        return None
+    lateral, pid, _ = found
+    sessions = lateral[lateral["patient_id"].astype(str) == pid]
+    if sessions["timestamp"].nunique() < 2:
+        return None
+    sessions, scale = _one_scale(sessions, inputs)
+    named = plot.pseudonyms(lateral)  # the patient's rank among all, as in the tracing
+    return lambda ax: plot.ceph_superimposition(
+        sessions, pid, mm_per_px=scale, identity=named, ax=ax
+    )
+
+
+def _one_scale(sessions: pd.DataFrame, inputs: FigureInputs) -> tuple[pd.DataFrame, float | None]:
+    """One patient's lateral sessions and the one scale they are drawn at: the sessions'
+    common scale; coordinates in mm (scale 1) when each session has its own; pixels when
+    a session has none."""
+    pid = str(sessions["patient_id"].iloc[0])
+    scales = {
+        ts: inputs.mm_per_px("ceph_lateral_points", pid, ts)
+        for ts in sessions["timestamp"].astype(str).unique()
+    }
+    values = set(scales.values())
+    if None in values:
+        return sessions, None
+    if len(values) == 1:
+        return sessions, values.pop()
+    factor = sessions["timestamp"].astype(str).map(scales).to_numpy(dtype=float)
+    return sessions.assign(x=sessions["x"] * factor, y=sessions["y"] * factor), 1.0
+
+
+def _plan_ceph_wiggle(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import ceph, plot
+    from dentalkit.stats import one_row_per_unit
+
+    measures = inputs.analyses["ceph_measures"]
+    if not len(measures):
+        return None
+    # Most shipped norms lack a verified SD (docs/measures.md); the chart shows the
+    # textbook SDs too and says so on its axis (so the warning is not repeated here).
+    # z against the norm of each patient's sex and age: the covariates travel in
+    # ceph_zscores (analyze(patients=...)); norms by sex or age need them.
+    # One session per patient (the first): the chart's mean and t interval are over
+    # patients, not sessions.
+    scored = inputs.analyses.get("ceph_zscores", measures)
+    scored = one_row_per_unit(scored[scored["view"] == "lateral"], "first")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DentalkitWarning)
+        z = ceph.zscores(scored, include_unverified=True)
+    if not z["z"].notna().any():
+        return None
+
+    def wiggle(ax: Any) -> None:
+        plot.ceph_wiggle(z, ax=ax)
+        ax.set_xlabel("z-score, first session\n(textbook SDs, not all verified)")
+
+    return wiggle
+
+
+def _plan_arch_forms(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    points, fits = inputs.tables["arch_points"], inputs.analyses["arch_fits"]
+    if not len(points):
+        return None
+    up = points[points["arch"] == "up"]
+    key = up.iloc[0][["patient_id", "timestamp"]].astype(str).tolist()
+    return lambda ax: plot.arch_forms(up, fits, tuple(key), ax=ax)
+
+
+def _plan_mean_arch_forms(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    mf = inputs.analyses["arch_mean_forms"]
+    if (mf["unit"] == "mm").any() and (mf["unit"] == "px").any():
+        # one arch calibrated, the other not: the panels share one scale, so only the
+        # mean forms in mm are drawn (the px ones stay in the table)
+        mf = mf[mf["unit"] == "mm"]
+    if not len(mf):
+        return None
+    by = "skeletal_class" if "skeletal_class" in mf.columns else None
+    return lambda ax: plot.mean_arch_forms(mf, by=by, ax=ax)
+
+
+def _plan_tooth_map(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    teeth_table, tm = inputs.tables["teeth"], inputs.analyses["tooth_measures"]
+    if not len(teeth_table):
+        return None
+    pano = teeth_table[teeth_table["source"] == "pano"]
+    if not len(pano):
+        return None
+    key = pano.iloc[0][["patient_id", "timestamp"]].astype(str).tolist()
+    return lambda ax: plot.tooth_map(
+        pano, "area", tuple(key), values=tm, image=inputs.image("pano", *key), ax=ax
+    )
+
+
+def _plan_odontogram_missing(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    by_fdi = inputs.analyses["missing_by_fdi"]
+    if not len(by_fdi):
+        return None
+    return lambda ax: plot.odontogram(by_fdi, ax=ax)
+
+
+def _plan_finding_boxes(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    det = inputs.tables["findings"]
+    if not len(det):
+        return None
+    clinical = det[det["source"] == "clinical"]
+    if not len(clinical):
+        return None
+    key = clinical.iloc[0][["patient_id", "timestamp"]].astype(str).tolist()
+    # crop: the view on the boxes (with a margin), so that their labels can be read
+    return lambda ax: plot.finding_boxes(
+        clinical, tuple(key), image=inputs.image("intraoral_frontal", *key), crop=True, ax=ax
+    )
+
+
+def _plan_growth_by_class(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    gdata, gbands = inputs.analyses["growth_data"], inputs.analyses["growth_bands"]
+    if not len(gbands):
+        return None
+    gcol = next((c for c in gdata.columns if c.startswith("skeletal_class")), None)
+    shown = "SNB" if (gbands["measure"] == "SNB").any() else str(gbands["measure"].iloc[0])
+    return lambda ax: plot.growth_lines(gdata, gbands, shown, group=gcol, ax=ax)
+
+
+def _plan_findings_prevalence(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    prev = inputs.analyses["findings_prevalence"]
+    if not len(prev):
+        return None
+    return lambda ax: plot.prevalence_bars(prev, by="source", ax=ax)
+
+
+def _plan_tle_by_class(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    estimates = inputs.analyses["tle_estimates"]
+    if "malocclusion_class" not in estimates.columns:
+        return None
+    return lambda ax: plot.tle_distribution(estimates, "malocclusion_class", ax=ax)
+
+
+def _plan_tle_sensitivity(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    curves = inputs.analyses["tle_sensitivity"]
+    if not len(curves):
+        return None
+    return lambda ax: plot.tle_sensitivity(curves, ax=ax)
+
+
+def _plan_tle_bland_altman(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    from dentalkit import plot
+
+    estimates = inputs.analyses["tle_estimates"]
+    if "observed_months" not in estimates.columns:
+        return None
+    return lambda ax: plot.tle_bland_altman(estimates, "observed_months", ax=ax)
+
+
+#: The standard figure set, in the order :func:`make_figures` draws it.
+FIGURES: tuple[FigureSpec, ...] = (
+    FigureSpec("ceph_tracing", _plan_ceph_tracing, ("landmarks",), (), ("ceph_measures",)),
+    FigureSpec(
+        "ceph_superimposition", _plan_ceph_superimposition, ("landmarks",), (), ("ceph_measures",)
+    ),
+    FigureSpec("ceph_wiggle", _plan_ceph_wiggle, (), ("ceph_measures",), ("ceph_zscores",)),
+    FigureSpec("arch_forms", _plan_arch_forms, ("arch_points",), ("arch_fits",)),
+    FigureSpec("mean_arch_forms", _plan_mean_arch_forms, (), ("arch_mean_forms",)),
+    FigureSpec("tooth_map", _plan_tooth_map, ("teeth",), ("tooth_measures",), width="double"),
+    FigureSpec("odontogram_missing", _plan_odontogram_missing, (), ("missing_by_fdi",)),
+    FigureSpec("finding_boxes", _plan_finding_boxes, ("findings",)),
+    FigureSpec("growth_by_class", _plan_growth_by_class, (), ("growth_data", "growth_bands")),
+    FigureSpec("findings_prevalence", _plan_findings_prevalence, (), ("findings_prevalence",)),
+    # treatment length: estimates by class, the sensitivity curves (a run's own, not written
+    # to analyses/) and predicted against observed durations (a patients-table column)
+    FigureSpec("tle_by_class", _plan_tle_by_class, analyses=("tle_estimates",)),
+    FigureSpec("tle_sensitivity_crowding", _plan_tle_sensitivity, analyses=("tle_sensitivity",)),
+    FigureSpec("tle_bland_altman", _plan_tle_bland_altman, analyses=("tle_estimates",)),
+)
+
+
+def make_figures(
+    tables: Mapping[str, pd.DataFrame],
+    analyses: Mapping[str, pd.DataFrame],
+    out: str | Path,
+    *,
+    mm_per_px: Calibration | Mapping[str, float] | None = None,
+    image_for: Callable[[str, str, str], Any] | None = None,
+    extra: Mapping[str, Callable[[Any], Any]] | None = None,
+    dpi: int = 600,
+    progress: bool = False,
+    figures: Sequence[FigureSpec] = FIGURES,
+) -> dict[str, list[Path]]:
+    """Draw the standard figure set; return ``{figure name: [files]}``.
+
+    Walks ``figures`` (default :data:`FIGURES`) in order: a figure whose required
+    inputs are missing, or whose plan finds nothing to show, is skipped; one that fails
+    while drawing is logged and skipped, so it does not cost the others.
+
+    Parameters
+    ----------
+    tables, analyses : mappings of DataFrames
+        Outputs of :func:`dentalkit.convert.tables` and :func:`analyze`.
+    out : path
+        Folder for the figures (PDF and PNG of each, 85 mm single-column width).
+    mm_per_px : Calibration or mapping, optional
+        The calibration policy, or its endpoint fallback by endpoint name (used to draw
+        tracings in millimetres; an image's own value in ``tables["calibration"]`` goes
+        first).
+    image_for : callable, optional
+        ``image_for(kind, patient_id, timestamp)`` → an image to draw under tracings,
+        tooth maps and findings (``kind`` as in :data:`dentalkit.sandbox.render.IMAGE_KINDS`);
+        ``None`` draws on blank canvases.
+    extra : mapping, optional
+        More figures: name → ``function(ax)`` drawing on a fresh single-column axes,
+        drawn after ``figures``.
+    dpi : int
+        Resolution of the PNG files and of images embedded in the PDFs (300–1200;
+        default 600, the usual requirement for combination artwork).
+    progress : bool
+        Show a tqdm bar on stderr that counts the figures as they are drawn, out of the
+        number planned (each one takes about a second at 600 dpi); only when stderr is
+        a terminal.
+    figures : sequence of FigureSpec
+        The figure set, declared as data (default :data:`FIGURES`).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    from dentalkit import plot
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written: dict[str, list[Path]] = {}
+    inputs = FigureInputs(tables, analyses, mm_per_px, image_for)
+    # Plan every figure first: the bar's total is what will be drawn (the declared set,
+    # less the figures whose inputs are missing or whose plan finds nothing to show).
+    todo: list[tuple[str, Callable[[Any], Any], str]] = []
+    for spec in figures:
+        if any(tables.get(t) is None for t in spec.tables) or any(
+            analyses.get(a) is None for a in spec.analyses
+        ):
+            continue
+        fn = spec.plan(inputs)
+        if fn is not None:
+            todo.append((spec.name, fn, spec.width))
+    todo += [(name, fn, "single") for name, fn in (extra or {}).items()]
+    counter = bar(len(todo), "figures", "fig", enabled=progress)
+
+    def draw(name: str, fn: Callable[[Any], Any], width: str) -> None:
+        counter.set_postfix_str(name)
+        try:
+            with plot.style():
+                fig = plot.figure(width)
+                ax = fig.add_subplot()
+                fn(ax)
+                written[name] = plot.savefig(
+                    fig, out / name, width=width, formats=("pdf", "png"), dpi=dpi
+                )
+                plt.close(fig)
+        except Exception as exc:  # one bad figure must not cost the others
+            plt.close("all")
+            log.warning("figure %s was not drawn: %s", name, exc)
+        counter.update(1)
+
+    for name, fn, width in todo:
+        draw(name, fn, width)
+    counter.close()
+    return written
+
+
+def _typical_session(lateral: pd.DataFrame, measures: pd.DataFrame | None) -> tuple[str, str]:
+    """The lateral session whose ANB is closest to the cohort median (first one otherwise)."""
+    first = lateral.sort_values(["patient_id", "timestamp"]).iloc[0]
+    choice = (str(first["patient_id"]), str(first["timestamp"]))
+    if measures is None or not len(measures):
+        return choice
+    anb = measures[(measures["measure"].astype(str) == "ANB") & (measures["view"] == "lateral")]
+    anb = anb.dropna(subset=["value"])
+    if not len(anb):
+        return choice
+    best = anb.iloc[int((anb["value"] - anb["value"].median()).abs().to_numpy().argmin())]
+    return str(best["patient_id"]), str(best["timestamp"])

@@ -1,0 +1,361 @@
+"""The study, stage by stage: manifest → fetch → tables → analyses → figures → report.
+
+:func:`run` is ``dentalkit study`` (and ``dentalkit demo``, on the sandbox's synthetic
+cohort): each stage reads the output of the one before it and writes its own folder, so
+a rerun sends nothing already stored (the fetch resumes from its store) and rewrites the
+later stages. Each stage prints a line when it starts and when it ends (what it made and
+how long it took).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dentalkit._progress import Stage
+from dentalkit.study import report as _report
+from dentalkit.study._tle import TLE_ENDPOINT, first_sessions, tle_patients, tle_queries
+from dentalkit.study.analyses import analyze, problems_summary, write_analyses
+from dentalkit.study.calibration import Calibration, calibration_policy
+from dentalkit.study.design import Design, read_design
+from dentalkit.study.figures import FIGURES, make_figures
+
+__all__ = ["StudyResult", "read_patients", "run", "sandbox_service"]
+
+log = logging.getLogger("dentalkit")
+
+#: The analysis tables a run keeps in memory only (figures), never in ``analyses/``.
+NOT_WRITTEN = ("tle_sensitivity",)
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    """What a study run made, and where.
+
+    Attributes
+    ----------
+    paths : dict of str to Path
+        ``store``, ``tables``, ``analyses``, ``figures``, ``report``, ``contract``
+        (only those written: a run stopped by the fetch has the store alone).
+    fetch : FetchReport
+        The fetch's report (:class:`dentalkit.fetch.FetchReport`).
+    figures : dict of str to list of Path
+        The figures drawn, by name.
+    problems : int
+        Rows of ``analysis_problems`` (the rows the analyses could not use).
+    notes : list of str
+        The report's notes the command line prints too (arches left in pixels …).
+    """
+
+    paths: dict[str, Path]
+    fetch: Any
+    figures: dict[str, list[Path]] = field(default_factory=dict)
+    problems: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def stopped(self) -> str | None:
+        """Why the fetch stopped the run (``"auth"``, ``"unreachable"``), or None."""
+        return getattr(self.fetch, "stopped", None)
+
+
+def read_patients(patients: pd.DataFrame | str | Path | None) -> pd.DataFrame | None:
+    """The patients table from a DataFrame or a CSV / Parquet file (``patient_id`` as text).
+
+    Raises
+    ------
+    InputError
+        The file does not exist, is of another kind, or has no ``patient_id`` column.
+    """
+    from dentalkit.errors import InputError
+
+    if patients is None or isinstance(patients, pd.DataFrame):
+        table = patients
+    else:
+        path = Path(patients)
+        if not path.is_file():
+            raise InputError(f"the patients table {path} does not exist")
+        if path.suffix.lower() in (".parquet", ".pq"):
+            table = pd.read_parquet(path)
+        elif path.suffix.lower() in (".csv", ".txt"):
+            table = pd.read_csv(path, dtype={"patient_id": str})
+        else:
+            raise InputError(f"the patients table {path}: give a .csv or .parquet file")
+    if table is not None and "patient_id" not in table.columns:
+        raise InputError(
+            "the patients table has no patient_id column; columns found: "
+            + ", ".join(map(str, table.columns))
+        )
+    return table
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+@contextmanager
+def sandbox_service(
+    out: Path, port: int, echo: Callable[[str], None], drift: tuple[str, ...] = ()
+) -> Iterator[tuple[Any, Any]]:
+    """The embedded sandbox on a loopback ``port`` and a client of it (cache in ``out``).
+
+    Yields ``(sandbox, client)``. The port is fixed by default so that a later run on the
+    same ``out`` reuses its store and HTTP cache (both belong to one service address).
+
+    Raises
+    ------
+    ConfigurationError
+        The port is busy.
+    """
+    from dentalkit.errors import ConfigurationError
+    from dentalkit.fetch.client import Client
+    from dentalkit.sandbox import running
+    from dentalkit.sandbox.app import BANNER
+
+    echo(BANNER)
+    if port and not _port_free(port):
+        raise ConfigurationError(
+            f"port {port} is busy; run again with another --port (an out folder belongs to "
+            "one sandbox address, so use the same --port for later runs on that folder)"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    with running(port=port, drift=tuple(drift)) as sb:
+        echo(f"sandbox at {sb.base_url} (sandbox key: {sb.api_key})")
+        if sb.config.drift:
+            echo(
+                f"drift mode: the sandbox answers as a changed service ({', '.join(sb.config.drift)})"
+            )
+        client = Client(sb.base_url, api_key=sb.api_key, cache=out / "http-cache.sqlite")
+        try:
+            yield sb, client
+        finally:
+            client.close()
+
+
+def _design(design: Design | str | Path | None) -> Design:
+    if isinstance(design, Design):
+        return design
+    return Design() if design is None else read_design(design)
+
+
+def _with_tle_queries(
+    manifest: pd.DataFrame, patients: pd.DataFrame | None
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The manifest plus one ``/tle`` query per patient (at the first session) when the
+    patients table has the codebook's parameters and the manifest asks none itself."""
+    if "endpoint" in manifest.columns and (manifest["endpoint"] == TLE_ENDPOINT).any():
+        return manifest, None
+    sessions = first_sessions(manifest)
+    typed, _ = tle_patients(patients, sessions)
+    if typed is None:
+        return manifest, None
+    typed = typed[typed["patient_id"].isin(list(sessions))]
+    return pd.concat([manifest, tle_queries(typed, sessions)], ignore_index=True), typed
+
+
+def _sensitivity(
+    typed: pd.DataFrame | None, design: Design, out: Path, client: Any, echo: Callable
+) -> pd.DataFrame | None:
+    """The treatment-length sensitivity curves of the design (its own store), or None."""
+    if typed is None or design.sensitivity is None:
+        return None
+    from dentalkit import tle
+    from dentalkit.fetch.cohort import Fetcher
+
+    factor, levels, n = design.sensitivity
+    step = Stage("treatment length", echo, f"estimates and the {factor} sensitivity curves")
+    curves = tle.sensitivity(
+        typed.head(n),
+        factor,
+        list(levels),
+        Fetcher(out / "tle-sensitivity", client),
+        errors="collect",  # a failed or malformed answer is a missing point, listed
+    )
+    step.done(f"{len(typed)} patients, {len(curves)} sensitivity points")
+    return curves
+
+
+def _tables(responses: pd.DataFrame, out: Path, echo: Callable, progress: bool) -> dict:
+    from dentalkit import convert, io
+
+    step = Stage("tables", echo, f"converting {len(responses)} responses")
+    tables = convert.tables(responses, errors="collect", progress=progress)
+    io.write_tables(tables, out / "tables")
+    step.done(
+        ", ".join(f"{name} {len(t)}" for name, t in tables.items() if name != "problems")
+        + f"; problems {len(tables['problems'])} (in {out / 'tables'})"
+    )
+    return tables
+
+
+def _contract(responses: pd.DataFrame, out: Path, echo: Callable) -> pd.DataFrame:
+    from dentalkit.contract import contract_report, write_contract
+
+    contract = contract_report(responses)
+    write_contract(contract, out)
+    n_drift = int((contract["verdict"] == "drift").sum())
+    echo(f"contract: {n_drift} difference(s) from the registry; see {out / 'contract.md'}")
+    return contract
+
+
+def _analyses(
+    tables: dict,
+    responses: pd.DataFrame,
+    patients: pd.DataFrame | None,
+    calibration: Calibration,
+    design: Design,
+    out: Path,
+    echo: Callable,
+) -> dict[str, pd.DataFrame]:
+    step = Stage("analyses", echo, "ceph, arch, teeth, findings, treatment length")
+    # collect: an analysis runs on the usable rows; the others are in analysis_problems
+    analyses = analyze(
+        tables, calibration, responses=responses, patients=patients, design=design,
+        errors="collect",
+    )  # fmt: skip
+    note = _report.tle_note(analyses)
+    if note:
+        echo(note)
+    write_analyses({k: v for k, v in analyses.items() if k not in NOT_WRITTEN}, out / "analyses")
+    step.done(
+        f"{len(analyses)} tables in {out / 'analyses'}; "
+        + problems_summary(analyses["analysis_problems"])
+        + " (in analysis_problems.parquet)"
+    )
+    return analyses
+
+
+def run(
+    manifest: pd.DataFrame | str | Path,
+    *,
+    patients: pd.DataFrame | str | Path | None = None,
+    design: Design | str | Path | None = None,
+    client: Any = None,
+    echo: Callable[[str], None] | None = None,
+    progress: bool = False,
+    image_for: Callable[[str, str, str], Any] | None = None,
+) -> StudyResult:
+    """Run a whole study: fetch, tables, analyses, figures and ``report.md``.
+
+    Parameters
+    ----------
+    manifest : DataFrame or path
+        The cohort's manifest (``patient_id``, ``timestamp``, ``endpoint``,
+        ``image_url`` …; docs/fetching.md); a CSV or Parquet file or a DataFrame.
+    patients : DataFrame or path, optional
+        The patients table: ``patient_id`` plus ``sex`` and ``birth_date`` (norms by sex
+        and age), the design's group column, the ``/tle`` parameters (treatment length is
+        estimated when it has them: docs/tle.md) and ``observed_months``.
+    design : Design or path, optional
+        The study design or its TOML file (:func:`dentalkit.study.read_design`);
+        default :class:`Design` ().
+    client : Client, optional
+        The service's client; default ``dentalkit.Client()`` (``DENTALKIT_BASE_URL`` and
+        ``DENTALKIT_API_KEY`` from the environment, as ``dentalkit fetch``).
+    echo : callable, optional
+        Where the stage lines go (the command line passes ``typer.echo``); default the
+        ``dentalkit`` logger at INFO.
+    progress : bool
+        Show the progress bars (fetch, tables, figures).
+    image_for : callable, optional
+        ``image_for(kind, patient_id, timestamp)`` → an image to draw under tracings
+        (default: blank canvases).
+
+    Returns
+    -------
+    StudyResult
+        Where everything is; ``stopped`` says when the fetch stopped the run (a rejected
+        key or an unreachable service: nothing after the fetch was written).
+    """
+    t0 = time.perf_counter()
+    design = _design(design)
+    say = echo or log.info
+    out = design.out
+    out.mkdir(parents=True, exist_ok=True)
+    records = read_patients(patients)
+    from dentalkit.fetch._manifest import read_manifest
+
+    table, typed = _with_tle_queries(read_manifest(manifest), records)
+    own = client is None
+    if own:
+        from dentalkit.fetch.client import Client
+
+        client = Client(heal_cache=True)
+    from dentalkit.fetch.cohort import fetch_cohort
+
+    try:
+        fetched = fetch_cohort(table, out=out, client=client, progress=progress, errors="collect")
+        say(f"fetch: {fetched.summary()}")
+        if fetched.stopped:
+            return StudyResult({"store": out}, fetched)
+        curves = _sensitivity(typed, design, out, client, say)
+    finally:
+        if own:
+            client.close()
+    responses = fetched.responses()
+    tables = _tables(responses, out, say, progress)
+    contract = _contract(responses, out, say)
+    calibration = calibration_policy(design.mm_per_px, tables)
+    analyses = _analyses(tables, responses, records, calibration, design, out, say)
+    if curves is not None:
+        analyses["tle_sensitivity"] = curves
+    step = Stage("figures", say, f"drawing PDF and PNG at {design.dpi} dpi")
+    chosen = FIGURES if design.figures is None else _figures(design.figures)
+    figures = make_figures(
+        tables, analyses, out / "figures", mm_per_px=calibration, image_for=image_for,
+        dpi=design.dpi, progress=progress, figures=chosen,
+    )  # fmt: skip
+    step.done(f"{len(figures)} in {out / 'figures'} (PDF and PNG, 85 mm wide, {design.dpi} dpi)")
+    step = Stage("report", say, "writing report.md")
+    intro = design.intro or _report.default_intro(tables, fetched)
+    path = _report.write_report(
+        out / "report.md",
+        title=design.title,
+        intro=intro,
+        sections=_report.sections(tables, analyses, contract),
+        figures=figures,
+    )
+    step.done(str(path))
+    say(f"done in {time.perf_counter() - t0:.0f} s")
+    notes = [n for n in (_report.px_arches_note(tables, analyses),) if n]
+    return StudyResult(
+        {
+            "store": out,
+            "tables": out / "tables",
+            "analyses": out / "analyses",
+            "figures": out / "figures",
+            "report": path,
+            "contract": out / "contract.md",
+        },
+        fetched,
+        figures,
+        len(analyses["analysis_problems"]),
+        notes,
+    )
+
+
+def _figures(names: tuple[str, ...]) -> tuple:
+    """The figure specs the design names, in :data:`FIGURES` order."""
+    from dentalkit.errors import InputError
+
+    known = {f.name for f in FIGURES}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise InputError(
+            f"study design: unknown figure {', '.join(map(repr, unknown))}; the figures are "
+            + ", ".join(f.name for f in FIGURES)
+        )
+    return tuple(f for f in FIGURES if f.name in names)
