@@ -17,6 +17,7 @@ from dentalkit.plot._layout import (
     axes_box_inches,
     figure,
     images_hidden,
+    pin_pixel_view,
 )
 from dentalkit.plot.style import DIVERGING_CMAP, MISSING_COLOUR, SEQUENTIAL_CMAP
 from dentalkit.stats._tables import require_columns
@@ -374,7 +375,9 @@ def fit_height_to_view(ax: Any, *, min_mm: float = 40.0, max_mm: float | None = 
             height = fig.get_figheight() + delta
             fig.set_figheight(min(max(height, min_mm / MM_PER_INCH), max_mm / MM_PER_INCH))
     if ax in PIXEL_VIEWS:
-        ax.autoscale_view()  # the view again; the box now has its aspect, so it stays
+        # the view itself, pinned: the box has its aspect now, and with free limits every
+        # later layout pass would widen the view a little more (both ways, accumulating)
+        pin_pixel_view(ax)
 
 
 def scale_bar(

@@ -28,6 +28,7 @@ __all__ = [
     "clipped_text",
     "figure",
     "images_hidden",
+    "pin_pixel_view",
     "root_figure",
     "savefig",
     "settle_pixel_views",
@@ -285,6 +286,26 @@ def settle_pixel_views(fig: Any) -> None:
         return
     with images_hidden(fig):
         _settle(fig, pixel)
+
+
+def pin_pixel_view(ax: Any) -> None:
+    """Set ``ax``'s limits to its registered pixel view exactly, and keep them.
+
+    For a figure sized to the view (:func:`dentalkit.plot._common.fit_height_to_view`):
+    its axes box has the view's shape already, so the view is shown as it is — no
+    widening, which would accumulate over constrained layout's passes at every later
+    draw. The axes keeps the aspect with ``adjustable="box"`` (the box gives way by the
+    hair a later pass moves it), and the limits count as :func:`settle_pixel_views`' own:
+    saved at another size, the view is widened to the new box, centred.
+    """
+    view = PIXEL_VIEWS.get(ax)
+    if view is None:
+        return
+    x0, y0, x1, y1 = view
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y1, y0)  # y down
+    ax.set_adjustable("box")
+    _SETTLED[ax] = (ax.get_xlim(), ax.get_ylim())
 
 
 def _settle(fig: Any, pixel: list) -> None:
