@@ -1,23 +1,26 @@
 """Coverage study: do ``stats.growth``'s 95 % intervals cover the sandbox's known growth rate?
 
-Each simulated cohort is a set of new sandbox patients (IDs ``GC{cohort}-{i}``) seen at
-three sessions a year apart (2024-01-01, 2025-01-01, 2026-01-01). Only patients who are
-still growing at the last session are enrolled (age at the last session ≤ their growth
-stop, read from the simulator's ``truth()``), so the true rate of change of SN–MP is the
+Each simulated cohort is a set of new sandbox patients (IDs ``GC{size}{cohort}-{i}``) seen
+at four sessions a year apart (2024-01-01 … 2027-01-01). Only patients who are still
+growing at the last session are enrolled (age at the last session ≤ their growth stop,
+read from the simulator's ``truth()``), so the true rate of change of SN–MP is the
 simulator's documented −0.25 °/year for every one of them (docs/sandbox.md, "Age and
 growth"); the script checks that rate against the noise-free ``truth()`` values of every
 enrolled patient. The analysis uses no truth: the simulator's noisy lateral-ceph answers
 (``respond``, no HTTP) → landmarks table → ``ceph.measure`` → ``stats.growth`` (years since
 the first session, random intercept and slope, REML). A cohort's interval *covers* when
-the 95 % CI of the ``years`` term contains −0.25.
+the 95 % CI of the ``years`` term contains −0.25. Each fit is read two ways side by side:
+the default t interval on Satterthwaite's df, and the Wald z interval (estimate ± 1.96 SE,
+``df_method="wald"``) of the same fit.
 
 Run::
 
-    python benchmarks/growth_coverage.py                    # 200 cohorts × 40 patients
+    python benchmarks/growth_coverage.py                    # 300 cohorts at 8, 10, 15, 40 patients
+    python benchmarks/growth_coverage.py --sizes 8 --cohorts 100
     python benchmarks/growth_coverage.py --figure docs/images/growth_coverage.png
-    python benchmarks/growth_coverage.py --smoke            # 2 cohorts (the test suite)
+    python benchmarks/growth_coverage.py --smoke            # 2 cohorts of 8 (the test suite)
 
-Target (issue 19): coverage 93–97 % over ≥ 200 cohorts.
+Target (issue 29): coverage 94–96 % at every size (issue 19: 93–97 % at 40 patients).
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ from dentalkit.endpoints import get_endpoint
 from dentalkit.sandbox.simulate import respond, truth
 from dentalkit.stats import growth, proportion_ci
 
-SESSIONS = ("2024-01-01", "2025-01-01", "2026-01-01")
+SESSIONS = ("2024-01-01", "2025-01-01", "2026-01-01", "2027-01-01")
+SIZES = (8, 10, 15, 40)
 MEASURE = "SN_MP"
 TRUE_RATE = -0.25  # °/year, docs/sandbox.md (the same for girls and boys)
 
@@ -48,7 +52,7 @@ def enrol(cohort: int, n: int) -> list[str]:
     ids: list[str] = []
     i = 0
     while len(ids) < n:
-        pid = f"GC{cohort:03d}-{i:03d}"
+        pid = f"GC{n:02d}{cohort:03d}-{i:03d}"
         i += 1
         last = truth(pid, SESSIONS[-1])
         if last["session"]["age_years"] <= last["patient"]["growth_stop_age_years"]:
@@ -94,22 +98,29 @@ def one_cohort(cohort: int, n: int) -> dict[str, float]:
     r = growth(measures(ids))
     row = r.fixed.set_index("term").loc["years"]
     model = r.models.iloc[0]
+    half = 1.959963984540054 * float(row["se"])  # Wald z of the same fit
+    est = float(row["estimate"])
     return {
+        "size": n,
         "cohort": cohort,
-        "estimate": float(row["estimate"]),
+        "estimate": est,
         "se": float(row["se"]),
+        "df": float(row["df"]),
         "ci_low": float(row["ci_low"]),
         "ci_high": float(row["ci_high"]),
         "covered": bool(row["ci_low"] <= TRUE_RATE <= row["ci_high"]),
+        "covered_wald": bool(est - half <= TRUE_RATE <= est + half),
         "n_units": int(row["n_units"]),
         "n_rows": int(row["n_rows"]),
         "converged": bool(model["converged"]),
         "singular": bool(model["singular"]),
+        "random_slope": "slope" in str(model["random_effects"]),
+        "note": model["note"],
     }
 
 
 def figure(res: pd.DataFrame, path: Path) -> None:
-    """Every cohort's 95 % CI, sorted by estimate; misses in red; the true rate dashed."""
+    """Every cohort's 95 % CI of the largest size, sorted by estimate; misses in red."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -117,7 +128,8 @@ def figure(res: pd.DataFrame, path: Path) -> None:
 
     from dentalkit import plot
 
-    s = res.sort_values("estimate", ignore_index=True)
+    size = int(res["size"].max())
+    s = res[res["size"] == size].sort_values("estimate", ignore_index=True)
     with plot.style():
         fig = plot.figure("double")
         ax = fig.add_subplot()
@@ -129,11 +141,11 @@ def figure(res: pd.DataFrame, path: Path) -> None:
         k, n = int(s["covered"].sum()), len(s)
         lo, hi = proportion_ci(k, n)
         ax.set_title(
-            f"{MEASURE}: 95 % CI covers the true rate in {k}/{n} cohorts "
+            f"{MEASURE}: 95 % CI (Satterthwaite t) covers the true rate in {k}/{n} cohorts "
             f"({100 * k / n:.1f} %, Wilson 95 % CI {100 * float(lo):.1f}–{100 * float(hi):.1f} %)"
         )
         ax.set_xlabel(
-            f"simulated cohort (sorted by estimate; {int(s['n_units'].iloc[0])} patients × 3 sessions each)"
+            f"simulated cohort (sorted by estimate; {size} patients × {len(SESSIONS)} sessions each)"
         )
         ax.set_ylabel("SN–MP change (°/year)")
         ax.legend(loc="upper left", frameon=False)
@@ -141,34 +153,57 @@ def figure(res: pd.DataFrame, path: Path) -> None:
         plt.close(fig)
 
 
+def summarize(res: pd.DataFrame) -> pd.DataFrame:
+    """Coverage per cohort size: Satterthwaite t and Wald z, with Wilson intervals."""
+    rows = []
+    for size, part in res.groupby("size", sort=True):
+        n = len(part)
+        row = {"size": int(size), "cohorts": n}
+        for name, col in (("t", "covered"), ("z", "covered_wald")):
+            k = int(part[col].sum())
+            lo, hi = proportion_ci(k, n)
+            row |= {f"coverage_{name}": k / n, f"low_{name}": float(lo), f"high_{name}": float(hi)}
+        row |= {
+            "mean_df": float(part["df"].mean()),
+            "bias": float(part["estimate"].mean() - TRUE_RATE),
+            "sd_est": float(part["estimate"].std(ddof=1)) if n > 1 else float("nan"),
+            "mean_se": float(part["se"].mean()),
+            "intercept_only": int((~part["random_slope"]).sum()),
+            "singular": int(part["singular"].sum()),
+            "converged": int(part["converged"].sum()),
+        }
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def main(argv: list[str] | None = None) -> pd.DataFrame:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cohorts", type=int, default=200)
-    ap.add_argument("--patients", type=int, default=40, help="patients per cohort")
+    ap.add_argument("--cohorts", type=int, default=300, help="cohorts per size")
+    ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="patients per cohort")
     ap.add_argument("--figure", type=Path, help="write the coverage figure here (.png/.pdf)")
     ap.add_argument("--save", type=Path, help="write the per-cohort results here (CSV)")
     ap.add_argument("--smoke", action="store_true", help="2 cohorts of 8 patients (tests)")
     args = ap.parse_args(argv)
-    n_c, n_p = (2, 8) if args.smoke else (args.cohorts, args.patients)
+    n_c, sizes = (2, [8]) if args.smoke else (args.cohorts, args.sizes)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = pd.DataFrame([one_cohort(c, n_p) for c in range(n_c)])
-    k, n = int(res["covered"].sum()), len(res)
-    lo, hi = proportion_ci(k, n)
-    sd = res["estimate"].std(ddof=1) if n > 1 else float("nan")
-    print(f"{n} cohorts × {n_p} patients × {len(SESSIONS)} sessions, true rate {TRUE_RATE} °/year")
+        res = pd.DataFrame([one_cohort(c, n_p) for n_p in sizes for c in range(n_c)])
+    table = summarize(res)
     print(
-        f"coverage of the 95 % CI   {k}/{n} = {100 * k / n:.1f} %  "
-        f"(Wilson 95 % CI {100 * float(lo):.1f}–{100 * float(hi):.1f} %)  target 93–97 %"
+        f"{n_c} cohorts per size × {len(SESSIONS)} yearly sessions, true rate {TRUE_RATE} °/year; "
+        "95 % CI of the rate: t on Satterthwaite df (default) and Wald z, same fit"
     )
-    print(
-        f"mean estimate             {res['estimate'].mean():.4f} °/year (bias {res['estimate'].mean() - TRUE_RATE:+.4f})"
-    )
-    print(f"SD of estimates / mean SE {sd:.4f} / {res['se'].mean():.4f}")
-    print(
-        f"converged {int(res['converged'].sum())}/{n}, singular (slope SD ~0) {int(res['singular'].sum())}/{n}"
-    )
+    print("patients  coverage t (Wilson 95 % CI)   coverage z (Wilson 95 % CI)   mean df  "
+          "bias     SD est / mean SE   intercept-only  singular")  # fmt: skip
+    for r in table.itertuples():
+        print(
+            f"{r.size:8d}  {100 * r.coverage_t:5.1f} % ({100 * r.low_t:4.1f}–{100 * r.high_t:4.1f})"
+            f"          {100 * r.coverage_z:5.1f} % ({100 * r.low_z:4.1f}–{100 * r.high_z:4.1f})"
+            f"          {r.mean_df:6.1f}  {r.bias:+.4f}  {r.sd_est:.4f} / {r.mean_se:.4f}"
+            f"   {r.intercept_only:5d}           {r.singular:5d}"
+        )
+    print("target: coverage (t) 94–96 % at every size")
     print(f"{time.perf_counter() - t0:.0f} s")
     if args.save:
         res.to_csv(args.save, index=False)

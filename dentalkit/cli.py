@@ -1,9 +1,10 @@
-"""Command line: ``dentalkit demo | sandbox | openapi | manifest | first-contact | fetch | verify | contract | tables | analyze | figures | export``.
+"""Command line: ``dentalkit demo | study | sandbox | openapi | manifest | first-contact | fetch | verify | contract | tables | analyze | figures | export``.
 
 The study as shell steps: ``manifest`` (images → manifest) → ``fetch`` (manifest → store) → ``tables`` (store → Parquet
 tables) → ``analyze`` (tables → analysis tables) → ``figures`` (tables + analyses →
-PDF/PNG) → ``export`` (CSV + data dictionary, optionally pseudonymized). ``demo`` runs the
-study on the embedded sandbox.
+PDF/PNG) → ``export`` (CSV + data dictionary, optionally pseudonymized). ``study`` runs them
+all for a user's cohort (:mod:`dentalkit.study`), ``demo`` the same on the sandbox's synthetic
+cohort. The commands parse and print; the study's logic lives in :mod:`dentalkit.study`.
 """
 
 from __future__ import annotations
@@ -214,6 +215,15 @@ CacheOption = Annotated[
     str | None,
     typer.Option(
         help="HTTP cache: .sqlite path, folder, redis:// URL or 'memory' (default: settings)."
+    ),
+]
+TimestampFormatOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="FORMAT",
+        help="strptime format of the manifest's timestamps, e.g. '%d/%m/%Y' (default: ISO "
+        "8601, or the format the store recorded). Timestamps are sent as written; the format "
+        "reads session_time and is recorded in the store (docs/manifest.md).",
     ),
 ]
 
@@ -474,6 +484,7 @@ def fetch(
         ),
     ] = ErrorsMode.collect,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    timestamp_format: TimestampFormatOption = None,
 ) -> None:
     """Fetch a cohort into OUT: cached, concurrent, resumable (rerun the same command to resume).
 
@@ -515,6 +526,7 @@ def fetch(
             progress=progress,
             errors=errors.value,  # type: ignore[arg-type]
             retry_failed=retry_failed,
+            timestamp_format=timestamp_format,
         )
     except ManifestError as exc:
         text = _manifest_error(exc, manifest)
@@ -539,36 +551,38 @@ def fetch(
     except DentalkitError as exc:  # errors=raise: any other failure, in one line
         typer.echo(_first_failure_line(exc, _failures_file(out)), err=True)
         raise typer.Exit(1) from None
-    typer.echo(report.summary())
+    _echo_fetch_outcome(report, out, client.base_url)
     if report.stopped:
-        line = _stop_line(report.stopped, client.base_url, report.stop_reason, _failures_file(out))
+        raise typer.Exit(FETCH_EXIT[report.stopped])
+    if len(report.problems) or report.failed or report.skipped_failed:
+        raise typer.Exit(1)
+
+
+def _echo_fetch_outcome(report, out: Path, base_url: str | None, *, summary: bool = True) -> None:
+    """After a fetch: its summary, stop line, quarantined files, bad manifest rows (written
+    to OUT/manifest-problems.csv) and failures, each in one line."""
+    from dentalkit import io
+
+    if summary:
+        typer.echo(report.summary())
+    if report.stopped:
+        line = _stop_line(report.stopped, base_url, report.stop_reason, _failures_file(out))
         typer.echo(line, err=True)
     for rec in report.quarantined.to_dict("records"):
         typer.echo(f"damaged {rec['kind']} {rec['file']} moved to {rec['moved_to']}")
     if len(report.problems):
-        from dentalkit.io._export import csv_text, safe_csv_frame
-
-        path = out / "manifest-problems.csv"
-        cells = report.problems.astype(object).where(report.problems.notna(), None)
-        text = [c for c in cells.columns if c != "row"]  # manifest text: no bare formulas
-        try:
-            safe = safe_csv_frame(cells, "manifest-problems", text)
-        except InputError:  # control characters in a manifest value: write them escaped
-            escaped = cells[text].map(lambda v: v.encode("unicode_escape").decode("ascii") if isinstance(v, str) else v)  # fmt: skip
-            safe = safe_csv_frame(cells.assign(**escaped), "manifest-problems", text)
-        path.write_text(csv_text(safe, text), encoding="utf-8")
+        path = io.write_problems_csv(
+            report.problems, out / "manifest-problems.csv", "manifest-problems"
+        )
         typer.echo(
-            f"{len(report.problems)} bad manifest row(s) skipped; listed in {path} (its row "
+            f"{report.bad_rows} bad manifest row(s) skipped; their {len(report.problems)} "
+            f"problem(s) are listed in {path} (its row "
             "counts the manifest's data rows from 1: CSV line = row + 1)"
         )
     if (report.failed or report.skipped_failed) and not report.stopped:  # the stop line says it
         typer.echo(f"failures are listed in {out / 'failures.parquet'}; retry with --retry-failed")
-    if report.stopped:
-        raise typer.Exit(FETCH_EXIT[report.stopped])
-    if report.failed:
+    if report.failed and not report.stopped:
         _echo_failure_reasons(report.failures)
-    if len(report.problems) or report.failed or report.skipped_failed:
-        raise typer.Exit(1)
 
 
 #: Exit status of ``dentalkit fetch`` (and ``first-contact``) when the run stopped early.
@@ -752,6 +766,7 @@ def first_contact(
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Send without asking (scripts, CI).")
     ] = False,
+    timestamp_format: TimestampFormatOption = None,
 ) -> None:
     """First contact with a service: one request per endpoint, then the contract report.
 
@@ -770,7 +785,7 @@ def first_contact(
     ctx.with_resource(_log_lines(own_stop_line=True))
     try:
         client = Client(_service_url(base_url), **({} if cache is None else {"cache": cache}))
-        plan = first_contact_plan(manifest)
+        plan = first_contact_plan(manifest, timestamp_format=timestamp_format)
         stored: set[str] = set()
         if (out / "_dentalkit.json").exists():
             stored = set(read_responses(out)["request_key"])
@@ -791,7 +806,7 @@ def first_contact(
     if plan.missing:
         typer.echo(f"not contacted (no valid manifest row): {', '.join(plan.missing)}")
     if len(plan.problems):
-        typer.echo(f"{len(plan.problems)} bad manifest row(s) were not chosen")
+        typer.echo(f"{plan.problems['row'].nunique()} bad manifest row(s) were not chosen")
     typer.echo(
         f"cost: {cost} request(s) to send"
         + (
@@ -806,7 +821,12 @@ def first_contact(
         return
     try:
         report = fetch_cohort(
-            plan.manifest, out=out, client=client, progress=False, errors="collect"
+            plan.manifest,
+            out=out,
+            client=client,
+            progress=False,
+            errors="collect",
+            timestamp_format=timestamp_format,
         )
     except (ConfigurationError, InputError) as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -936,17 +956,26 @@ def tables(
     progress: Annotated[
         bool, typer.Option(help="Show a progress bar of the responses converted.")
     ] = True,
+    timestamp_format: Annotated[
+        str | None,
+        typer.Option(
+            metavar="FORMAT",
+            help="strptime format that session_time is read with, e.g. '%d/%m/%Y' (default: "
+            "the one the fetch recorded in STORE, else ISO 8601).",
+        ),
+    ] = None,
 ) -> None:
     """Convert stored responses into tidy tables (one Parquet file per table).
 
-    Writes every table of the data contract plus problems.parquet; malformed responses are
-    listed there (--errors collect) or stop the run with the JSON path at fault (--errors
-    raise). Exit status 0 when done, 1 when there are problems, 2 when STORE is not a
+    Writes every table of the data contract plus problems.parquet (and calibration.parquet
+    when the manifests gave mm_per_px); malformed responses are listed there (--errors
+    collect) or stop the run with the JSON path at fault (--errors raise). Exit status 0 when done, 1 when there are problems, 2 when STORE is not a
     store written by dentalkit fetch, holds no responses yet or cannot be read.
     """
     from dentalkit import convert, io
     from dentalkit._progress import Stage
     from dentalkit.errors import DentalkitError, ResponseFormatError
+    from dentalkit.fetch import read_calibration
     from dentalkit.fetch.store import read_responses
 
     try:
@@ -957,7 +986,15 @@ def tables(
                 f"run `dentalkit fetch MANIFEST --out {store}` first; nothing was written"
             )
         with Stage("tables", _err, f"converting {len(responses):,} responses from {store}") as st:
-            result = convert.tables(responses, errors=errors.value, progress=progress)
+            result = convert.tables(
+                responses,
+                errors=errors.value,
+                progress=progress,
+                timestamp_format=timestamp_format,
+                calibration=read_calibration(store)
+                if (store / "calibration.parquet").exists()
+                else None,
+            )
             st.result = f"{len(result)} tables, {len(result['problems'])} problem(s)"
     except ResponseFormatError as exc:  # --errors raise: in the terminal's words
         raise _fail(
@@ -1046,11 +1083,13 @@ def analyze(
         ),
     ] = ErrorsMode.collect,
 ) -> None:
-    """Run every cohort analysis the tables allow (ceph, arch, teeth, findings).
+    """Run every cohort analysis the tables allow (ceph, arch, teeth, findings, treatment length).
 
     Writes one Parquet file per analysis table (docs/columns.md lists them), and
     analysis_problems.parquet: the rows each analysis could not use (0 rows when none).
-    Millimetres only with --mm-per-px; nothing is guessed. Without --patients, norms given
+    Millimetres only with --mm-per-px or an image's own mm_per_px (TABLES_DIR's calibration
+    table); nothing is guessed. Treatment-length estimates need --store (the /tle answers)
+    and --patients with the /tle parameters (docs/tle.md). Without --patients, norms given
     by sex or age give no z-score (the norm_note column says why). Exit status 0 when done,
     1 when some rows could not be analysed (see analysis_problems.parquet) or the tables
     allow no analysis (they have no rows), 2 when TABLES_DIR holds no tables written by
@@ -1060,7 +1099,7 @@ def analyze(
     from dentalkit._progress import Stage
     from dentalkit.errors import DentalkitError
     from dentalkit.fetch.store import read_responses
-    from dentalkit.study.report import px_arches_note
+    from dentalkit.study.report import problems_line, px_arches_note, tle_note
 
     cal = _calibration(mm_per_px)
     try:
@@ -1094,13 +1133,10 @@ def analyze(
     # the arches left in pixels (endpoint without --mm-per-px), in the report's one line
     px_note = px_arches_note(tables, analyses)
     if problems is not None:
-        summary = study.problems_summary(problems)
-        if len(problems):
-            typer.echo(f"{summary}; see {out / 'analysis_problems.parquet'}")
-        else:
-            typer.echo(f"{summary} (analysis_problems.parquet has 0 rows)")
-    if px_note:
-        typer.echo(f"note: {px_note.replace('`', '')}")  # Markdown code marks off
+        typer.echo(problems_line(problems, out))
+    for note in (tle_note(analyses), px_note):
+        if note:
+            typer.echo(f"note: {note.replace('`', '')}")  # Markdown code marks off
     if problems is not None and len(problems):
         raise typer.Exit(EXIT_INCOMPLETE)
 
@@ -1211,6 +1247,135 @@ def export(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"wrote {len(written)} files to {out}" + (" (pseudonymized)" if secret_env else ""))
+
+
+#: Loopback port of ``dentalkit study --sandbox`` (the demo's is 8766): fixed, so that a
+#: rerun on the same --out finds its store and cache (they belong to one service address).
+STUDY_SANDBOX_PORT = 8767
+
+
+@app.command()
+def study(
+    ctx: typer.Context,
+    manifest: Annotated[
+        Path,
+        typer.Argument(
+            exists=True,
+            dir_okay=False,
+            help="CSV or Parquet manifest (patient_id, timestamp, endpoint, image_url …).",
+        ),
+    ],
+    patients: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            dir_okay=False,
+            help="Patients table (CSV or Parquet): patient_id, sex and birth_date (norms by sex "
+            "and age), the design's group column, the /tle parameters (treatment length) and "
+            "observed_months.",
+        ),
+    ] = None,
+    design: Annotated[
+        Path | None,
+        typer.Option(
+            exists=True,
+            dir_okay=False,
+            help="Study file (TOML): groups, session rule, alpha, correction, analyses, "
+            "figures, calibration, out (docs/study.md). Default: every default.",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Output folder (default: the study file's out, else dentalkit-study)."),
+    ] = None,
+    mm_per_px: MmPerPxOption = None,
+    sandbox: Annotated[
+        bool,
+        typer.Option(
+            "--sandbox",
+            help="Ask the embedded sandbox instead of the service (a simulator that runs no AI "
+            "model: its numbers test the pipeline, they are not clinical results).",
+        ),
+    ] = False,
+    port: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            max=65535,
+            help="Loopback port of the sandbox with --sandbox (0 picks a free one; keep it for "
+            "later runs on the same --out).",
+        ),
+    ] = STUDY_SANDBOX_PORT,
+    base_url: ServiceUrlOption = None,
+    cache: CacheOption = None,
+    dpi: Annotated[
+        int | None,
+        typer.Option(min=300, max=1200, help="Figure resolution (default: the study file's)."),
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="Show the progress bars.")] = True,
+) -> None:
+    """Run a whole study on your cohort: fetch, tables, analyses, figures, report.md.
+
+    Against the service (DENTALKIT_BASE_URL, and DENTALKIT_API_KEY from the environment
+    only, as dentalkit fetch) or, with --sandbox, the embedded sandbox. Resumable: rerun the
+    same command and nothing stored is sent again; the later stages are rewritten. The
+    report prints the design it ran with. Exit status 0 when done; 1 when done but some
+    manifest rows were bad, some requests failed or some rows could not be analysed (each is
+    listed); 2 when the study file, manifest or an option is wrong; 3 when the service
+    rejected the API key; 4 when it could not be reached.
+    """
+    from dentalkit import study as _study
+    from dentalkit.errors import ConfigurationError, InputError, ManifestError, StoreLockedError
+    from dentalkit.study.report import problems_line
+
+    ctx.with_resource(_log_lines(own_stop_line=True))
+    try:
+        plan = _study.read_design(design) if design is not None else _study.Design()
+        changes: dict = {"mm_per_px": {**plan.mm_per_px, **_calibration(mm_per_px)}}
+        if out is not None:
+            changes["out"] = out
+        if dpi is not None:
+            changes["dpi"] = dpi
+        plan = plan.with_(**changes)
+        with _study_client(plan.out, sandbox, port, base_url, cache) as client:
+            result = _study.run(
+                manifest, patients=patients, design=plan, client=client, echo=typer.echo,
+                progress=progress,
+            )  # fmt: skip
+    except ManifestError as exc:
+        raise _fail(_manifest_error(exc, manifest)) from None
+    except (ConfigurationError, InputError, StoreLockedError) as exc:
+        raise _fail(str(exc)) from None
+    fetched = result.fetch
+    _echo_fetch_outcome(fetched, plan.out, client.base_url, summary=False)  # run printed it
+    if result.stopped:
+        raise typer.Exit(FETCH_EXIT[result.stopped])
+    typer.echo(problems_line(result.analysis_problems, plan.out / "analyses"))
+    for note in result.notes:
+        typer.echo(f"note: {note.replace('`', '')}")  # Markdown code marks off
+    typer.echo(f"report: {result.paths['report']}")
+    if len(fetched.problems) or fetched.failed or fetched.skipped_failed or result.problems:
+        raise typer.Exit(EXIT_INCOMPLETE)
+
+
+@contextmanager
+def _study_client(out: Path, sandbox: bool, port: int, base_url, cache) -> Iterator:
+    """The client of ``dentalkit study``: the embedded sandbox's, or the service's."""
+    if sandbox:
+        from dentalkit.study import sandbox_service
+
+        with sandbox_service(out, port, typer.echo) as (_, client):
+            yield client
+        return
+    from dentalkit.fetch.client import Client
+
+    client = Client(
+        _service_url(base_url), heal_cache=True, **({} if cache is None else {"cache": cache})
+    )
+    try:
+        yield client
+    finally:
+        client.close()
 
 
 @app.command()

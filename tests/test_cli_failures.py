@@ -360,7 +360,8 @@ def test_warnings_reach_the_terminal_as_one_line_without_python_source(tmp_path,
         code, out = _run(args)
     assert code == 2, out
     assert (
-        "warning: manifest columns ignored (not a key, endpoint or option column): colour; "
+        "warning: manifest columns ignored (not a key, endpoint, option or calibration column): "
+        "colour; "
         "the option columns are DrawContours, PlotLabels" in out
     ), out
     assert "DentalkitWarning" not in out and "fetch_cohort" not in out and ".py:" not in out

@@ -347,11 +347,9 @@ CLI_MAY_IMPORT = {
 
 def cli_imports(graph: dict[str, set[str]]) -> set[str]:
     """Modules the command line imports that it may not (:data:`CLI_MAY_IMPORT`, plus the
-    fetch and sandbox packages and the fetch's and io's wording helpers)."""
-    allowed = lambda m: (  # noqa: E731
-        m in CLI_MAY_IMPORT
-        or m.startswith(("dentalkit.fetch", "dentalkit.sandbox", "dentalkit.io._"))
-    )
+    I/O stages — images, fetch, sandbox — and their and io's wording helpers)."""
+    stages = ("dentalkit.images", "dentalkit.fetch", "dentalkit.sandbox", "dentalkit.io._")
+    allowed = lambda m: m in CLI_MAY_IMPORT or m.startswith(stages)  # noqa: E731
     return {m for m in graph["dentalkit.cli"] if not allowed(m)}
 
 

@@ -12,7 +12,8 @@ measure(reference, test, ...)
     kappa → :class:`MeasureAgreement`.
 simulate_examiner(landmarks, sd_mm, mm_per_px, seed)
     A landmarks table plus documented isotropic Gaussian noise (validation).
-bland_altman(), bland_altman_moments(), dahlberg(), icc(), cohens_kappa()
+bland_altman(), bland_altman_moments(), bland_altman_repeated(), dahlberg(), icc(),
+cohens_kappa()
     The statistics on plain arrays.
 
 Reading manual tracings: :mod:`dentalkit.tracings`. Figures:
@@ -39,6 +40,7 @@ from dentalkit.agreement._stats import (
     LOA_CI_METHODS,
     bland_altman,
     bland_altman_moments,
+    bland_altman_repeated,
     dahlberg,
 )
 
@@ -51,6 +53,7 @@ __all__ = [
     "MeasureAgreement",
     "bland_altman",
     "bland_altman_moments",
+    "bland_altman_repeated",
     "cohens_kappa",
     "dahlberg",
     "icc",

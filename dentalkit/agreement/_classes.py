@@ -2,9 +2,12 @@
 
 Each session is classified twice with :func:`dentalkit.ceph.classify` (the shipped or the
 user's thresholds) and the two categories are compared: share agreeing with a Wilson
-interval, Cohen's kappa with its asymptotic interval (statsmodels) and — the classes being
-ordered (Class III < I < II; hypo- < normo- < hyperdivergent) — weighted kappa (Cohen
-1968), linear by default, with the Fleiss–Cohen–Everitt (1969) standard error.
+interval, Cohen's kappa and — the classes being ordered as the thresholds declare them
+(:func:`dentalkit.ceph.class_order`: Class III < I < II; hypo- < normo- <
+hyperdivergent) — weighted kappa (Cohen 1968), linear by default, each with the
+Fleiss–Cohen–Everitt (1969) standard error and the small-sample MOVER interval of
+:func:`~dentalkit.agreement.cohens_kappa`, clustered on the patient when a patient
+contributes several sessions.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ def classification(
     schemes: Sequence[str] | None,
     confidence: float,
     weights: str = "linear",
+    unit: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[pd.DataFrame]]:
     """(per-scheme table, per-session categories, problem pieces) of a measures pairs table."""
     from dentalkit.ceph.classify import classify, load_thresholds
@@ -99,9 +103,17 @@ def classification(
                     reason="no category (value outside every threshold interval)",
                 )
             )
-        k = cohens_kappa(ref_c[both], tst_c[both], categories=ordered, confidence=confidence)
+        units = base.loc[both.to_numpy(), unit] if unit is not None else None
+        k = cohens_kappa(
+            ref_c[both], tst_c[both], categories=ordered, confidence=confidence, units=units
+        )
         kw = cohens_kappa(
-            ref_c[both], tst_c[both], categories=ordered, confidence=confidence, weights=weights
+            ref_c[both],
+            tst_c[both],
+            categories=ordered,
+            confidence=confidence,
+            weights=weights,
+            units=units,
         )
         n_units = (
             int(base.loc[both.to_numpy(), "patient_id"].nunique())
@@ -127,6 +139,8 @@ def classification(
                 "weighted_kappa_se": kw["kappa_se"],
                 "weighted_kappa_ci_low": kw["kappa_ci_low"],
                 "weighted_kappa_ci_high": kw["kappa_ci_high"],
+                "kappa_ci_method": k["kappa_ci_method"]
+                + ("; clustered on " + unit if unit is not None and k["n_units"] < k["n"] else ""),
                 "categories": " < ".join(map(str, ordered)),
             }
         )
@@ -134,7 +148,7 @@ def classification(
         "scheme", "measure", "n", "n_units", "n_agree", "agreement_pct", "agreement_ci_low_pct",
         "agreement_ci_high_pct", "kappa", "kappa_se", "kappa_ci_low", "kappa_ci_high",
         "weights", "weighted_kappa", "weighted_kappa_se", "weighted_kappa_ci_low",
-        "weighted_kappa_ci_high", "categories",
+        "weighted_kappa_ci_high", "kappa_ci_method", "categories",
     ]  # fmt: skip
     summary = pd.DataFrame(rows, columns=columns)
     class_pairs = (

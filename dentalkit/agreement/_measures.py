@@ -23,7 +23,7 @@ from dentalkit.agreement._common import (
 )
 from dentalkit.agreement._pairing import no_pairs_error, pair, prepare
 from dentalkit.agreement._reliability import ICC_FORMS, ICC_MIN_RATINGS, icc, icc_min_targets
-from dentalkit.agreement._stats import LoaCI, bland_altman_moments
+from dentalkit.agreement._stats import LoaCI, bland_altman_moments, repeated_moments
 from dentalkit.errors import InputError
 
 __all__ = ["MeasureAgreement", "measure"]
@@ -147,13 +147,15 @@ def measure(
         that every unit (patient) counts once. Default ``"first"``: per measure (and
         view), each unit's earliest session measured by both methods (sessions
         ordered by ``timestamp``, read as a date when it is one, else as text);
-        ``"last"`` its latest. ``"all"`` pools every paired session: the bias, SD,
-        limits and Dahlberg's error are given over all pairs, but where a unit has
-        more than one session the intervals, ``p_bias`` and the ICC are left NaN
-        (they would treat one patient's sessions as different patients; the
-        repeated-measures limits of Bland & Altman 2007 are not implemented), and
-        ``why`` says so. The classification table uses the same pairs (with
-        ``"all"``, no kappa standard errors or intervals where a unit repeats).
+        ``"last"`` its latest. ``"all"`` uses every paired session; where a unit
+        has more than one, the limits are Bland & Altman's (2007) for repeated
+        measurements whose true value changes (``sd_diff`` = √(σ²_between +
+        σ²_within) of the differences, with ``sd_between`` and ``sd_within``;
+        :func:`~dentalkit.agreement.bland_altman_repeated`), the bias interval and
+        ``p_bias`` rest on the units' degrees of freedom, the limits' intervals and the
+        ICC are NaN, and ``why`` says so. The classification table uses the same pairs
+        (with ``"all"``, kappa intervals clustered on the unit and no large-sample SEs
+        where a unit repeats).
     unit : str or None
         Column naming the unit of analysis, default ``"patient_id"``; it must be a
         session column. Without it (``None`` or absent from the tables) each paired
@@ -279,14 +281,14 @@ def measure(
             f"kappa_weights={kappa_weights!r} is not allowed; use 'linear' or 'quadratic'"
         )
     cls, class_pairs, cls_problems = classification(
-        out_pairs, cols, thresholds, schemes, confidence, kappa_weights
+        out_pairs, cols, thresholds, schemes, confidence, kappa_weights, unit_col
     )
     problems.extend(cls_problems)
-    if unit_col is not None and len(cls):  # session="all": no interval over repeated patients
+    if unit_col is not None and len(cls):
+        # session="all": the intervals are clustered on the patient; the large-sample SEs
+        # would count one patient's sessions as independent, so they are left out
         repeated = (cls["n_units"] < cls["n"]).to_numpy()
-        spread = [c for c in cls.columns if c.endswith(("_se", "_ci_low", "_ci_high", "_pct"))]
-        spread = [c for c in spread if c != "agreement_pct"]
-        cls.loc[repeated, spread] = np.nan
+        cls.loc[repeated, [c for c in cls.columns if c.endswith("_se")]] = np.nan
     prob = problems_frame(problems, "agreement_measures", "measure", cols)
     if not has_view:
         prob["view"] = None
@@ -355,10 +357,21 @@ def _summary(pairs, cols, agreement, confidence, loa_ci, icc_form, unit_col, ses
             .to_numpy(np.int64)
         )
     repeated = units < n  # only with session="all": a unit with several sessions
-    if repeated.any():  # intervals would count one patient's sessions as patients
-        for key in ba:
-            if key not in ("loa_low", "loa_high"):
-                ba[key] = np.where(repeated, np.nan, ba[key])
+    sd_between = np.full(len(uniq), np.nan)
+    sd_within = np.full(len(uniq), np.nan)
+    if repeated.any():  # Bland & Altman (2007): a unit's sessions are not other units
+        unit_codes = pd.factorize(pairs[unit_col].astype(object))[0]
+        for g in np.flatnonzero(repeated):
+            rows = code == g
+            rm = repeated_moments(
+                d[rows], unit_codes[rows], agreement=agreement, confidence=confidence
+            )
+            sd[g], sd_between[g], sd_within[g] = rm["sd_total"], rm["sd_between"], rm["sd_within"]
+            for key in ("bias_ci_low", "bias_ci_high", "p_bias", "loa_low", "loa_high"):
+                ba[key][g] = rm[key]
+            for key in ("loa_se", "loa_low_ci_low", "loa_low_ci_high", "loa_high_ci_low",
+                        "loa_high_ci_high"):  # fmt: skip
+                ba[key][g] = np.nan  # Bland & Altman (2007) give no interval for the limits
     summary = pd.DataFrame(
         {
             "view": pd.Categorical.from_codes(uniq // n_m, pairs["view"].cat.categories),
@@ -376,6 +389,8 @@ def _summary(pairs, cols, agreement, confidence, loa_ci, icc_form, unit_col, ses
             "bias_ci_high": ba["bias_ci_high"],
             "p_bias": ba["p_bias"],
             "sd_diff": sd,
+            "sd_between": sd_between,
+            "sd_within": sd_within,
             "loa_low": ba["loa_low"],
             "loa_low_ci_low": ba["loa_low_ci_low"],
             "loa_low_ci_high": ba["loa_low_ci_high"],
@@ -473,11 +488,12 @@ def _why(unit_col, session, repeated, n, n_units, n_rows) -> list[str]:
             )
         elif rep:
             out.append(
-                f"session='all': {int(k)} paired sessions of {int(u)} {unit_col} units pooled; "
-                "bias, SD, limits and Dahlberg over all pairs, but intervals, p_bias and the "
-                "ICC are not given: they would count one unit's sessions as independent "
-                "(repeated-measures limits, Bland & Altman 2007, are not implemented); use "
-                "session='first' for them"
+                f"session='all': {int(k)} paired sessions of {int(u)} {unit_col} units; "
+                "repeated-measures limits of Bland & Altman (2007): sd_diff = √(between-unit "
+                "+ within-unit variance of the differences), bias interval and p_bias on "
+                f"{int(u) - 1} df (units − 1); no interval for the limits (the paper gives "
+                "none) and no ICC (it would count one unit's sessions as independent targets); "
+                "Dahlberg over all pairs"
             )
         elif session == "all" or r == k:
             out.append(f"one paired session per {unit_col}: {int(u)} units, independent")

@@ -9,6 +9,9 @@ Hand-written here only what no maintained package returns as numbers:
   calls :func:`bland_altman_moments` too.
 - Dahlberg's method error ``sqrt(Σd² / 2n)`` (Dahlberg 1940; Houston 1983,
   *Am J Orthod* 83:382–390).
+- Limits of agreement with several pairs per subject whose true value varies (Bland &
+  Altman 2007, *J Biopharm Stat* 17:571–582): one-way ANOVA variance components of the
+  differences.
 
 Delegated to maintained packages:
 
@@ -35,8 +38,10 @@ __all__ = [
     "LOA_CI_METHODS",
     "bland_altman",
     "bland_altman_moments",
+    "bland_altman_repeated",
     "check_confidence",
     "dahlberg",
+    "repeated_moments",
     "t_interval",
     "wilson_interval",
 ]
@@ -268,3 +273,127 @@ def dahlberg(reference: Sequence[float], test: Sequence[float]) -> float:
     if r.size == 0:
         raise InputError("Dahlberg's method error needs at least one pair")
     return float(np.sqrt(np.sum((t - r) ** 2) / (2 * r.size)))
+
+
+def repeated_moments(
+    d: np.ndarray, units: np.ndarray, *, agreement: float = 1.96, confidence: float = 0.95
+) -> dict[str, float]:
+    """Bland & Altman's (2007) repeated-measures limits from differences and their units.
+
+    The true value may change between a subject's pairs (sessions a year apart), so the
+    differences of one subject are not replicates of one quantity: their variance splits
+    into a between-subject and a within-subject component, estimated from the one-way
+    ANOVA of the differences on the subject (method-of-moments, unequal numbers of pairs):
+    MS_w = Σᵢⱼ(dᵢⱼ − d̄ᵢ)²/(N − n), MS_b = Σᵢ mᵢ(d̄ᵢ − d̄)²/(n − 1),
+    σ²_b = max(0, (MS_b − MS_w)(n − 1)N/(N² − Σmᵢ²)), σ²_w = MS_w. The limits are
+    d̄ ± z·√(σ²_b + σ²_w), d̄ the mean of all N differences. The bias interval is
+    d̄ ± t_{n−1}·√((σ²_b·Σmᵢ² + σ²_w·N)/N²), the variance of d̄ under that model, on the
+    subjects' degrees of freedom; Bland & Altman give no interval for the limits.
+
+    Parameters
+    ----------
+    d : array of float
+        Differences (test − reference), N ≥ 2, from n ≥ 2 units with N > n.
+    units : array
+        The unit (subject, patient) of each difference.
+
+    Returns
+    -------
+    dict
+        ``n``, ``n_units``, ``bias``, ``bias_ci_low``, ``bias_ci_high``, ``t``,
+        ``p_bias``, ``sd_between``, ``sd_within``, ``sd_total``, ``loa_low``, ``loa_high``.
+    """
+    c = check_confidence(confidence)
+    d = np.asarray(d, dtype=float)
+    _, u = np.unique(np.asarray(units, dtype=object).astype(str), return_inverse=True)
+    m = np.bincount(u).astype(float)
+    big_n, n = float(len(d)), float(len(m))
+    bias = float(d.mean())
+    means = np.bincount(u, weights=d) / m
+    ms_w = float(((d - means[u]) ** 2).sum() / (big_n - n)) if big_n > n else np.nan
+    ms_b = float((m * (means - bias) ** 2).sum() / (n - 1)) if n > 1 else np.nan
+    divisor = (big_n**2 - (m**2).sum()) / ((n - 1) * big_n) if n > 1 else np.nan
+    var_b = max(0.0, (ms_b - ms_w) / divisor) if divisor and np.isfinite(divisor) else np.nan
+    sd_total = float(np.sqrt(var_b + ms_w))
+    se_bias = float(np.sqrt((var_b * (m**2).sum() + ms_w * big_n) / big_n**2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tq = sps.t.ppf(0.5 + c / 2, n - 1)
+        t = bias / se_bias
+        p = 2.0 * sps.t.sf(abs(t), n - 1)
+    z = float(agreement)
+    return {
+        "n": int(big_n),
+        "n_units": int(n),
+        "bias": bias,
+        "bias_ci_low": bias - tq * se_bias,
+        "bias_ci_high": bias + tq * se_bias,
+        "t": float(t),
+        "p_bias": float(p),
+        "sd_between": float(np.sqrt(var_b)),
+        "sd_within": float(np.sqrt(ms_w)),
+        "sd_total": sd_total,
+        "loa_low": bias - z * sd_total,
+        "loa_high": bias + z * sd_total,
+    }
+
+
+def bland_altman_repeated(
+    reference: Sequence[float],
+    test: Sequence[float],
+    units: Sequence,
+    *,
+    agreement: float = 1.96,
+    confidence: float = 0.95,
+) -> pd.Series:
+    """Bland–Altman limits of agreement with several pairs per subject (Bland & Altman 2007).
+
+    For pairs of measurements taken on the same subjects more than once, when the true
+    value may change between occasions (sessions of a growing patient): the SD of the
+    differences combines their between- and within-subject components
+    (:func:`repeated_moments`), so the limits cover single differences without treating a
+    subject's pairs as different subjects.
+
+    Parameters
+    ----------
+    reference, test : array_like
+        Paired values in the same unit.
+    units : array_like
+        The subject (patient) of each pair.
+    agreement, confidence
+        See :func:`bland_altman_moments`.
+
+    Returns
+    -------
+    pandas.Series
+        See :func:`repeated_moments`.
+
+    References
+    ----------
+    Bland JM, Altman DG. Agreement between methods of measurement with multiple
+    observations per individual. *J Biopharm Stat* 2007;17:571–582.
+
+    Examples
+    --------
+    Bland & Altman (2007), §3: 60 pairs of 12 subjects (RV − IC) give bias 0.6022, SD
+    0.9906 and limits −1.339 to 2.544 (``tests/agreement/test_agreement_stats.py``).
+
+    >>> r = bland_altman_repeated([1.0, 2.0, 3.0, 5.0], [1.5, 2.0, 3.5, 5.5], ["a", "a", "b", "b"])
+    >>> round(float(r["bias"]), 3), int(r["n_units"])
+    (0.375, 2)
+    """
+    r, t = _paired(reference, test)
+    u = pd.Series(list(units), dtype=object)
+    if len(u) != r.size:
+        raise InputError(f"units must give the subject of each pair ({r.size}), got {len(u)}")
+    if u.isna().any():
+        raise InputError("units has missing values: every pair needs its subject")
+    n_units = u.nunique()
+    if n_units < 2 or r.size <= n_units:
+        raise InputError(
+            f"repeated-measures limits need ≥ 2 subjects and more pairs than subjects; got "
+            f"{r.size} pair(s) of {n_units} subject(s) (with one pair per subject use "
+            "bland_altman)"
+        )
+    return pd.Series(
+        repeated_moments(t - r, u.to_numpy(), agreement=agreement, confidence=confidence)
+    )

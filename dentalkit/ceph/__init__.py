@@ -26,8 +26,9 @@ landmark_names(), required_landmarks(), load_name_map(), rename_landmarks()
 """
 
 from dentalkit.ceph._catalog import load_measures, load_points
+from dentalkit.ceph.baseline import regression_to_the_mean
 from dentalkit.ceph.change import change
-from dentalkit.ceph.classify import class_changes, classify, load_thresholds
+from dentalkit.ceph.classify import class_changes, class_order, classify, load_thresholds
 from dentalkit.ceph.isbi import read_isbi
 from dentalkit.ceph.measure import measure
 from dentalkit.ceph.names import (
@@ -43,6 +44,7 @@ from dentalkit.ceph.summary import summarize
 __all__ = [
     "change",
     "class_changes",
+    "class_order",
     "classify",
     "landmark_names",
     "load_measures",
@@ -53,6 +55,7 @@ __all__ = [
     "measure",
     "read_isbi",
     "reference_table",
+    "regression_to_the_mean",
     "rename_landmarks",
     "required_landmarks",
     "summarize",

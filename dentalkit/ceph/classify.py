@@ -26,7 +26,7 @@ import pandas as pd
 
 from dentalkit.errors import InputError
 
-__all__ = ["class_changes", "classify", "load_thresholds"]
+__all__ = ["class_changes", "class_order", "classify", "load_thresholds"]
 
 
 @lru_cache(maxsize=1)
@@ -73,6 +73,49 @@ def load_thresholds(path: str | Path | pd.DataFrame | None = None) -> pd.DataFra
         if (lo[order][1:] < hi[order][:-1]).any() or (lo >= hi).any():
             raise InputError(f"threshold scheme {scheme!r} has empty or overlapping intervals")
     return table.reset_index(drop=True)
+
+
+def class_order(
+    scheme: str = "skeletal_class", thresholds: pd.DataFrame | str | Path | None = None
+) -> list[str]:
+    """The categories of a classification scheme in the order of its measure.
+
+    The order is declared once, by the thresholds themselves (``ceph_classes.csv``):
+    categories sorted by the lower end of their interval — for ``skeletal_class`` (ANB)
+    ``["Class III", "Class I", "Class II"]``. :func:`classify` returns ordered
+    categoricals in this order, and weighted kappa (``agreement.cohens_kappa``,
+    ``agreement.measure``) weighs disagreements by distance in it.
+
+    Parameters
+    ----------
+    scheme : str
+        A scheme of the threshold table (``skeletal_class``, ``skeletal_class_wits``,
+        ``vertical_sn_gogn``, ``vertical_fma`` are shipped).
+    thresholds : DataFrame or path, optional
+        Default: the shipped table (see :func:`load_thresholds`).
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> class_order("skeletal_class")
+    ['Class III', 'Class I', 'Class II']
+    >>> class_order("vertical_fma")
+    ['hypodivergent', 'normodivergent', 'hyperdivergent']
+    """
+    table = load_thresholds(thresholds)
+    g = table[table["scheme"] == scheme]
+    if g.empty:
+        raise InputError(f"unknown scheme {scheme!r}; have {sorted(set(table['scheme']))}")
+    return _ordered_categories(g)
+
+
+def _ordered_categories(g: pd.DataFrame) -> list[str]:
+    """A scheme's categories sorted by the lower end of their interval."""
+    cats = g["category"].tolist()
+    return [cats[i] for i in np.argsort(g["lower"].fillna(-np.inf).to_numpy(), kind="stable")]
 
 
 def classify(
@@ -141,8 +184,7 @@ def classify(
         inside = (values[:, None] >= lo[None, :]) & (values[:, None] < hi[None, :])
         code = np.where(inside.any(axis=1), inside.argmax(axis=1), -1)
         cats = g["category"].tolist()
-        order = np.argsort(lo)
-        ordered = [cats[i] for i in order]
+        ordered = _ordered_categories(g)
         remap = np.array([ordered.index(c) for c in cats] + [-1])
         out[scheme] = (
             pd.Categorical.from_codes(remap[code], ordered, ordered=True)

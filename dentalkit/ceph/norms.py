@@ -148,10 +148,12 @@ def zscores(
     -------
     DataFrame
         ``measures`` plus ``norm_group``, ``norm_mean``, ``norm_sd``, ``z``,
-        ``norm_source`` and ``norm_note`` (why a row with a norm for its measure
-        got no norm, e.g. unknown sex). A norm applies only when its ``unit``
-        equals the row's unit (a mm norm never scores a px value); no matching
-        norm or no SD → NaN.
+        ``norm_source`` and ``norm_note``: for every row without a z, why — no norm
+        for the measure, a norm not verified (excluded by default), a norm in
+        another unit, by sex or age the row does not match (the age stated as it
+        is, truncated to 1/100 year: 17.99, not 18), a norm without an SD, a
+        missing value. A norm applies only when its ``unit`` equals the row's unit
+        (a mm norm never scores a px value).
 
     Notes
     -----
@@ -195,6 +197,7 @@ def zscores(
         if "birth_date" in extra:
             source = _age_from_birth_date(source)
     table = load_norms(None if norms is None else norms)
+    full = table
     by_cols = [c for c in ([by] if isinstance(by, str) else list(by or [])) if c not in ("sex",)]
     by_cols = [c for c in by_cols if c not in ("age", *AGE_COLUMNS)]
     for c in by_cols:
@@ -279,7 +282,7 @@ def zscores(
             why[i] = (
                 f"is for ages {band[i]} and the row has no age"
                 if age_unknown[i]
-                else f"is for ages {band[i]}, not {round(float(age[i]), 1):g}"
+                else f"is for ages {band[i]}, not {_age_text(age[i])}"
             )
     for c in by_cols:
         val = merged["_by_" + c]
@@ -317,6 +320,11 @@ def zscores(
             lambda w: "no z: " + "; ".join(dict.fromkeys(w))
         )
         notes[text.index.to_numpy()] = text.to_numpy()
+    missing = np.flatnonzero(out["z"].isna().to_numpy() & pd.isna(notes))
+    if len(missing):
+        notes[missing] = _why_no_z(
+            source.iloc[missing], best, missing, full, table, include_unverified, group
+        )
     out["norm_note"] = notes
     return out
 
@@ -332,6 +340,55 @@ def _age_from_birth_date(table: pd.DataFrame) -> pd.DataFrame:
         return table.drop(columns="birth_date")
     age = (when - born).dt.total_seconds() / (365.25 * 86400.0)
     return table.drop(columns="birth_date").assign(age=age.to_numpy())
+
+
+def _age_text(age: float) -> str:
+    """The age as it is, truncated (never rounded up) to 1/100 year: 17.99, not 18."""
+    text = f"{np.floor(np.round(age * 100.0, 6)) / 100.0:.2f}".rstrip("0").rstrip(".")
+    return f"{text} years"
+
+
+def _why_no_z(
+    rows: pd.DataFrame,
+    best: pd.DataFrame,
+    positions: np.ndarray,
+    full: pd.DataFrame,
+    usable: pd.DataFrame,
+    include_unverified: bool,
+    group: str | list[str] | None,
+) -> list[str]:
+    """Why each of ``rows`` (no z and no note yet) got no z-score, in words."""
+    chosen = best.set_index("_row")
+    out = []
+    for pos, (_, row) in zip(positions, rows.iterrows(), strict=True):
+        m, unit = str(row["measure"]), str(row["unit"])
+        value = pd.to_numeric(pd.Series([row["value"]]), errors="coerce").iloc[0]
+        mine = full[full["measure"] == m]
+        kept = usable[usable["measure"] == m]
+        same_unit = kept[(kept["unit"] == "") | (kept["unit"] == unit)]
+        groups = ", ".join(dict.fromkeys(mine["group"].astype(str)))
+        if not np.isfinite(value):
+            out.append("no z: the value is missing (the measure could not be computed)")
+        elif mine.empty:
+            out.append(f"no z: the norm table has no norm for {m}")
+        elif not include_unverified and not mine["verified"].any():
+            out.append(
+                f"no z: the {groups} norm of {m} is not verified in a retrieved source "
+                "(include_unverified=True uses it, with a warning)"
+            )
+        elif kept.empty:
+            out.append(f"no z: no norm of {m} in the norm group(s) {group!r}")
+        elif same_unit.empty:
+            units = ", ".join(dict.fromkeys(kept["unit"].astype(str)))
+            out.append(f"no z: the norm of {m} is in {units}, the value in {unit}")
+        elif pos in chosen.index and not np.isfinite(chosen.loc[pos, "sd"]):
+            g = chosen.loc[pos, "group"]
+            out.append(
+                f"no z: the {g} norm of {m} gives a mean ({chosen.loc[pos, 'mean']:g}) but no SD"
+            )
+        else:
+            out.append(f"no z: no norm row of {m} matches this row's columns")
+    return out
 
 
 def _band(lo: float, hi: float) -> str:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from dentalkit.convert import schemas
-from dentalkit.convert._values import BodyError
+from dentalkit.convert._values import BodyError, printable
 from dentalkit.errors import EchoMismatchWarning, InputError, ResponseFormatError
 
 if TYPE_CHECKING:
@@ -67,6 +67,25 @@ class Problems:
             (table, ep, pid, ts, row, "body", path, None, f"{reason} (rows kept)", "warning")
         )
 
+    def session_time(self, req: Requests, i: int, reason: str) -> None:
+        """A timestamp that gives no session_time: the rows are kept, session_time missing."""
+        ep, pid, ts, row = self._who(req, i)
+        self._notes.setdefault(row, []).append(len(self.records))
+        self.records.append(
+            (
+                "responses",
+                ep,
+                pid,
+                ts,
+                row,
+                "timestamp",
+                "timestamp",
+                printable(ts),
+                f"{reason} (rows kept)",
+                "warning",
+            )
+        )
+
     def echo(self, req: Requests, i: int, tables: Sequence[str], path: str, reason: str) -> None:
         """An echo that differs from the request: noted, and warned about once per call."""
         for t in tables:
@@ -84,6 +103,26 @@ class Problems:
             ("responses", ep, pid, ts, row, field, field, None, f"{reason} (row skipped)", "error")
         )
 
+    def calibration(self, row: int, pid, ts, endpoint, field: str, value, reason: str) -> None:
+        """A row of the calibration table that cannot be used (left out)."""
+        if not self.collect:
+            shown = f"={value!r}" if value is not None else ""
+            raise InputError(f"calibration row {row} (0-based position): {field}{shown}: {reason}")
+        self.records.append(
+            (
+                "calibration",
+                endpoint if isinstance(endpoint, str) else None,
+                pid if isinstance(pid, str) else None,
+                ts if isinstance(ts, str) else None,
+                row,
+                field,
+                field,
+                value,
+                f"{reason} (row left out)",
+                "error",
+            )
+        )
+
     def frame(self, tables: Sequence[str] | None = None) -> pd.DataFrame:
         """The problems table (schema ``problems``), in the order of the responses rows."""
         recs = [r for r in self.records if r is not None]
@@ -92,7 +131,8 @@ class Problems:
             recs = [r for r in recs if r[0] in keep]
         if not recs:
             return schemas.empty("problems")
-        recs.sort(key=lambda r: r[4])  # by responses row; stable: order of discovery kept
+        # by responses row, the calibration table's after; stable: order of discovery kept
+        recs.sort(key=lambda r: (r[0] == "calibration", r[4]))
         cols = list(zip(*recs, strict=True))
         dtypes = schemas.pandas_dtypes("problems")
         df = pd.DataFrame(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import math
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -58,11 +59,16 @@ class Requests:
 _REQUIRED_COLUMNS = ("endpoint", "patient_id", "timestamp", "body")
 
 
-def prepare(responses: pd.DataFrame, problems: Problems) -> Requests:
+def prepare(
+    responses: pd.DataFrame, problems: Problems, timestamp_format: str | None = None
+) -> Requests:
     """Select the successful rows of a responses table and resolve their endpoints.
 
     Rows whose ``status_code`` is present and not 200, or whose ``error`` is set, are
     failures of fetching (the fetcher lists them) and are skipped without a problem.
+    ``session_time`` is parsed from ``timestamp`` (ISO 8601, or ``timestamp_format``); an
+    image request's timestamp that does not parse is a problem (rows kept, session_time
+    missing). A ``/tle`` request's timestamp is the store's label of the query, not a date.
     """
     if not isinstance(responses, pd.DataFrame):
         raise InputError(
@@ -127,14 +133,32 @@ def prepare(responses: pd.DataFrame, problems: Problems) -> Requests:
     pid_k = np.where(pid_null[idx], None, pid[idx]).astype(object)
     ts_k = np.where(ts_null[idx], None, ts[idx]).astype(object)
     options = responses["options"].to_numpy(object)[idx] if "options" in responses.columns else None
-    return Requests(
+    req = Requests(
         row=idx,
         ep=eps,
         patient_id=pid_k,
         timestamp=ts_k,
-        session_time=parse_session_times(ts_k),
+        session_time=parse_session_times(ts_k, timestamp_format),
         body=responses["body"].to_numpy(object)[idx],
         options=options,
+    )
+    unread = req.session_time.isna() & pd.notna(ts_k) & np.array([e.is_image for e in eps], bool)
+    for i in np.flatnonzero(unread).tolist():
+        problems.session_time(req, i, _unread_timestamp(timestamp_format))
+    return req
+
+
+def _unread_timestamp(timestamp_format: str | None) -> str:
+    """Why a timestamp gives no session_time, and how to give its format."""
+    if timestamp_format is None:
+        return (
+            "timestamp is not an ISO 8601 date or date-time (e.g. 2024-03-05 or "
+            "2024-03-05T10:30:00Z) between 1677 and 2262, so session_time is missing; "
+            "give its format with timestamp_format= (dentalkit tables --timestamp-format)"
+        )
+    return (
+        f"timestamp does not match timestamp_format {timestamp_format!r} (or is outside "
+        "1677–2262), so session_time is missing"
     )
 
 
@@ -162,16 +186,55 @@ def _bad_key(value: object, is_null: bool, ep: Endpoint, field: str) -> tuple[st
     return None
 
 
-def parse_session_times(timestamps: np.ndarray) -> pd.DatetimeIndex:
-    """Parse ISO 8601 timestamps (naive = UTC) to ``datetime64[ns, UTC]``; NaT otherwise.
+def check_timestamp_format(timestamp_format: object) -> str | None:
+    """``timestamp_format`` as the parsers take it: None for ISO 8601, else a checked format.
 
-    Only the unique strings are parsed (``pandas.to_datetime`` with
-    ``format="ISO8601"``, vectorized). Values outside the ``datetime64[ns]`` range
-    (before 1677 or after 2262) are NaT too.
+    A format is a :func:`time.strptime` format with a year (``%Y``, ``%y`` or ``%G``), e.g.
+    ``"%d/%m/%Y"`` or ``"%d.%m.%Y %H:%M"``; ``None`` and ``"ISO8601"`` mean ISO 8601.
+
+    Raises
+    ------
+    InputError
+        For anything else, saying why (not text, no year, a bad directive).
+    """
+    if timestamp_format is None or timestamp_format == "ISO8601":
+        return None
+    if not isinstance(timestamp_format, str) or not timestamp_format.strip():
+        raise InputError(
+            "timestamp_format must be a strptime format such as '%d/%m/%Y' (or None for ISO "
+            f"8601), got {short(timestamp_format)}"
+        )
+    if not re.search(r"%[YyG]", timestamp_format):
+        raise InputError(
+            f"timestamp_format {timestamp_format!r} has no year (%Y, or %y for two digits): "
+            "a session time needs its year"
+        )
+    try:
+        pd.to_datetime(pd.Index(["2024"], dtype=object), format=timestamp_format, errors="coerce")
+    except ValueError as exc:
+        raise InputError(
+            f"timestamp_format {timestamp_format!r} is not a strptime format ({exc}); "
+            "e.g. '%d/%m/%Y' or '%d.%m.%Y %H:%M'"
+        ) from None
+    return timestamp_format
+
+
+def parse_session_times(
+    timestamps: np.ndarray, timestamp_format: str | None = None
+) -> pd.DatetimeIndex:
+    """Parse timestamps (naive = UTC) to ``datetime64[ns, UTC]``; NaT where they do not parse.
+
+    ``timestamp_format``: None for ISO 8601 (``pandas.to_datetime`` with
+    ``format="ISO8601"``), else a strptime format that the whole string must match (see
+    :func:`check_timestamp_format`). Only the unique strings are parsed, vectorized.
+    Values outside the ``datetime64[ns]`` range (before 1677 or after 2262) are NaT too.
     """
     codes, uniques = pd.factorize(timestamps)
     parsed = pd.to_datetime(
-        pd.Index(uniques, dtype=object), format="ISO8601", utc=True, errors="coerce"
+        pd.Index(uniques, dtype=object),
+        format=timestamp_format or "ISO8601",
+        utc=True,
+        errors="coerce",
     )
     ok = (parsed >= _NS_MIN) & (parsed <= _NS_MAX)
     ns = np.full(len(uniques) + 1, np.datetime64("NaT", "ns"))  # last slot: code -1

@@ -11,6 +11,7 @@ import pandas as pd
 
 from dentalkit._progress import bar
 from dentalkit.convert import (
+    _calibration,
     _classifier,
     _findings,
     _keypoints,
@@ -20,6 +21,7 @@ from dentalkit.convert import (
     _tmj,
 )
 from dentalkit.convert._common import Problems, Requests, gc_paused, prepare
+from dentalkit.convert._requests import check_timestamp_format
 from dentalkit.convert.schemas import TABLE_KINDS, TABLE_NAMES
 from dentalkit.endpoints import Kind
 from dentalkit.errors import DentalkitWarning, Errors, InputError, check_errors
@@ -77,6 +79,9 @@ def tables(
     include: Iterable[str] | None = None,
     tmj_phrases: _tmj.PhrasesArg = None,
     progress: bool = False,
+    *,
+    timestamp_format: str | None = None,
+    calibration: pd.DataFrame | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Convert a responses table into every dentalkit table, plus ``problems``.
 
@@ -96,14 +101,25 @@ def tables(
         Show a tqdm bar on stderr that counts the responses as each endpoint kind's are
         converted (only when stderr is a terminal; the CLI's ``tables`` and the demo turn
         it on). Default False: a library call prints nothing.
+    timestamp_format : str, optional
+        The strptime format of the timestamps (``"%d/%m/%Y"``) that ``session_time`` is
+        parsed with; default ``responses.attrs["timestamp_format"]`` (the format the
+        fetch recorded, set by :func:`dentalkit.fetch.read_responses`), else ISO 8601. An
+        image request's timestamp that does not parse is a ``problems`` row (rows kept,
+        ``session_time`` missing).
+    calibration : pandas.DataFrame, optional
+        Per-image scales, e.g. ``dentalkit.fetch.read_calibration(store)``: returned,
+        checked and typed, as the ``calibration`` table (``patient_id``, ``timestamp``,
+        ``endpoint``, ``image_url``, ``mm_per_px``, ``calibration_source``); a row whose
+        ``mm_per_px`` is not a finite number > 0 is a problem.
 
     Returns
     -------
     dict of str to pandas.DataFrame
         ``landmarks``, ``teeth``, ``tooth_keypoints``, ``arch_points``, ``findings``,
         ``finding_counts``, ``classifications``, ``tmj``, ``tle`` (or those of
-        ``include``) and ``problems`` (always present; empty tables have their full
-        schema).
+        ``include``), ``calibration`` (when ``calibration`` is given) and ``problems``
+        (always present; empty tables have their full schema).
     {notes}
     Examples
     --------
@@ -125,7 +141,7 @@ def tables(
     >>> out["tle"]["estimate_length_months"].tolist(), len(out["problems"])
     ([21.5], 0)
     """
-    wanted = TABLE_NAMES[:-1]
+    wanted = tuple(t for t in TABLE_NAMES if t in TABLE_KINDS)
     if include is not None:
         include = [include] if isinstance(include, str) else list(include)
         unknown = sorted(set(include) - set(wanted))
@@ -133,7 +149,12 @@ def tables(
             raise InputError(f"include: unknown table(s) {unknown}; tables are {', '.join(wanted)}")
         wanted = tuple(t for t in wanted if t in include)
     errors = check_errors(errors, "dentalkit.convert.tables")
-    out, problems = _run(responses, errors, landmark_map, wanted, tmj_phrases, progress)
+    out, problems = _run(
+        responses, errors, landmark_map, wanted, tmj_phrases, progress, timestamp_format
+    )
+    if calibration is not None:
+        out["calibration"] = _calibration.convert(calibration, problems)
+        wanted = (*wanted, "calibration")
     problems.warn(stacklevel=3)
     out["problems"] = problems.frame(wanted)
     if errors == "warn" and len(out["problems"]):
@@ -160,10 +181,13 @@ def _run(
     wanted: tuple[str, ...],
     tmj_phrases: _tmj.PhrasesArg = None,
     progress: bool = False,
+    timestamp_format: str | None = None,
 ) -> tuple[dict[str, pd.DataFrame], Problems]:
     problems = Problems(errors)
     names = _landmark_names(landmark_map) if "landmarks" in wanted else {}
-    req = prepare(responses, problems)
+    if timestamp_format is None and isinstance(responses, pd.DataFrame):
+        timestamp_format = responses.attrs.get("timestamp_format")
+    req = prepare(responses, problems, check_timestamp_format(timestamp_format))
     kinds = {TABLE_KINDS[t] for t in wanted}
     with gc_paused():
         built = _convert_kinds(req, kinds, problems, names, tmj_phrases, progress)

@@ -22,6 +22,9 @@ MAX_ABS = 1e6
 MAX_TEXT = 4096
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Control characters (Unicode category Cc: U+0000–U+001F, U+007F–U+009F) and the line and
+#: paragraph separators U+2028, U+2029: never part of an identifier, a timestamp or a label.
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 class BodyError(Exception):
@@ -40,6 +43,12 @@ class BodyError(Exception):
 def short(value: object, limit: int = 60) -> str:
     """``repr`` of a value, cut to ``limit`` characters (1 MB strings stay out of messages)."""
     text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def printable(value: str, limit: int = 120) -> str:
+    """``value`` with its control characters escaped (``\\x1b``), cut to ``limit``."""
+    text = CONTROL_CHARACTERS.sub(lambda m: ascii(m.group())[1:-1], value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -8,6 +8,7 @@ the arrow types:
 arrow type (declared)                       pandas dtype of the built table
 ==========================================  =============================================
 ``dictionary<int32, string>``               ``category`` (categories of dtype ``str``)
+``string`` of a key column (``KEY_COLUMNS``)  ``category`` (categories of dtype ``str``)
 ``string``                                  ``str``
 ``float64``                                 ``float64``
 ``int16`` / ``int32`` (not nullable)        ``int16`` / ``int32``
@@ -17,6 +18,13 @@ arrow type (declared)                       pandas dtype of the built table
 ``timestamp[ns, UTC]``                      ``datetime64[ns, UTC]``
 ``binary`` with ``geometry`` metadata       ``object`` (shapely Polygon or None); WKB on disk
 ==========================================  =============================================
+
+The key columns ``patient_id``, ``timestamp`` and ``endpoint`` (:data:`KEY_COLUMNS`) are
+``string`` (:data:`KEY_TYPE`) in every file dentalkit writes — contract tables, problems,
+analyses, the store's side files — so that any two files join on them in pandas, polars,
+DuckDB, R or Spark; in memory the tables hold them as categoricals, which take a few bytes
+per row (Parquet dictionary-encodes the strings on disk either way; see
+``docs/data-contract.md``).
 
 A column whose field metadata carries ``categories`` has a fixed vocabulary
 (``view``: lateral/frontal, ``side``: rgt/lft, …): its categorical always carries
@@ -54,6 +62,8 @@ from dentalkit.errors import PROBLEM_SCHEMA, SEVERITIES, InputError
 
 __all__ = [
     "FDI_TOOTH_TYPES",
+    "KEY_COLUMNS",
+    "KEY_TYPE",
     "SCHEMAS",
     "TABLE_KINDS",
     "TABLE_NAMES",
@@ -86,6 +96,10 @@ TABLE_KINDS: Mapping[str, Kind] = MappingProxyType(
 )
 
 _CAT = pa.dictionary(pa.int32(), pa.string())
+#: The key columns: one Arrow type, :data:`KEY_TYPE`, in every file dentalkit writes.
+KEY_COLUMNS: tuple[str, ...] = ("patient_id", "timestamp", "endpoint")
+#: Arrow type of the key columns in every file (tables, problems, analyses, store files).
+KEY_TYPE = pa.string()
 
 
 def _problems_schema() -> pa.Schema:
@@ -113,8 +127,11 @@ def _field(
     nullable: bool = False,
     cats: tuple[str, ...] | None = None,
     geometry: bool = False,
+    categorical: bool = False,
 ) -> pa.Field:
     meta = {"doc": doc}
+    if categorical:  # text on disk, a pandas categorical in memory
+        meta["pandas_dtype"] = "category"
     if cats is not None:
         meta["categories"] = json.dumps(list(cats))
     if geometry:
@@ -122,28 +139,24 @@ def _field(
     return pa.field(name, type_, nullable=nullable, metadata=meta)
 
 
+def _key(name: str, doc: str, *, nullable: bool = False, cats: tuple[str, ...] | None = None):
+    """A key column: :data:`KEY_TYPE` on disk, a categorical in memory."""
+    return _field(name, KEY_TYPE, doc, nullable=nullable, cats=cats, categorical=True)
+
+
 def _session(kind: Kind, *, patient_nullable: bool = False) -> list[pa.Field]:
     endpoints = tuple(e.name for e in ENDPOINTS.values() if e.kind is kind)
     return [
-        _field(
-            "patient_id",
-            _CAT,
-            "PatientID of the request (never the echo)",
-            nullable=patient_nullable,
-        ),
-        _field(
-            "timestamp",
-            _CAT,
-            "TimeStamp string of the request, verbatim",
-            nullable=patient_nullable,
-        ),
+        _key("patient_id", "PatientID of the request (never the echo)", nullable=patient_nullable),
+        _key("timestamp", "TimeStamp string of the request, verbatim", nullable=patient_nullable),
         _field(
             "session_time",
             pa.timestamp("ns", tz="UTC"),
-            "timestamp parsed as ISO 8601 (naive = UTC); NaT when not ISO 8601",
+            "timestamp parsed as ISO 8601 or with the fetch's timestamp format (naive = UTC); "
+            "NaT when it does not parse (a problem row says so)",
             nullable=True,
         ),
-        _field("endpoint", _CAT, "registry name of the endpoint", cats=endpoints),
+        _key("endpoint", "registry name of the endpoint", cats=endpoints),
         _field(
             "model_version",
             _CAT,
@@ -294,12 +307,36 @@ SCHEMAS: Mapping[str, pa.Schema] = MappingProxyType(
                 ),
             ]
         ),
+        "calibration": pa.schema(
+            [
+                _key("patient_id", "PatientID of the image's requests"),
+                _key("timestamp", "TimeStamp of the image's requests, verbatim"),
+                _key(
+                    "endpoint",
+                    "registry name of the endpoint the image was sent to",
+                    cats=tuple(e.name for e in ENDPOINTS.values() if e.is_image),
+                ),
+                _field("image_url", pa.string(), "ImageName sent: the image's URL"),
+                _field(
+                    "mm_per_px",
+                    pa.float64(),
+                    "millimetres per pixel in the plane of the anatomy (manifest column "
+                    "mm_per_px; finite, > 0)",
+                ),
+                _field(
+                    "calibration_source",
+                    pa.string(),
+                    "where the scale comes from: manifest, dicom:PixelSpacing, …",
+                ),
+            ]
+        ),
         # declared once, in dentalkit.errors (one problems table for the whole package)
         "problems": _problems_schema(),
     }
 )
 
-#: Names of the tables :func:`dentalkit.convert.tables` returns, in order.
+#: Names of the tables :func:`dentalkit.convert.tables` returns, in order (``calibration``
+#: only when it is given a calibration table, e.g. the store's ``calibration.parquet``).
 TABLE_NAMES: tuple[str, ...] = tuple(SCHEMAS)
 
 _STR = pd.StringDtype(na_value=np.nan)
@@ -325,7 +362,7 @@ def _is_geometry(field: pa.Field) -> bool:
 
 def _pandas_dtype(table: str, field: pa.Field):
     t = field.type
-    if pa.types.is_dictionary(t):
+    if pa.types.is_dictionary(t) or (field.metadata or {}).get(b"pandas_dtype") == b"category":
         return category_dtype(table, field.name)
     if _is_geometry(field):
         return np.dtype(object)
@@ -454,9 +491,15 @@ def conform(df: pd.DataFrame, table: str) -> pd.DataFrame:
                         f"table {table!r}: column {field.name!r} has values {sorted(extra)} "
                         f"outside its vocabulary {list(fixed)}"
                     )
-                col = col.astype(want)
+                if isinstance(col.dtype, pd.CategoricalDtype):  # the vocabulary's order
+                    col = col.cat.set_categories(want.categories)  # (astype keeps another)
+                else:
+                    col = col.astype(want)
             elif not isinstance(col.dtype, pd.CategoricalDtype):
-                col = col.astype(_STR).astype("category")
+                # text on disk (a key column): categories in order of first appearance
+                codes, uniques = pd.factorize(col.astype(_STR))
+                cats = pd.Index(uniques, dtype=_STR)
+                col = pd.Series(pd.Categorical.from_codes(codes, categories=cats), index=col.index)
         elif col.dtype != want:
             try:
                 col = col.astype(want)

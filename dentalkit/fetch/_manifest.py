@@ -1,269 +1,164 @@
-"""Manifest reading and up-front validation for :func:`dentalkit.fetch_cohort` (private).
+"""Manifest validation and request planning for :func:`dentalkit.fetch_cohort` (private).
 
-A manifest is a CSV file, a Parquet file or a DataFrame with one row per image:
+A manifest is a CSV file, a Parquet file or a DataFrame with one row per image
+(``docs/manifest.md`` lists every column):
 
-* ``patient_id``, ``timestamp`` (kept verbatim) and ``image_url`` (a full http(s) URL);
+* ``patient_id``, ``timestamp`` (kept and sent verbatim; ISO 8601 unless a
+  ``timestamp_format`` is given) and ``image_url`` (a full http(s) URL);
 * either an ``endpoint`` column (registry name, path or slug) or one ``endpoints=`` argument
   (a name or a list: every row goes to each of them);
 * optional per-row option columns named as the registry's optional fields, by Python or wire
   name (``draw_contours`` / ``DrawContours``, ``standard_name``, ``plot_labels``);
+* optional calibration columns ``mm_per_px`` (millimetres per pixel, a finite number > 0) and
+  ``calibration_source`` (short text; ``manifest`` when left empty): never sent, kept in the
+  store's ``calibration.parquet``;
 * for ``/tle`` rows, the eleven columns ``p01`` … ``p11`` (strings; ``image_url`` unused).
 
-Every problem of every row is found before anything is sent.
+Text that is sent (patient ids, timestamps, image URLs, option values, ``p01`` … ``p11``)
+holds no control character and is at most :data:`MAX_LENGTH` characters long. Every problem
+of every row is found before anything is sent. Files are read by
+:mod:`~dentalkit.fetch._manifest_file`; the manifest as a whole (its columns, its rows) is
+checked by :mod:`~dentalkit.fetch._manifest_columns`, each cell by
+:mod:`~dentalkit.fetch._manifest_cells`.
 """
 
 from __future__ import annotations
 
-import os
+import math
 import re
-import reprlib
-import warnings
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
+from numbers import Real
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from dentalkit.endpoints import ENDPOINTS, TLE_PARAMETERS, Endpoint, get_endpoint
-from dentalkit.errors import (
-    PROBLEM_COLUMNS,
-    DentalkitWarning,
-    InputError,
-    ManifestError,
-    empty_problems,
-    problems_frame,
-)
+from dentalkit.convert import schemas
+from dentalkit.convert._calibration import DEFAULT_SOURCE as DEFAULT_CALIBRATION_SOURCE
+from dentalkit.convert._requests import check_timestamp_format, parse_session_times
+from dentalkit.endpoints import ENDPOINTS, Endpoint, get_endpoint
+from dentalkit.errors import PROBLEM_COLUMNS, InputError, problems_frame
 from dentalkit.fetch._http import canonical_request, request_key, session_request_key
+from dentalkit.fetch._manifest_cells import (
+    BAD,
+    MAX_LENGTH,
+    RowProblems,
+    bool_values,
+    check_text,
+    not_text,
+    text_cells,
+    type_reason,
+)
+from dentalkit.fetch._manifest_columns import (
+    CALIBRATION_COLUMNS,
+    KEY_COLUMNS,
+    OPTION_NAMES,
+    TLE_COLUMNS,
+    check_columns,
+    check_image_column,
+    warn_ignored_columns,
+)
+from dentalkit.fetch._manifest_file import read_manifest, show_cell
 
-__all__ = ["PROBLEM_COLUMNS", "Plan", "plan_requests", "read_manifest"]
+__all__ = [
+    "CALIBRATION_COLUMNS",
+    "KEY_COLUMNS",
+    "MAX_LENGTH",
+    "PROBLEM_COLUMNS",
+    "Plan",
+    "plan_requests",
+    "read_manifest",
+]
 
-KEY_COLUMNS = ("patient_id", "timestamp", "image_url")
-_TLE_COLUMNS = [q.name for q in TLE_PARAMETERS]
+#: Columns of the calibration kept from a manifest (``STORE/calibration.parquet``): the
+#: declared ``calibration`` table's.
+CALIBRATION_TABLE_COLUMNS = tuple(schemas.SCHEMAS["calibration"].names)
 _URL = re.compile(r"(?i)^https?://[^/\s?#]+")
-_TRUE = {"true", "1", "yes", "y", "t"}
-_FALSE = {"false", "0", "no", "n", "f"}
-# optional field -> wire name, by Python and wire spelling, over all endpoints
-_OPTION_NAMES: dict[str, str] = {}
-for _e in ENDPOINTS.values():
-    for _f in _e.optional_fields:
-        _OPTION_NAMES[_f.param] = _f.name
-        _OPTION_NAMES[_f.name] = _f.name
-
-
-def read_manifest(manifest: Any) -> pd.DataFrame:
-    """Load a manifest from a DataFrame, a list of row dicts, or a ``.csv``/``.parquet`` path.
-
-    CSV files are read as text (no type guessing on patient ids or timestamps).
-    """
-    if isinstance(manifest, pd.DataFrame):
-        return manifest.reset_index(drop=True)
-    if isinstance(manifest, list | tuple) and all(isinstance(r, Mapping) for r in manifest):
-        rows = list(manifest)
-        names = list(dict.fromkeys(k for r in rows for k in r))
-        _check_names(names)
-        # object columns: text that UTF-8 cannot encode (a lone surrogate) reaches validation,
-        # which reports it as a problem row, instead of failing in pandas' string inference
-        return pd.DataFrame(rows, columns=pd.Index(names, dtype=object), dtype=object)
-    if isinstance(manifest, str | os.PathLike):
-        path = Path(manifest)
-        if not path.exists():
-            raise InputError(f"manifest {path} does not exist")
-        suffix = path.suffix.lower()
-        if suffix in (".parquet", ".pq"):
-            return pd.read_parquet(path).reset_index(drop=True)
-        if suffix in (".csv", ".txt", ".tsv"):
-            sep = "\t" if suffix == ".tsv" else ","
-            return pd.read_csv(path, dtype=str, keep_default_na=False, sep=sep)
-        raise InputError(f"manifest {path}: give a .csv or .parquet file (or a DataFrame)")
-    raise InputError(
-        "manifest must be a DataFrame, a list of row dicts or a .csv/.parquet path, "
-        f"got {type(manifest).__name__}"
-    )
-
-
-def _check_names(names: list[Any]) -> None:
-    """Raise :class:`ManifestError` (a problems row per name) for column names that UTF-8
-    cannot encode (lone surrogates): they could be neither matched nor reported as text."""
-    bad = [k for k in names if isinstance(k, str) and not _clean_text(k)]
-    if bad:
-        raise ManifestError(
-            problems_frame(
-                pd.DataFrame(
-                    {
-                        "table": "manifest",
-                        "row": None,
-                        "field": [_show(k) for k in bad],
-                        "value": [_show(k) for k in bad],
-                        "reason": "column name is not valid Unicode text (lone surrogate)",
-                        "severity": "error",
-                    }
-                )
-            )
-        )
-
-
-def _text(col: pd.Series) -> pd.Series:
-    """Column as object strings with None for missing/blank (no float NaN leaking through)."""
-    values = col.astype("object")
-    blank = values.map(lambda v: isinstance(v, str) and not v.strip(), na_action="ignore")
-    return values.where(col.notna() & ~blank.eq(True), None)
-
-
-class _Problems:
-    """The problems of a manifest's rows, collected phase by phase (one frame per check)."""
-
-    def __init__(self) -> None:
-        self.frames: list[pd.DataFrame] = []
-
-    def add(self, df: pd.DataFrame, mask: Any, field: str, values: Any, reason: Any) -> None:
-        """Record ``reason`` for ``field`` on the rows where ``mask`` holds."""
-        mask = np.asarray(mask, dtype=bool)
-        if not mask.any():
-            return
-        sub = df.loc[mask]
-        shown = (
-            values[mask].map(_show).to_numpy() if isinstance(values, pd.Series) else _show(values)
-        )
-        why = reason[mask].to_numpy() if isinstance(reason, pd.Series) else reason
-        self.frames.append(
-            pd.DataFrame(
-                {
-                    "table": "manifest",
-                    "row": sub["_row"].to_numpy(),
-                    "patient_id": sub["_pid"].map(_key_cell).to_numpy(),
-                    "timestamp": sub["_ts"].map(_key_cell).to_numpy(),
-                    "endpoint": sub["_ep_name"].to_numpy(),
-                    "field": field,
-                    "path": field,
-                    "value": shown,
-                    "reason": why,
-                }
-            )
-        )
-
-    def table(self) -> pd.DataFrame:
-        """All problems so far as one problems table, by row then field."""
-        if not self.frames:
-            return empty_problems()
-        out = pd.concat(self.frames, ignore_index=True)
-        out = out.sort_values(["row", "field"], kind="stable").reset_index(drop=True)
-        return problems_frame(out, severity="error")
-
-
-_REPR = reprlib.Repr()  # keyword arguments need Python 3.12
-_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlist, _REPR.maxdict = 3, 120, 120, 4, 4
-
-
-def _show(v: Any) -> str | None:
-    """A short, printable, UTF-8-safe rendering of a cell for the problems table."""
-    if v is None:
-        return None
-    text = v[:200] if isinstance(v, str) else _REPR.repr(v)  # repr is safe for deep nesting
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")  # lone surrogates
-    return text if len(text) <= 120 else text[:119] + "…"
-
-
-def _clean_text(v: Any) -> bool:
-    """True for a string that UTF-8 can encode (JSON bodies cannot carry lone surrogates)."""
-    if not isinstance(v, str):
-        return False
-    try:
-        v.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _key_cell(v: Any) -> str | None:
-    """A patient or timestamp for the problems table: as given when it is clean text."""
-    return v if v is None or _clean_text(v) else _show(v)
-
-
-def _not_text(values: pd.Series) -> pd.Series:
-    """True where a (non-missing) value is not a string that UTF-8 can encode."""
-    bad = values.map(lambda v: not _clean_text(v), na_action="ignore")
-    return bad.eq(True)
-
-
-def _type_reason(values: pd.Series) -> pd.Series:
-    return values.map(
-        lambda v: (
-            "not valid Unicode text (lone surrogate)"
-            if isinstance(v, str)
-            else f"wrong type: expected a string, got {type(v).__name__}"
-        )
-    )
-
-
-def _bool_values(col: pd.Series) -> tuple[pd.Series, pd.Series]:
-    """(parsed booleans or None, bad mask) for a boolean option column."""
-    raw = col.astype("object").where(col.notna(), None)
-
-    def parse(v: Any) -> Any:
-        if v is None or (isinstance(v, str) and not v.strip()):
-            return None
-        if isinstance(v, bool | np.bool_):
-            return bool(v)
-        if isinstance(v, str) and v.strip().lower() in _TRUE:
-            return True
-        if isinstance(v, str) and v.strip().lower() in _FALSE:
-            return False
-        return _BAD
-
-    parsed = raw.map(parse)
-    bad = parsed.map(lambda v: v is _BAD)
-    return parsed.where(~bad, None), bad
-
-
-_BAD = object()
 
 
 class Plan:
-    """The validated requests of a manifest: one row per request, plus the problems found."""
+    """The validated requests of a manifest: one row per request, plus the problems found.
 
-    def __init__(self, requests: pd.DataFrame, payloads: list[Any], problems: pd.DataFrame):
+    ``calibration`` holds the per-image scales of the planned image requests
+    (:data:`CALIBRATION_TABLE_COLUMNS`); ``timestamp_format`` the format the timestamps
+    were checked with (None: ISO 8601).
+    """
+
+    def __init__(
+        self,
+        requests: pd.DataFrame,
+        payloads: list[Any],
+        problems: pd.DataFrame,
+        calibration: pd.DataFrame | None = None,
+        timestamp_format: str | None = None,
+    ):
         self.requests = requests
         self.payloads = payloads
         self.problems = problems
+        self.calibration = (
+            calibration
+            if calibration is not None
+            else pd.DataFrame(columns=list(CALIBRATION_TABLE_COLUMNS))
+        )
+        self.timestamp_format = timestamp_format
 
 
-def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None = None) -> Plan:
+def plan_requests(
+    manifest: pd.DataFrame,
+    endpoints: str | Sequence[str] | None = None,
+    *,
+    timestamp_format: str | None = None,
+) -> Plan:
     """Validate ``manifest`` and build one request per (row, endpoint).
 
     Returns a :class:`Plan` whose ``requests`` table has ``row`` (1-based manifest row; CSV
     line = row + 1), ``patient_id``, ``timestamp``, ``endpoint``, ``image_url``, ``options``
     (JSON text), ``request_key`` (the store's key) and ``http_key`` (the key of the HTTP
     request; equal to ``request_key`` except for ``/tle``, whose query carries no patient, see
-    :func:`dentalkit.fetch._http.session_request_key`), and whose ``problems`` table lists every bad row with
-    ``row``, ``field``, ``value`` and ``reason`` (valid rows are still planned).
+    :func:`dentalkit.fetch._http.session_request_key`), whose ``problems`` table lists every
+    bad row with ``row``, ``field``, ``value`` and ``reason`` (valid rows are still planned),
+    and whose ``calibration`` table holds the ``mm_per_px`` of the planned image requests.
 
-    The phases, in the order the data flows through them (each a function of this module):
+    ``timestamp_format``: the strptime format of the image rows' timestamps (``"%d/%m/%Y"``);
+    None: ISO 8601. A timestamp that does not parse is a problem of its row (a ``/tle``
+    row's timestamp is the store's label of the query, not a date, and is not parsed).
 
-    1. :func:`_check_structure` — the manifest as a whole (required columns, one source of
-       endpoints); raises, as no row can be planned without them;
+    The phases, in the order the data flows through them (each a function of this module
+    or of :mod:`~dentalkit.fetch._manifest_columns`):
+
+    1. :func:`check_columns` — the manifest as a whole (rows, required columns, misspelled
+       columns, one source of endpoints); raises, as no row can be planned as meant;
     2. :func:`_read_keys` — the key cells as text (``_row``, ``_pid``, ``_ts``, ``_url``);
-    3. :func:`_warn_ignored_columns` — columns that are neither key, endpoint nor option;
-    4. :func:`_expand_endpoints` — one row per (manifest row, endpoint), ``_ep_name``;
-    5. :func:`_check_keys`, :func:`_read_options`, :func:`_check_tle_queries` — every
-       problem of every row, collected (never raised) in one :class:`_Problems`;
+    3. :func:`_expand_endpoints` — one row per (manifest row, endpoint), ``_ep_name``;
+       :func:`check_image_column` raises when image rows have no ``image_url`` column;
+    4. :func:`warn_ignored_columns` — columns that are neither key, endpoint, option nor
+       calibration;
+    5. :func:`_check_keys`, :func:`_read_options`, :func:`_check_tle_queries`,
+       :func:`_read_calibration` — every problem of every row, collected (never raised) in
+       one :class:`RowProblems`;
     6. :func:`_build_requests` — the request (store key, HTTP key, payload) of every valid row;
-    7. :func:`_drop_duplicates` — a request planned twice is sent once and reported.
+    7. :func:`_drop_duplicates` — a request planned twice is sent once and reported;
+    8. :func:`_calibration_rows` — the scales of the requests planned.
 
     Raises
     ------
     ManifestError
-        For problems with the manifest as a whole (a missing column, no endpoint given).
+        For problems with the manifest as a whole (no rows, a missing or misspelled
+        column, no endpoint given), listing the columns found and the closest expected.
+    InputError
+        For a ``timestamp_format`` that is not a strptime format with a year.
     """
+    timestamp_format = check_timestamp_format(timestamp_format)
     columns = set(manifest.columns)
-    _check_structure(columns, endpoints)
-    rows = _read_keys(manifest)
-    _warn_ignored_columns(columns)
-    rows = _expand_endpoints(rows, endpoints)
-    problems = _Problems()
-    _check_keys(rows, problems)
+    check_columns(manifest, endpoints)
+    rows = _expand_endpoints(_read_keys(manifest), endpoints)
+    check_image_column(rows, columns)
+    warn_ignored_columns(columns)
+    problems = RowProblems()
+    _check_keys(rows, problems, timestamp_format)
     options = _read_options(rows, columns, problems)
     _check_tle_queries(rows, columns, problems)
+    scales = _read_calibration(rows, columns, problems)
     table = problems.table()
     reqs, payloads = _build_requests(rows, _valid(rows, table), options)
     reqs, payloads, duplicates = _drop_duplicates(reqs, payloads)
@@ -271,63 +166,7 @@ def plan_requests(manifest: pd.DataFrame, endpoints: str | Sequence[str] | None 
         table = pd.concat([table, duplicates], ignore_index=True) if len(table) else duplicates
         table = problems_frame(table, severity="error")
     table = table.sort_values(["row", "field"], kind="stable").reset_index(drop=True)
-    return Plan(reqs, payloads, table)
-
-
-def _check_structure(columns: set[Any], endpoints: Any) -> None:
-    """Raise :class:`ManifestError` when no row can be planned.
-
-    That is when ``patient_id`` or ``timestamp`` is not a column, or when the endpoints
-    come from both an ``endpoint`` column and ``endpoints=`` (or from neither).
-    """
-    structural = []
-    has_ep_col = "endpoint" in columns
-    if has_ep_col and endpoints is not None:
-        structural.append(
-            (
-                "endpoint",
-                "both an endpoint column and an endpoint for every row (--endpoint, or "
-                "endpoints in Python) were given; use one",
-            )
-        )
-    if not has_ep_col and endpoints is None:
-        structural.append(
-            (
-                "endpoint",
-                "no endpoint column and no endpoint for every row: add an endpoint column or "
-                "give one (--endpoint, or endpoints in Python)",
-            )
-        )
-    for c in ("patient_id", "timestamp"):
-        if c not in columns:
-            structural.append((c, "missing column"))
-    if structural:
-        raise ManifestError(
-            pd.DataFrame(
-                [
-                    {"table": "manifest", "row": None, "field": f, "value": None, "reason": r}
-                    for f, r in structural
-                ]
-            )
-        )
-
-
-def _warn_ignored_columns(columns: set[Any]) -> None:
-    """Warn (:class:`DentalkitWarning`) about columns no phase reads, naming the option columns.
-
-    The warning points at the caller of :func:`dentalkit.fetch_cohort` (or of whatever
-    called :func:`plan_requests`).
-    """
-    known = {"endpoint", *KEY_COLUMNS, *_TLE_COLUMNS, *_OPTION_NAMES}
-    ignored = sorted(str(c) for c in columns - known if not str(c).startswith("_"))
-    if ignored:
-        warnings.warn(
-            "manifest columns ignored (not a key, endpoint or option column): "
-            f"{', '.join(ignored)}; the option columns are "
-            f"{', '.join(sorted(set(_OPTION_NAMES)))}",
-            DentalkitWarning,
-            stacklevel=4,
-        )
+    return Plan(reqs, payloads, table, _calibration_rows(rows, scales, reqs), timestamp_format)
 
 
 def _read_keys(manifest: pd.DataFrame) -> pd.DataFrame:
@@ -338,9 +177,9 @@ def _read_keys(manifest: pd.DataFrame) -> pd.DataFrame:
     """
     rows = manifest.copy()
     rows["_row"] = np.arange(1, len(rows) + 1)
-    rows["_pid"] = _text(rows["patient_id"])
-    rows["_ts"] = _text(rows["timestamp"])
-    rows["_url"] = _text(rows["image_url"]) if "image_url" in rows.columns else None
+    rows["_pid"] = text_cells(rows["patient_id"])
+    rows["_ts"] = text_cells(rows["timestamp"])
+    rows["_url"] = text_cells(rows["image_url"]) if "image_url" in rows.columns else None
     return rows
 
 
@@ -353,7 +192,7 @@ def _expand_endpoints(rows: pd.DataFrame, endpoints: Any) -> pd.DataFrame:
     the given order (a bad ``endpoints=`` raises :class:`InputError`, as it concerns no row).
     """
     if "endpoint" in rows.columns:
-        raw_ep = _text(rows["endpoint"])
+        raw_ep = text_cells(rows["endpoint"])
         names: dict[str, str | None] = {}
 
         def resolve(v: Any) -> str | None:
@@ -377,7 +216,7 @@ def _expand_endpoints(rows: pd.DataFrame, endpoints: Any) -> pd.DataFrame:
         eps = list(endpoints)
     else:
         raise InputError(
-            f"endpoints= must be an endpoint name or a list of names, got {_show(endpoints)}"
+            f"endpoints= must be an endpoint name or a list of names, got {show_cell(endpoints)}"
         )
     try:
         resolved = [get_endpoint(e).name for e in eps]
@@ -391,16 +230,21 @@ def _expand_endpoints(rows: pd.DataFrame, endpoints: Any) -> pd.DataFrame:
     return rows
 
 
-def _check_keys(rows: pd.DataFrame, problems: _Problems) -> None:
+def _check_keys(rows: pd.DataFrame, problems: RowProblems, timestamp_format: str | None) -> None:
     """Collect the problems of the key cells: patient, timestamp, endpoint, image URL.
 
-    Patient and timestamp must be clean text (UTF-8 encodable) and present; the endpoint
-    must resolve; image endpoints need a full http(s) ``image_url`` (``/tle`` rows do not).
+    Patient and timestamp must be present, clean text (UTF-8 encodable, no control
+    character, not longer than :data:`MAX_LENGTH`); an image row's timestamp must parse
+    (ISO 8601 or ``timestamp_format``); the endpoint must resolve; image endpoints need a
+    full http(s) ``image_url`` (``/tle`` rows do not).
     """
+    everywhere = np.ones(len(rows), dtype=bool)
     problems.add(rows, rows["_pid"].isna(), "patient_id", rows["_pid"], "missing field")
     problems.add(rows, rows["_ts"].isna(), "timestamp", rows["_ts"], "missing field")
+    sendable = {}
     for col, values in (("patient_id", rows["_pid"]), ("timestamp", rows["_ts"])):
-        problems.add(rows, _not_text(values), col, values, _type_reason(values))
+        problems.add(rows, not_text(values), col, values, type_reason(values))
+        sendable[col] = check_text(rows, problems, col, values, MAX_LENGTH[col], everywhere)
     bad_ep = rows["_ep_name"].isna()
     problems.add(
         rows,
@@ -418,22 +262,49 @@ def _check_keys(rows: pd.DataFrame, problems: _Problems) -> None:
         ),
     )
     is_img = (~bad_ep).to_numpy() & ~_is_tle(rows)
+    _check_session_times(
+        rows, problems, is_img & sendable["timestamp"].to_numpy(), timestamp_format
+    )
     url = rows["_url"]
-    url_wrong = _not_text(url).to_numpy()
+    url_wrong = not_text(url).to_numpy()
+    url_sendable = check_text(rows, problems, "image_url", url, MAX_LENGTH["image_url"], is_img)
     url_ok = url.map(
         lambda v: isinstance(v, str) and v.strip() == v and bool(_URL.match(v)),
         na_action="ignore",
     )
     url_ok = url_ok.eq(True)
     problems.add(rows, is_img & url.isna().to_numpy(), "image_url", url, "missing field")
-    problems.add(rows, is_img & url_wrong, "image_url", url, _type_reason(url))
+    problems.add(rows, is_img & url_wrong, "image_url", url, type_reason(url))
     problems.add(
         rows,
-        is_img & url.notna().to_numpy() & ~url_wrong & ~url_ok.to_numpy(),
+        url_sendable.to_numpy() & ~url_ok.to_numpy(),
         "image_url",
         url,
         "not a full http(s) URL (the service needs the image's URL, not a file path)",
     )
+
+
+def _check_session_times(
+    rows: pd.DataFrame, problems: RowProblems, mask: np.ndarray, timestamp_format: str | None
+) -> None:
+    """Record the timestamps of ``mask`` that do not parse (ISO 8601, or the format given)."""
+    if not mask.any():
+        return
+    parsed = parse_session_times(rows["_ts"].to_numpy(dtype=object)[mask], timestamp_format)
+    unread = np.zeros(len(rows), dtype=bool)
+    unread[np.flatnonzero(mask)] = parsed.isna()
+    if timestamp_format is None:
+        reason = (
+            "not an ISO 8601 date or date-time (e.g. 2024-03-05 or 2024-03-05T10:30:00Z) "
+            "between 1677 and 2262; if your timestamps have another format, give it: "
+            "--timestamp-format '%d/%m/%Y' (timestamp_format= in Python). The timestamp is "
+            "sent as written either way"
+        )
+    else:
+        reason = (
+            f"does not match the timestamp format {timestamp_format!r} (or is outside 1677–2262)"
+        )
+    problems.add(rows, unread, "timestamp", rows["_ts"], reason)
 
 
 def _is_tle(rows: pd.DataFrame) -> np.ndarray:
@@ -441,39 +312,42 @@ def _is_tle(rows: pd.DataFrame) -> np.ndarray:
     return (rows["_ep_name"] == "tle").to_numpy()
 
 
+def _having(rows: pd.DataFrame, wire: str) -> pd.Series:
+    """Mask of the rows whose endpoint has the optional field ``wire``."""
+    having = {e.name for e in ENDPOINTS.values() if any(f.name == wire for f in e.optional_fields)}
+    return pd.Series([n in having for n in rows["_ep_name"].tolist()], index=rows.index, dtype=bool)
+
+
 def _read_options(
-    rows: pd.DataFrame, columns: set[Any], problems: _Problems
+    rows: pd.DataFrame, columns: set[Any], problems: RowProblems
 ) -> dict[str, pd.Series]:
     """The option values of every row, by wire name, and the problems of the option cells.
 
     Each option column (Python or wire spelling) is parsed by its registry type (booleans
-    from ``true``/``false``/``1``/``0`` …, text otherwise) and kept only on rows whose
-    endpoint has that option. With an ``endpoint`` column a value on a row whose endpoint
-    lacks the option is a problem of that row; with ``endpoints=`` only an option that
-    applies to none of them is.
+    from ``true``/``false``/``1``/``0`` …, text otherwise: no control character, at most
+    ``MAX_LENGTH["option"]`` characters) and kept only on rows whose endpoint has that
+    option. With an ``endpoint`` column a value on a row whose endpoint lacks the option is
+    a problem of that row; with ``endpoints=`` only an option that applies to none of them is.
     """
     per_row = "endpoint" in columns
     bad_ep = rows["_ep_name"].isna()
     options: dict[str, pd.Series] = {}
-    for col in sorted(columns & set(_OPTION_NAMES)):
-        wire = _OPTION_NAMES[col]
+    for col in sorted(columns & set(OPTION_NAMES)):
+        wire = OPTION_NAMES[col]
         ftype = next(
             f.type for e in ENDPOINTS.values() for f in e.optional_fields if f.name == wire
         )
         if ftype is bool:
-            values, bad = _bool_values(rows[col])
+            values, bad = bool_values(rows[col])
             problems.add(rows, bad, col, rows[col], "wrong option type: expected true/false")
         else:
-            values = _text(rows[col])
-            bad = _not_text(values)
+            values = text_cells(rows[col])
+            bad = not_text(values)
             problems.add(rows, bad, col, rows[col], "wrong option type: expected a string")
+            sendable = check_text(rows, problems, col, values, MAX_LENGTH["option"], ~bad)
+            bad = bad | (values.notna() & ~bad & ~sendable)
             values = values.where(~bad, None)
-        having = [
-            e.name for e in ENDPOINTS.values() if any(f.name == wire for f in e.optional_fields)
-        ]
-        applies = pd.Series(
-            [n in having for n in rows["_ep_name"].tolist()], index=rows.index, dtype=bool
-        )
+        applies = _having(rows, wire)
         if per_row:
             problems.add(
                 rows,
@@ -488,19 +362,111 @@ def _read_options(
     return options
 
 
-def _check_tle_queries(rows: pd.DataFrame, columns: set[Any], problems: _Problems) -> None:
-    """Collect the problems of the ``p01`` … ``p11`` cells of ``/tle`` rows (all required text)."""
+def _check_tle_queries(rows: pd.DataFrame, columns: set[Any], problems: RowProblems) -> None:
+    """Collect the problems of the ``p01`` … ``p11`` cells of ``/tle`` rows (all required text,
+    no control character, at most ``MAX_LENGTH["option"]`` characters)."""
     is_tle = _is_tle(rows)
     if not is_tle.any():
         return
-    for q in _TLE_COLUMNS:
+    for q in TLE_COLUMNS:
         if q not in columns:
             problems.add(rows, is_tle, q, None, "missing column (required for tle rows)")
             continue
-        v = _text(rows[q])
+        v = text_cells(rows[q])
         problems.add(rows, is_tle & v.isna().to_numpy(), q, v, "missing field")
-        nonstr = _not_text(v)
-        problems.add(rows, is_tle & nonstr.to_numpy(), q, v, _type_reason(v))
+        nonstr = not_text(v)
+        problems.add(rows, is_tle & nonstr.to_numpy(), q, v, type_reason(v))
+        check_text(rows, problems, q, v, MAX_LENGTH["option"], is_tle)
+
+
+def _scale(v: Any) -> Any:
+    """A ``mm_per_px`` cell as a float, None when empty, or ``BAD`` when not a number."""
+    if v is None or (isinstance(v, str) and not v.strip()):
+        return None
+    if isinstance(v, bool | np.bool_):
+        return BAD
+    if isinstance(v, Real):
+        return None if math.isnan(float(v)) else float(v)
+    if isinstance(v, str):
+        try:
+            return float(v.strip())
+        except ValueError:
+            return BAD
+    return BAD
+
+
+def _read_calibration(
+    rows: pd.DataFrame, columns: set[Any], problems: RowProblems
+) -> pd.DataFrame | None:
+    """The ``mm_per_px`` and ``calibration_source`` of every image row; the problems of both.
+
+    ``mm_per_px`` must be a finite number > 0 (millimetres per pixel); ``calibration_source``
+    is text (no control character, at most ``MAX_LENGTH["option"]`` characters), read only
+    where ``mm_per_px`` is given, ``manifest`` when empty. A ``/tle`` row has no image: a
+    scale on it is a problem with an ``endpoint`` column, and left out with ``endpoints=``.
+    Returns None when the manifest has no ``mm_per_px`` column.
+    """
+    if "mm_per_px" not in columns:
+        return None
+    raw = rows["mm_per_px"].astype(object).where(rows["mm_per_px"].notna(), None)
+    parsed = raw.map(_scale)
+    is_tle = _is_tle(rows)
+    bad = parsed.map(lambda v: v is BAD).to_numpy(bool)
+    value = parsed.map(lambda v: v if isinstance(v, float) else np.nan).astype(float)
+    out_of_range = value.notna().to_numpy() & ~(np.isfinite(value) & (value > 0)).to_numpy()
+    problems.add(
+        rows,
+        bad,
+        "mm_per_px",
+        raw,
+        "not a number: mm_per_px is millimetres per pixel, e.g. 0.1 (a point as decimal "
+        "separator, or a comma in a semicolon-separated file)",
+    )
+    problems.add(
+        rows,
+        out_of_range,
+        "mm_per_px",
+        raw,
+        "mm_per_px must be a finite number > 0 (millimetres per pixel)",
+    )
+    given = value.notna().to_numpy() & ~bad
+    if "endpoint" in columns:
+        problems.add(
+            rows, given & is_tle, "mm_per_px", raw, "mm_per_px applies to images; /tle has none"
+        )
+    source = pd.Series(None, index=rows.index, dtype=object)
+    if "calibration_source" in columns:
+        source = text_cells(rows["calibration_source"])
+        problems.add(
+            rows, given & not_text(source).to_numpy(), "calibration_source", source,
+            type_reason(source),
+        )  # fmt: skip
+        check_text(rows, problems, "calibration_source", source, MAX_LENGTH["option"], given)
+    source = source.where(source.notna(), DEFAULT_CALIBRATION_SOURCE)
+    return pd.DataFrame(
+        {"mm_per_px": value.where(given & ~is_tle), "calibration_source": source},
+        index=rows.index,
+    )
+
+
+def _calibration_rows(
+    rows: pd.DataFrame, scales: pd.DataFrame | None, reqs: pd.DataFrame
+) -> pd.DataFrame:
+    """The scales of the planned requests: one row per image request with a ``mm_per_px``."""
+    if scales is None or not len(reqs):
+        return pd.DataFrame(columns=list(CALIBRATION_TABLE_COLUMNS))
+    given = scales["mm_per_px"].notna().to_numpy()
+    sub = pd.DataFrame(
+        {
+            "row": rows["_row"].to_numpy()[given],
+            "endpoint": rows["_ep_name"].to_numpy()[given],
+            "mm_per_px": scales["mm_per_px"].to_numpy()[given],
+            "calibration_source": scales["calibration_source"].to_numpy()[given],
+        }
+    )
+    keys = reqs[["row", "patient_id", "timestamp", "endpoint", "image_url"]]
+    merged = keys.merge(sub, on=["row", "endpoint"], how="inner", validate="one_to_one")
+    return merged[list(CALIBRATION_TABLE_COLUMNS)].reset_index(drop=True)
 
 
 def _valid(rows: pd.DataFrame, problems: pd.DataFrame) -> np.ndarray:
@@ -520,7 +486,7 @@ def _build_requests(
     """
     sub = rows.loc[valid]
     opt_frame = pd.DataFrame({k: v.loc[valid] for k, v in options.items()}, index=sub.index)
-    tle_cols = [c for c in _TLE_COLUMNS if c in rows.columns]
+    tle_cols = [c for c in TLE_COLUMNS if c in rows.columns]
     records = []
     payloads: list[Any] = []
     opt_records = opt_frame.to_dict("records") if len(opt_frame.columns) else [{}] * len(sub)
@@ -539,7 +505,7 @@ def _build_requests(
             payloads.append((name, body, None))
             opts_text = canonical_request(set_opts)
         else:
-            query = {q: tle[q] for q in _TLE_COLUMNS}
+            query = {q: tle[q] for q in TLE_COLUMNS}
             http = request_key(ep.method, ep.path, query=query)
             key = session_request_key(http, pid, ts)
             payloads.append((name, None, query))

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from dentalkit import settings
+from dentalkit.convert._requests import check_timestamp_format
 from dentalkit.endpoints import ENDPOINTS
 from dentalkit.errors import (
     DentalkitWarning,
@@ -54,6 +55,7 @@ from dentalkit.fetch._schedule import _STOPPED, _Scheduler
 # public names that lived here before the scheduler moved to _schedule: still importable here
 from dentalkit.fetch._schedule import MAX_BATCH as MAX_BATCH
 from dentalkit.fetch._schedule import stop_reason as stop_reason
+from dentalkit.fetch._sidefiles import keep_manifest_records, store_timestamp_format
 from dentalkit.fetch.client import Client
 from dentalkit.fetch.store import FAILURES_SCHEMA, ResponseStore, read_responses, store_lock
 
@@ -124,6 +126,11 @@ class FetchReport:
     quarantined: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
     recovered: int = 0
 
+    @property
+    def bad_rows(self) -> int:
+        """Manifest rows skipped for their problems (a row may have several problems)."""
+        return int(self.problems["row"].nunique()) if len(self.problems) else 0
+
     def responses(self) -> pd.DataFrame:
         """The whole responses table of :attr:`out` (see :func:`dentalkit.fetch.store.read_responses`)."""
         return read_responses(self.out)
@@ -138,7 +145,7 @@ class FetchReport:
         if self.skipped_failed:
             text += f", {self.skipped_failed} failed earlier and not retried"
         if len(self.problems):
-            text += f"; {len(self.problems)} bad manifest row(s) skipped"
+            text += f"; {self.bad_rows} bad manifest row(s) skipped"
         if self.stopped:
             unsent = self.sent - self.stored - self.failed
             text += f"; stopped early ({_STOPPED[self.stopped]}), {unsent} not sent"
@@ -229,7 +236,7 @@ def _add_lost_requests(plan: Any, store: ResponseStore, done: set[str]) -> set[s
             rows.append(row)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DentalkitWarning)
-            extra = plan_requests(pd.DataFrame(rows))
+            extra = plan_requests(pd.DataFrame(rows), timestamp_format=store.timestamp_format)
         keep = _member(extra.requests["request_key"], set(missing["request_key"]))
         if (~keep).any() or len(extra.problems):
             log.warning(
@@ -337,6 +344,8 @@ def fetch_cohort(
     flush_every: int | None = None,
     flush_interval: float | None = None,
     batch_size: int | None = None,
+    *,
+    timestamp_format: str | None = None,
 ) -> FetchReport:
     """Fetch every request of a manifest into the responses store under ``out``.
 
@@ -388,6 +397,13 @@ def fetch_cohort(
         :data:`MAX_BATCH`, chosen so that the last round of tasks is as full as
         possible. The built-in thread pool always sends one request per task. Answers are stored as tasks finish;
         a task killed mid-way loses nothing that the shared HTTP cache already holds.
+    timestamp_format : str, optional
+        The strptime format of the manifest's timestamps (``"%d/%m/%Y"``); default: the
+        one ``out`` recorded, ISO 8601 for a new store. Timestamps are sent verbatim; the
+        format checks them (a row whose timestamp does not parse is a manifest problem)
+        and parses ``session_time``; it is recorded in ``out/_dentalkit.json`` for
+        ``dentalkit tables`` (see ``docs/manifest.md``). The manifest's ``mm_per_px``
+        are kept in ``out/calibration.parquet``.
 
     Returns
     -------
@@ -434,7 +450,8 @@ def fetch_cohort(
             "leave it out for settings.max_workers"
         )
     started = time.perf_counter()
-    plan = plan_requests(read_manifest(manifest), endpoints)
+    fmt = store_timestamp_format(out, check_timestamp_format(timestamp_format))
+    plan = plan_requests(read_manifest(manifest), endpoints, timestamp_format=fmt)
     if len(plan.problems) and errors == "raise":
         raise ManifestError(
             plan.problems,
@@ -444,6 +461,7 @@ def fetch_cohort(
     client = client or Client(heal_cache=True)
     # The write lock is held from here to the end of the block, however the block ends.
     with _open_store(out, client) as store:
+        keep_manifest_records(store, plan)  # timestamp format, calibration.parquet
         report = FetchReport(out=store.out, requested=len(plan.requests), problems=plan.problems)
 
         # (a) what to send
@@ -502,7 +520,7 @@ def fetch_cohort(
     n_problems = len(report.problems) + int(report.failed)
     if n_problems and errors == "warn":
         warnings.warn(
-            f"fetch_cohort: {len(report.problems)} bad manifest row(s) skipped and "
+            f"fetch_cohort: {report.bad_rows} bad manifest row(s) skipped and "
             f"{report.failed} request(s) failed ({report.summary()}); see report.problems "
             "and report.failures",
             DentalkitWarning,
@@ -641,7 +659,10 @@ class FirstContactPlan:
 
 
 def first_contact_plan(
-    manifest: Any, endpoints: str | Sequence[str] | None = None
+    manifest: Any,
+    endpoints: str | Sequence[str] | None = None,
+    *,
+    timestamp_format: str | None = None,
 ) -> FirstContactPlan:
     """Choose one request per endpoint from a small manifest (nothing is sent).
 
@@ -653,6 +674,8 @@ def first_contact_plan(
         ``p01`` … ``p11``. The first valid row of each endpoint is chosen.
     endpoints : str or list of str, optional
         Endpoints for every row when there is no ``endpoint`` column.
+    timestamp_format : str, optional
+        The strptime format of the timestamps (as for :func:`fetch_cohort`).
 
     Returns
     -------
@@ -660,8 +683,11 @@ def first_contact_plan(
     """
     import json
 
-    plan = plan_requests(read_manifest(manifest), endpoints)
+    plan = plan_requests(read_manifest(manifest), endpoints, timestamp_format=timestamp_format)
     chosen = plan.requests.drop_duplicates("endpoint", keep="first")
+    # the chosen images keep their calibration (the fetch records it in calibration.parquet)
+    key = ["patient_id", "timestamp", "endpoint", "image_url"]
+    chosen = chosen.merge(plan.calibration, on=key, how="left")
     rows = []
     for rec in chosen.to_dict("records"):
         options = json.loads(rec["options"]) if rec["options"] else {}
@@ -672,6 +698,8 @@ def first_contact_plan(
             "image_url": rec["image_url"] if rec["image_url"] is not None else "",
         }
         row.update({k: str(v) if isinstance(v, bool) else v for k, v in options.items()})
+        if pd.notna(rec.get("mm_per_px")):
+            row.update(mm_per_px=rec["mm_per_px"], calibration_source=rec["calibration_source"])
         rows.append(row)
     order = {name: i for i, name in enumerate(ENDPOINTS)}
     rows.sort(key=lambda r: order[r["endpoint"]])

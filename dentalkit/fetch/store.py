@@ -5,6 +5,7 @@ Layout of an ``out`` folder::
     out/_dentalkit.json                  store metadata: format version, the service's base URL
     out/responses/part-<UTC>-<uuid>.parquet   the ``responses`` table, in parts
     out/failures.parquet                 requests whose latest attempt failed, and why
+    out/calibration.parquet              per-image mm_per_px of the manifests (fetch._sidefiles)
 
 Every file is written atomically (a temporary file in the same folder, ``fsync``, then
 ``os.replace``), so a reader — or a run killed at any moment — sees either the whole part or
@@ -23,8 +24,9 @@ One fetch writes a store at a time (:func:`store_lock`, a ``filelock`` lock file
 ``out/.dentalkit.lock``); reading never takes the lock.
 
 The ``responses`` schema is the data contract's (``docs/data-contract.md``): the session key
-``patient_id``, ``timestamp`` (verbatim, from the request), ``session_time`` (ISO 8601 parsed to
-UTC, NaT otherwise), ``endpoint``, ``model_version`` (response ``Version``), then
+``patient_id``, ``timestamp`` (verbatim, from the request), ``session_time`` (ISO 8601, or the
+timestamp format the fetch recorded in ``_dentalkit.json``, parsed to UTC; NaT otherwise),
+``endpoint``, ``model_version`` (response ``Version``), then
 ``request_key``, ``image_url``, ``options``, ``status_code``, ``body`` (the exact JSON text),
 ``fetched_at``, ``from_cache`` and ``error``.
 """
@@ -97,7 +99,7 @@ RESPONSES_SCHEMA = pa.schema(
         ("patient_id", pa.string()),
         ("timestamp", pa.string()),
         ("session_time", _UTC_NS),
-        ("endpoint", pa.dictionary(pa.int16(), pa.string())),
+        ("endpoint", pa.string()),  # a key column: string in every file (data-contract.md)
         ("model_version", pa.string()),
         ("request_key", pa.string()),
         ("image_url", pa.string()),
@@ -128,25 +130,25 @@ FAILURES_SCHEMA = pa.schema(
 )
 
 
-def parse_session_time(timestamps: pd.Series) -> pd.Series:
-    """ISO 8601 timestamps → ``datetime64[ns, UTC]``; NaT for anything else.
+def parse_session_time(timestamps: pd.Series, timestamp_format: str | None = None) -> pd.Series:
+    """Timestamps → ``datetime64[ns, UTC]``: ISO 8601, or ``timestamp_format``; NaT otherwise.
 
     Dates, date-times with or without a zone are accepted; naive times are taken as UTC
-    (docs/data-contract.md). Vectorized over the whole column.
+    (docs/data-contract.md). ``timestamp_format`` is a strptime format the whole string must
+    match (``"%d/%m/%Y"``); the fetch passes the one the manifest was read with. Vectorized
+    over the unique values.
 
     >>> parse_session_time(
     ...     pd.Series(["2024-03-05", "2024-03-05T10:00:00+02:00", "5/3/24", "-3-3"])
     ... ).tolist()
     [Timestamp('2024-03-05 00:00:00+0000', tz='UTC'), Timestamp('2024-03-05 08:00:00+0000', tz='UTC'), NaT, NaT]
+    >>> parse_session_time(pd.Series(["05/03/2024"]), "%d/%m/%Y").tolist()
+    [Timestamp('2024-03-05 00:00:00+0000', tz='UTC')]
     """
-    parsed = pd.to_datetime(timestamps.astype("str"), format="ISO8601", utc=True, errors="coerce")
-    # ISO 8601 allows years that nanoseconds cannot hold ("-3-3" is 3 BC, March): NaT too
-    fits = parsed.isna() | ((parsed >= _NS_MIN) & (parsed <= _NS_MAX))
-    return parsed.where(fits).astype("datetime64[ns, UTC]")
+    from dentalkit.convert._requests import parse_session_times
 
-
-_NS_MIN = pd.Timestamp.min.tz_localize("UTC")
-_NS_MAX = pd.Timestamp.max.tz_localize("UTC")
+    parsed = parse_session_times(timestamps.to_numpy(dtype=object), timestamp_format)
+    return pd.Series(parsed, index=timestamps.index, name=timestamps.name)
 
 
 def _fix(out: Path) -> str:
@@ -323,6 +325,9 @@ class ResponseStore:
         self.lock: StoreLock | None = None
         #: Request keys read by the fetch path when it opened the store.
         self.done: set[str] = set()
+        #: The strptime format of the timestamps (None: ISO 8601) that ``session_time`` of
+        #: the rows :meth:`append` writes is parsed with (set by the fetch path).
+        self.timestamp_format: str | None = None
         self.parts.mkdir(parents=True, exist_ok=True)
         meta_path = self.out / _META
         meta: dict[str, Any] | None = None
@@ -409,7 +414,7 @@ class ResponseStore:
         if not rows:
             return None
         frame = pd.DataFrame.from_records(rows)
-        frame["session_time"] = parse_session_time(frame["timestamp"])
+        frame["session_time"] = parse_session_time(frame["timestamp"], self.timestamp_format)
         table = pa.Table.from_pandas(frame, schema=RESPONSES_SCHEMA, preserve_index=False)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         target = self.parts / f"part-{stamp}-{uuid.uuid4().hex}.parquet"
@@ -488,7 +493,7 @@ def read_responses(out: str | os.PathLike[str]) -> pd.DataFrame:
         raise InputError(
             f"{out} is not a dentalkit responses store (no {_META}); fetch into it first"
         )
-    _read_meta(out / _META)
+    meta = _read_meta(out / _META)
     files = sorted(parts.glob("part-*.parquet"))
     if not files:
         frame = _empty(RESPONSES_SCHEMA)
@@ -517,6 +522,8 @@ def read_responses(out: str | os.PathLike[str]) -> pd.DataFrame:
     frame = frame.sort_values(
         ["patient_id", "timestamp", "endpoint", "request_key"], kind="stable"
     ).reset_index(drop=True)
+    # the format the fetch read the timestamps with: convert.tables parses with it too
+    frame.attrs["timestamp_format"] = meta.get("timestamp_format")
     return frame
 
 

@@ -18,7 +18,7 @@ from dentalkit.findings._images import (
     unknown_image_rows,
 )
 from dentalkit.stats import proportion_ci
-from dentalkit.stats._proportions import cluster_proportion_ci
+from dentalkit.stats._proportions import CLUSTER_CI_METHOD, cluster_proportion_ci
 from dentalkit.stats._tables import (
     as_list,
     attach_groups,
@@ -44,9 +44,9 @@ class FindingsPrevalence(NamedTuple):
     prevalence : DataFrame
         One row per group, source and class: ``n_units`` (analysed units),
         ``n_units_with`` (units with ≥1 detection), ``prevalence``,
-        ``ci_low``/``ci_high`` and ``ci_method`` (Wilson for patients;
-        cluster-robust on ``patient_id`` for sessions or images, which are not
-        independent), ``unit_of_analysis`` (the ``unit=`` argument), ``n_patients``, ``n_images``,
+        ``ci_low``/``ci_high`` and ``ci_method`` (Wilson for patients; for
+        sessions or images, which are not independent, Wilson on an effective
+        sample size clustered on ``patient_id``, never zero-width), ``unit_of_analysis`` (the ``unit=`` argument), ``n_patients``, ``n_images``,
         ``n_detections`` and ``detections_per_image`` (mean over every
         analysed image, zeros included).
     box_sizes : DataFrame
@@ -369,9 +369,7 @@ def _prevalence_table(
         idx = np.searchsorted(np.unique(unit_labels.astype(str)), labels(out).astype(str))
         out["ci_low"], out["ci_high"] = low[idx], high[idx]
         out["n_patients"] = n_pat[idx]
-        out["ci_method"] = (
-            f"cluster-robust Wald, {unit}s clustered on patient_id (Liang & Zeger 1986)"
-        )
+        out["ci_method"] = f"{CLUSTER_CI_METHOD}, {unit}s clustered on patient_id"
     out["unit_of_analysis"] = unit
     out["detections_per_image"] = out["n_detections"] / out["n_images"]
     cols = [

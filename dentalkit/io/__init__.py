@@ -57,8 +57,13 @@ import shapely
 from dentalkit._atomic import atomic_write
 from dentalkit.convert import schemas
 from dentalkit.errors import InputError
-from dentalkit.io._dictionary import arrow_table, data_dictionary, declared_field
-from dentalkit.io._export import export, read_export
+from dentalkit.io._dictionary import (
+    arrow_table,
+    data_dictionary,
+    declared_field,
+    keys_as_declared,
+)
+from dentalkit.io._export import export, read_export, write_problems_csv
 from dentalkit.io._pseudonymize import pseudonymize
 
 # Partitioned Parquet for cohorts that outgrow one file (dask.dataframe / DuckDB read it
@@ -79,6 +84,7 @@ __all__ = [
     "write_geoparquet",
     "write_parquet",
     "write_partitioned",
+    "write_problems_csv",
     "write_tables",
 ]
 
@@ -114,7 +120,9 @@ def write_parquet(table: pd.DataFrame, path: str | os.PathLike, name: str | None
         The table's name in the column catalogue (``ceph_measures``, ``arch_compare`` …):
         its columns are written with their declared Arrow types, nullability and field
         metadata (``description``, ``unit``, ``values``; see ``docs/columns.md``).
-        Without a name, pyarrow infers the types and no column is described.
+        Without a name, pyarrow infers the types and no column is described; key columns
+        (``patient_id``, ``timestamp``, ``endpoint``) are written as ``string`` all the
+        same, as in every file dentalkit writes (``docs/data-contract.md``).
 
     Raises
     ------
@@ -125,7 +133,8 @@ def write_parquet(table: pd.DataFrame, path: str | os.PathLike, name: str | None
         return _atomic_write(arrow_table(table, name), Path(path))
     plain = table.copy(deep=False)
     plain.attrs = {}  # attrs may hold tables (e.g. problems) that Parquet metadata cannot
-    return _atomic_write(pa.Table.from_pandas(plain, preserve_index=False), Path(path))
+    arrow = keys_as_declared(pa.Table.from_pandas(plain, preserve_index=False))
+    return _atomic_write(arrow, Path(path))
 
 
 def _atomic_write(table: pa.Table, path: Path) -> Path:
@@ -160,7 +169,7 @@ def _geo_table(df: pd.DataFrame, geometry: str, name: str | None = None) -> pa.T
         declared = declared_field(name, geometry)
         meta = declared.metadata if declared is not None else None
     else:
-        rest = pa.Table.from_pandas(others, preserve_index=False)
+        rest = keys_as_declared(pa.Table.from_pandas(others, preserve_index=False))
         meta = None
     pos = list(df.columns).index(geometry)
     table = rest.add_column(
@@ -221,7 +230,7 @@ def read_geoparquet(path: str | os.PathLike) -> pd.DataFrame:
     The covering ``bbox`` column is dropped (it is derived from the geometry). A file
     with the columns of the ``teeth`` table comes back with exactly its dtypes.
     """
-    table = pq.read_table(path)
+    table = _read_keyed(Path(path))
     raw = (table.schema.metadata or {}).get(b"geo")
     if raw is None:
         raise InputError(f"{path} has no 'geo' metadata: it is not a GeoParquet file")
@@ -298,5 +307,12 @@ def read_tables(
         if name == "teeth":
             result[name] = read_geoparquet(path)
         else:
-            result[name] = schemas.conform(pq.read_table(path).to_pandas(), name)
+            result[name] = schemas.conform(_read_keyed(path).to_pandas(), name)
     return result
+
+
+def _read_keyed(path: Path) -> pa.Table:
+    """A Parquet file with its key columns read as dictionaries: Parquet stores their
+    strings dictionary-encoded, so they become pandas categoricals without being decoded."""
+    names = pq.read_schema(path).names
+    return pq.read_table(path, read_dictionary=[k for k in schemas.KEY_COLUMNS if k in names])

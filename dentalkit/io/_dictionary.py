@@ -50,6 +50,7 @@ __all__ = [
     "data_dictionary",
     "declared_field",
     "is_declared_table",
+    "keys_as_declared",
     "load_catalogue",
     "partition_writer",
 ]
@@ -80,6 +81,10 @@ ANALYSIS_TABLES: Mapping[str, tuple[str, str]] = MappingProxyType(
         "finding_boxes": ("findings.prevalence(...).boxes", "detection"),
         "finding_box_sizes": ("findings.prevalence(...).box_sizes", "source × class × measure"),
         "model_versions": ("study.model_versions", "endpoint × Version label"),
+        "calibration_applied": (
+            "study.Calibration.applied",
+            "image (patient × session × endpoint)",
+        ),
         "tmj_prevalence": ("findings.tmj_prevalence", "cohort (patients as units)"),
         "tle_estimates": ("tle.estimate", "patient"),
         "tle_summary": ("tle.summarize", "group"),
@@ -205,7 +210,19 @@ def is_declared_table(table: str) -> bool:
 
 
 def _declared_type(table: str, column: str) -> tuple[pa.DataType, bool, tuple[str, ...] | None]:
-    """Declared (Arrow type, nullable, allowed values) of a column; KeyError when none."""
+    """Declared (Arrow type, nullable, allowed values) of a column; KeyError when none.
+
+    A key column (``patient_id``, ``timestamp``, ``endpoint``) has
+    :data:`~dentalkit.convert.schemas.KEY_TYPE` in every table, whatever else declares it:
+    the one place that decides how keys are written.
+    """
+    type_, nullable, values = _declared_type_of(table, column)
+    if column in schemas.KEY_COLUMNS:
+        type_ = schemas.KEY_TYPE
+    return type_, nullable, values
+
+
+def _declared_type_of(table: str, column: str) -> tuple[pa.DataType, bool, tuple[str, ...] | None]:
     contract = schemas.SCHEMAS.get(table)
     if contract is not None and column in contract.names:
         field = contract.field(column)
@@ -221,6 +238,20 @@ def _declared_type(table: str, column: str) -> tuple[pa.DataType, bool, tuple[st
         # analysis table may hold several kinds, so only the type and nullability carry over
         return field.type, field.nullable, None
     raise KeyError((table, column))
+
+
+def keys_as_declared(table: pa.Table) -> pa.Table:
+    """``table`` with its key columns (text or dictionary-encoded text) as
+    :data:`~dentalkit.convert.schemas.KEY_TYPE`: for files written without a declaration."""
+    for i, field in enumerate(table.schema):
+        if field.name not in schemas.KEY_COLUMNS or field.type == schemas.KEY_TYPE:
+            continue
+        value = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
+        if pa.types.is_string(value) or pa.types.is_large_string(value) or pa.types.is_null(value):
+            table = table.set_column(
+                i, field.with_type(schemas.KEY_TYPE), table.column(i).cast(schemas.KEY_TYPE)
+            )
+    return table
 
 
 def _field_metadata(unit: str, desc: str, values: tuple[str, ...] | None) -> dict[str, str]:
@@ -456,7 +487,7 @@ def partition_writer(name: str | None, folder: str) -> Callable[[pd.DataFrame, P
 
     def write(frame: pd.DataFrame, path: Path) -> None:
         if table is None:
-            arrow = pa.Table.from_pandas(frame, preserve_index=False)
+            arrow = keys_as_declared(pa.Table.from_pandas(frame, preserve_index=False))
         else:
             arrow = arrow_table(frame, table)
         pq.write_table(arrow, path)
@@ -533,6 +564,8 @@ def _from_columns(
                 extra.append((i, name, arr.type, tuple(meta.items())))
             elif is_cat and pa.types.is_dictionary(type_):
                 arr = _dictionary_array(col.array, type_)
+            elif is_cat and pa.types.is_string(type_):  # a key column: decode the codes
+                arr = _dictionary_array(col.array, _CAT_TEXT).cast(type_)
             else:
                 arr = pa.array(values, type=type_, from_pandas=True)
         except _ARROW_ERRORS:
@@ -552,6 +585,9 @@ def _plan_types(
     """(Arrow type, nullable) of each column of :func:`_plan`'s schema."""
     schema, _ = _plan(table, columns, units)
     return tuple((field.type, field.nullable) for field in schema)
+
+
+_CAT_TEXT = pa.dictionary(pa.int32(), pa.string())
 
 
 def _dictionary_array(values: pd.Categorical, type_: pa.DictionaryType) -> pa.DictionaryArray:
@@ -1074,6 +1110,10 @@ def columns_markdown() -> str:
         "`{unit}` in a unit means the unit named in the row's `unit` column (deg; mm or px;",
         "%; months). Units of lengths are millimetres only after an explicit calibration",
         "(`mm_per_px`); otherwise pixels.",
+        "",
+        "The key columns `patient_id`, `timestamp` and `endpoint` are Arrow `string` in every",
+        "file dentalkit writes (tables, problems, analyses, the store's files), whatever their",
+        "pandas dtype in memory: any two files join on them (`docs/data-contract.md`).",
         "",
         "## Data contract tables",
         "",

@@ -44,7 +44,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dentalkit._atomic import atomic_write_all
+from dentalkit._atomic import atomic_write, atomic_write_all
 from dentalkit.errors import InputError
 from dentalkit.io._dictionary import _rows_text, data_dictionary, is_declared_table, value_labels
 from dentalkit.io._pseudonymize import PSEUDONYM_ATTR
@@ -58,6 +58,7 @@ __all__ = [
     "read_export",
     "restore_cell",
     "safe_csv_frame",
+    "write_problems_csv",
 ]
 
 #: Formats :func:`export` writes besides the dictionary.
@@ -190,6 +191,35 @@ def safe_csv_frame(frame: pd.DataFrame, table: str, text_columns: Iterable[str])
     return out
 
 
+def write_problems_csv(problems: pd.DataFrame, path: str | os.PathLike, name: str) -> Path:
+    """Write a problems table (e.g. a manifest's bad rows) as a safe CSV file.
+
+    Text cells that a spreadsheet would run as a formula are neutralized (as
+    :func:`export` does); a control character in a value is written escaped
+    (``\\x07``) rather than refused, since the file exists to show the bad values.
+
+    Parameters
+    ----------
+    problems : DataFrame
+        The problems table (``row`` stays a number; every other column is text).
+    path : path
+        The CSV file (written atomically).
+    name : str
+        The table's name, used in messages.
+    """
+    cells = problems.astype(object).where(problems.notna(), None)
+    text = [c for c in cells.columns if c != "row"]  # the rows' text: no bare formulas
+    try:
+        safe = safe_csv_frame(cells, name, text)
+    except InputError:  # control characters in a value: write them escaped
+        escaped = cells[text].map(
+            lambda v: v.encode("unicode_escape").decode("ascii") if isinstance(v, str) else v
+        )
+        safe = safe_csv_frame(cells.assign(**escaped), name, text)
+    content = csv_text(safe, text)
+    return atomic_write(path, lambda tmp: Path(tmp).write_text(content, encoding="utf-8"))
+
+
 _NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
@@ -269,7 +299,7 @@ def _parquet_table(
     ``description`` and ``unit`` (your ``descriptions=``/``units=`` included) and, where
     declared, ``values``; a pseudonymized table says so in the schema metadata.
     """
-    from dentalkit.io._dictionary import arrow_table
+    from dentalkit.io._dictionary import arrow_table, keys_as_declared
 
     special = [c for c in df.columns if types[str(c)] == "geometry"]
     typed = df.drop(columns=special)
@@ -282,7 +312,7 @@ def _parquet_table(
     if is_declared_table(name):
         arrow = arrow_table(typed, name)
     else:
-        arrow = pa.Table.from_pandas(typed, preserve_index=False)
+        arrow = keys_as_declared(pa.Table.from_pandas(typed, preserve_index=False))
         for column in lists:
             field = _list_field(name, column, df[column], df)
             i = arrow.schema.get_field_index(column)

@@ -95,6 +95,8 @@ COLUMNS = [
     "effect_ci_low",
     "effect_ci_high",
     "effect_ci_method",
+    "effect_ci_level",
+    "effect_agrees_with_test",
     "omega_squared",
     "difference_name",
     "difference",
@@ -112,6 +114,7 @@ _FLOATS = [
     "effect_size",
     "effect_ci_low",
     "effect_ci_high",
+    "effect_ci_level",
     "omega_squared",
     "difference",
     "difference_ci_low",
@@ -156,8 +159,10 @@ def compare(
         (counted in ``note``).
     unit : str or None
         Column identifying the unit of analysis — the patient. Default
-        ``"patient_id"`` when the table has it (otherwise every row is taken as a
-        unit, and ``note`` says so); ``None`` states that the rows are independent.
+        ``"patient_id"`` when the table has it; otherwise every row is taken as a
+        unit, and a :class:`~dentalkit.errors.DentalkitWarning`, ``note`` and
+        ``unit_of_analysis="row"`` say so. ``None`` states that the rows are
+        independent (warned and stated the same way).
         A unit that contributes more than one row to a group (two sessions, two
         teeth…) is refused with an :class:`~dentalkit.errors.InputError` unless
         ``aggregate`` is given; a unit found in two groups is always refused.
@@ -207,7 +212,10 @@ def compare(
     ------
     InputError
         Unknown columns or unit column, a unit repeated within a group without
-        ``aggregate``, a unit in two groups, a test that does not fit the design.
+        ``aggregate``, a unit in two groups, a test that does not fit the design, a
+        paired comparison in which no unit has a value at every level (with ``per``:
+        when no split pairs any unit; a split that pairs none otherwise gets a
+        ``note`` saying so).
 
     Notes
     -----
@@ -234,14 +242,21 @@ def compare(
     ``normality_p`` report it. Pretesting changes the error rates of the test
     that follows (Rochon et al. 2012), which is why it is not the default.
 
-    **Effect sizes.** Hedges' g (t-tests), Cohen's d_z (paired t),
-    rank-biserial correlation (Mann–Whitney; matched-pairs version for
-    Wilcoxon, Kerby 2014), η² = SS_between/SS_total with its noncentral-F
-    interval and ω² (one-way ANOVAs, Welch's too: the effect size describes the
-    data, the test is Welch's), partial η² (repeated measures), ε²
-    (Kruskal–Wallis), Kendall's W (Friedman), odds ratio with exact CI and
-    difference in proportions with Newcombe's CI (2×2 tables), Cramér's V
-    (larger tables), conditional odds ratio b/c (McNemar).
+    **Effect sizes agree with the test that was run** where one can be derived from
+    its statistic, and ``effect_agrees_with_test`` says which: Cohen's d with SD
+    √((s₁² + s₂²)/2) after Welch's t and Hedges' g after Student's t, each with the
+    interval of the test's noncentral t (Bonett 2008; Hedges & Olkin 1985); Cohen's
+    d_z (paired t, noncentral t); ω² = λ/(λ + N) of the F that was run — Welch's F
+    after Welch's ANOVA, Fisher's after Fisher's — and partial η² (repeated measures),
+    with the interval of that F's noncentral distribution at level 1 − 2α (90 % for a
+    95 % test), whose lower end is the one-sided bound: above 0 exactly when p < α
+    (Steiger 2004); ``effect_ci_level`` states the level. Not derived from the test
+    (``effect_agrees_with_test`` False, said in ``effect_ci_method``): the
+    rank-biserial correlation (Mann–Whitney; matched pairs for Wilcoxon, Kerby 2014),
+    ε² (Kruskal–Wallis), Kendall's W (Friedman), each with a BCa bootstrap interval;
+    the odds ratio with its exact CI and the difference in proportions with Newcombe's
+    CI (2×2 tables), Cramér's V (larger tables), the conditional odds ratio b/c
+    (McNemar).
 
     References
     ----------
@@ -251,7 +266,8 @@ def compare(
     of normality when comparing two independent samples. *BMC Med Res Methodol*
     2012;12:81. Olejnik S, Algina J. Generalized eta and omega squared statistics.
     *Psychol Methods* 2003;8:434–447. Steiger JH. Beyond the F test. *Psychol
-    Methods* 2004;9:164–182.
+    Methods* 2004;9:164–182. Bonett DG. Confidence intervals for standardized linear
+    contrasts of means. *Psychol Methods* 2008;13:99–109.
 
     Examples
     --------
@@ -316,16 +332,30 @@ def compare(
         codes = table[value].cat.codes.astype("float64").where(table[value].notna())
         table = table.assign(**{value: codes.to_numpy()})
     splits = table.groupby(per, sort=True, dropna=False, observed=True) if per else [((), table)]
-    rows = []
+    rows, unpaired = [], []
     for labels, sub in splits:
         labels = labels if isinstance(labels, tuple) else (labels,)
         where = dict(zip(per, labels, strict=True))
-        rows.append({**where, **_one(sub, spec, where)})
+        try:
+            rows.append({**where, **_one(sub, spec, where)})
+        except NothingPairedError as exc:  # the others go on; all unpaired: raise
+            unpaired.append(exc)
+            rows.append({**where, **exc.row})
+    if unpaired and len(unpaired) == len(rows):
+        raise unpaired[0]
     out = pd.DataFrame(rows).reindex(columns=[*per, *COLUMNS])
     out[_FLOATS] = out[_FLOATS].astype("float64")
     out["n_units"] = out["n_units"].astype("int64")
     out["n_rows"] = out["n_rows"].astype("int64")
     return _adjust(out, correction)
+
+
+class NothingPairedError(InputError):
+    """A paired comparison in which no unit has a value at every level."""
+
+    def __init__(self, message: str, row: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.row = row
 
 
 def _kind(values: pd.Series) -> str:
@@ -412,7 +442,7 @@ def _one(sub: pd.DataFrame, spec: _Spec, where: dict[str, Any]) -> dict[str, Any
         n_units = clean[unit].nunique() if unit is not None else len(clean)
         return {**base, "n_units": n_units, "note": "; ".join(notes)}
     if paired:
-        result = _paired(clean, levels, spec, notes, paired)
+        result = _paired(clean, levels, spec, notes, paired, base, label)
         result["n_rows_per_group"] = rows_per_level  # rows before any aggregation
     else:
         units, _ = unit_counts(clean, unit, spec.by, levels)
@@ -548,7 +578,13 @@ def _crosstab(clean, value, by, levels, kind):
 
 
 def _paired(
-    clean: pd.DataFrame, levels: list[Any], spec: _Spec, notes: list[str], paired: str
+    clean: pd.DataFrame,
+    levels: list[Any],
+    spec: _Spec,
+    notes: list[str],
+    paired: str,
+    base: dict[str, Any],
+    label: str,
 ) -> dict[str, Any]:
     value, by, kind, test = spec.value, spec.by, spec.kind, spec.test
     alpha, confidence, n_resamples, seed = spec.alpha, spec.confidence, spec.n_resamples, spec.seed
@@ -570,6 +606,8 @@ def _paired(
         "n_rows_per_group": [int((clean[by] == lv).sum()) for lv in levels],
     }
     many = len(levels) > 2
+    if k == 0:
+        raise _nothing_paired(wide, levels, spec, paired, base, out, notes, label)
     if len(complete) < 2:
         notes.append("fewer than 2 complete pairs: no test")
         return out
@@ -615,6 +653,33 @@ def _paired(
     np.add.at(table, (data[:, 0], data[:, 1]), 1)
     out.update(why="paired binary value, 2 levels → McNemar", **_tests.mcnemar(table, confidence))
     return out
+
+
+def _nothing_paired(
+    wide: pd.DataFrame,
+    levels: list[Any],
+    spec: _Spec,
+    paired: str,
+    base: dict[str, Any],
+    out: dict[str, Any],
+    notes: list[str],
+    label: str,
+) -> NothingPairedError:
+    """The error (and the result row, for a ``per`` split) of a comparison that pairs nothing."""
+    present = wide.notna().sum()
+    seen = ", ".join(f"{lv!r}: {int(present[lv])}" for lv in levels)
+    reason = (
+        f"no {paired} has a value at every level of {spec.by!r} ({paired}s with a value, by "
+        f"level: {seen}), so nothing can be paired and no paired test runs"
+    )
+    message = (
+        f"{label}: {reason}. A paired comparison compares the same units across the levels: "
+        f"check that {spec.by!r} holds levels every {paired} was measured at (e.g. the "
+        "session number, not the timestamp string of each patient's own dates), or compare "
+        "independent groups without paired="
+    )
+    row = {**base, **out, "note": "; ".join([*notes, reason])}
+    return NothingPairedError(message, row)
 
 
 def _adjust(out: pd.DataFrame, correction: str | None) -> pd.DataFrame:

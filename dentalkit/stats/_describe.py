@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from dentalkit.stats._proportions import cluster_proportion_ci, proportion_ci
+from dentalkit.stats._proportions import CLUSTER_CI_METHOD, cluster_proportion_ci, proportion_ci
 from dentalkit.stats._tables import as_list, require_columns
 from dentalkit.stats._units import DEFAULT_UNIT, resolve_unit
 
@@ -28,17 +28,21 @@ def describe(
     ``min``, ``max``; bool or 0/1 values get ``n``, ``n_positive``,
     ``proportion`` and its interval ``ci_low``/``ci_high`` with ``ci_method``:
     Wilson (Wilson 1927) when every row of a group is a different unit,
-    cluster-robust on the unit (Liang & Zeger 1986) when a unit has several
-    rows in a group (sessions, teeth). Missing values are not counted.
+    Wilson on an effective sample size clustered on the unit (Korn & Graubard
+    1998; :func:`~dentalkit.stats._proportions.cluster_proportion_ci`) when a unit
+    has several rows in a group (sessions, teeth). Missing values are not counted.
     ``n_units`` counts the units (``unit``, default ``"patient_id"`` when the
-    table has it; otherwise rows) behind ``n`` rows.
+    table has it; otherwise rows, with a warning) behind ``n`` rows, and
+    ``unit_of_analysis`` names the unit column (``"row"`` when rows are the units).
 
     Examples
     --------
     >>> import pandas as pd
-    >>> t = pd.DataFrame({"g": ["a", "a", "b"], "x": [1.0, 3.0, 5.0]})
-    >>> describe(t, "x", "g")[["g", "n", "mean"]].to_dict("records")
-    [{'g': 'a', 'n': 2, 'mean': 2.0}, {'g': 'b', 'n': 1, 'mean': 5.0}]
+    >>> t = pd.DataFrame(
+    ...     {"patient_id": ["p", "q", "r"], "g": ["a", "a", "b"], "x": [1.0, 3.0, 5.0]}
+    ... )
+    >>> describe(t, "x", "g")[["g", "n", "n_units", "mean"]].to_dict("records")
+    [{'g': 'a', 'n': 2, 'n_units': 2, 'mean': 2.0}, {'g': 'b', 'n': 1, 'n_units': 1, 'mean': 5.0}]
     """
     by = as_list(by)
     require_columns(table, [value, *by], "table")
@@ -47,6 +51,7 @@ def describe(
         pd.api.types.is_numeric_dtype(values) and set(pd.unique(values.dropna())) <= {0, 1}
     )
     unit_col, _ = resolve_unit(table, unit)
+    named = unit_col if unit_col is not None else "row"
     cols = list(dict.fromkeys([*by, value, *([unit_col] if unit_col else [])]))
     work = table[cols].dropna(subset=[value])
     if unit_col is None:
@@ -73,9 +78,7 @@ def describe(
             idx = np.searchsorted(np.unique(labels.to_numpy().astype(str)), target.to_numpy())
             out.loc[repeated, "ci_low"] = low[idx][repeated]
             out.loc[repeated, "ci_high"] = high[idx][repeated]
-            out.loc[repeated, "ci_method"] = (
-                f"cluster-robust Wald, rows clustered on {unit_col} (Liang & Zeger 1986)"
-            )
+            out.loc[repeated, "ci_method"] = f"{CLUSTER_CI_METHOD}, rows clustered on {unit_col}"
     else:
         out = g.agg(
             n="size",
@@ -89,6 +92,7 @@ def describe(
         ).reset_index()
     out["n"] = out["n"].astype("int64")
     out.insert(len(keys) + 1, "n_units", n_units.to_numpy().astype("int64"))
+    out.insert(len(keys) + 2, "unit_of_analysis", named)
     return out.drop(columns=["_all"], errors="ignore").assign(value=value).pipe(_value_first, by)
 
 

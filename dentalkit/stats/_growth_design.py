@@ -40,6 +40,8 @@ class Design:
     origin: float
     unit_codes: np.ndarray | None
     unit_labels: list[str]
+    baseline_terms: tuple[str, ...] = ()  # the covariates of a baseline adjustment
+    baseline_note: str | None = None
 
     def value_unit(self, idx: np.ndarray) -> str | None:
         """The measurement unit(s) of these rows (``"mm"``; ``"mm, px"`` if mixed)."""
@@ -100,6 +102,8 @@ def build_design(
     covariates: list[str],
     patients: pd.DataFrame | None,
     origin: float,
+    baseline: str | None = None,
+    adjust_baseline: bool = True,
 ) -> Design:
     """Check the input and build the arrays of :class:`Design`."""
     if not isinstance(table, pd.DataFrame):
@@ -154,6 +158,20 @@ def build_design(
         for name, col in _covariate_columns(table[cov], cov):
             names.append(name)
             columns.append(col)
+    baseline_terms: tuple[str, ...] = ()
+    baseline_note = None
+    if baseline is not None:
+        if group is None or not per:
+            raise InputError(
+                f"group_defined_by={baseline!r} names the measure that defined group=; it "
+                "needs group= and per= (the column whose value is that measure)"
+            )
+        if adjust_baseline:
+            extra = _baseline_columns(table, values, per[0], baseline, units, t, time_name)
+            baseline_terms = tuple(name for name, _ in extra)
+            names += list(baseline_terms)
+            columns += [col for _, col in extra]
+        baseline_note = _baseline_text(baseline, group, adjust_baseline)
     X = np.column_stack(columns).astype(float)
     if per:
         grouped = table.groupby(per, sort=True, observed=True, dropna=False).indices
@@ -181,6 +199,66 @@ def build_design(
         origin=origin,
         unit_codes=unit_codes,
         unit_labels=unit_labels,
+        baseline_terms=baseline_terms,
+        baseline_note=baseline_note,
+    )
+
+
+def _baseline_columns(
+    table: pd.DataFrame,
+    values: pd.Series,
+    measure_col: str,
+    defining: str,
+    units: np.ndarray,
+    t: np.ndarray,
+    time_name: str,
+) -> list[tuple[str, np.ndarray]]:
+    """The defining measure's first-session value per unit, centred, as covariates.
+
+    With groups defined by that value (a class from the first-session ANB), a row's
+    expected value given the baseline is linear in it, with a slope that changes with
+    time and jumps at the first session itself (which shares its tracing error):
+    d, d·time and d·[first session], d the unit's centred baseline. Conditioning on
+    them takes regression to the mean out of the group × time terms (ANCOVA, Barnett
+    et al. 2005). Units without the defining measure at their first session get NaN
+    (their rows are left out, and the note counts them).
+    """
+    is_def = (table[measure_col].astype("object") == defining).to_numpy()
+    if not is_def.any():
+        raise InputError(
+            f"group_defined_by={defining!r} is not a value of {measure_col!r}; the table "
+            "needs the defining measure's rows (its first-session value is the covariate)"
+        )
+    ok = units >= 0
+    first = pd.Series(t[ok]).groupby(units[ok]).min()
+    first_t = np.full(len(t), np.nan)
+    first_t[ok] = first.reindex(units[ok]).to_numpy()
+    at_first = np.isclose(t, first_t) & np.isfinite(t)
+    y = values.to_numpy(dtype=float, na_value=np.nan)
+    rows = is_def & at_first & np.isfinite(y) & ok
+    base = pd.Series(y[rows]).groupby(units[rows]).mean()
+    d = np.full(len(t), np.nan)
+    d[ok] = base.reindex(units[ok]).to_numpy() - float(base.mean())
+    name = f"baseline {defining}"
+    return [
+        (name, d),
+        (f"{name}:{time_name}", d * t),
+        (f"{name}:first session", d * at_first),
+    ]
+
+
+def _baseline_text(defining: str, group: str, adjusted: bool) -> str:
+    if adjusted:
+        return (
+            f"{group} is defined by the first-session {defining}: baseline-adjusted (the "
+            f"unit's first-session {defining} as covariate, also × time and at the first "
+            f"session), so the {group} × time terms are not regression to the mean"
+        )
+    return (
+        f"{group} is defined by the first-session {defining} and the model is NOT "
+        f"baseline-adjusted (adjust_baseline=False): the {group} × time terms of {defining} "
+        "and of every measure sharing its landmarks or tracing error include regression to "
+        "the mean"
     )
 
 

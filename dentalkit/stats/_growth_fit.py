@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from dentalkit.stats._growth_ddf import Satterthwaite, satterthwaite
 from dentalkit.stats._growth_design import Design
 
 #: lme4's ``isSingular`` tolerance on the relative Cholesky factor (Bates et al. 2015).
@@ -23,6 +24,10 @@ SINGULAR_TOL = 1e-4
 BFGS_GTOL = 1e-6
 #: Fewest units with ≥ 3 distinct times for an automatic random slope.
 MIN_SLOPE_UNITS = 5
+#: How the fixed effects are tested (``stats.growth(df_method=...)``).
+DF_METHODS = ("satterthwaite", "wald")
+#: Errors a fit can raise on data it cannot handle (a singular Hessian, a bad start …).
+FIT_ERRORS = (np.linalg.LinAlgError, ValueError, FloatingPointError, ZeroDivisionError)
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,16 @@ class FittedModel:
     reference: Any
     levels: list[Any]
     time_range: tuple[float, float]
+    ddf: Satterthwaite | None = None  # None: Wald z
+    df_fallback: float | None = None  # df used where Satterthwaite's cannot be formed
+
+    def df(self, L: np.ndarray) -> np.ndarray:
+        """Degrees of freedom of the contrasts in the rows of ``L`` (inf: Wald z)."""
+        L = np.atleast_2d(L)
+        if self.ddf is None:
+            return np.full(len(L), np.inf)
+        nu = self.ddf.df(L)
+        return np.where(np.isfinite(nu), nu, self.df_fallback or np.nan)
 
 
 @dataclass
@@ -55,7 +70,8 @@ def fit_one(
     mixedlm: Any,
     random_slope: bool | str,
     reml: bool,
-    zcrit: float,
+    confidence: float,
+    df_method: str = "satterthwaite",
 ) -> _One:
     """Check, fit and tabulate the model of one measure."""
     idx = design.indices[key]
@@ -76,9 +92,10 @@ def fit_one(
         "time": design.time_text,
         **counts,
     }
-    model["method"] = (
-        "REML" if reml else "ML"
-    ) + " (statsmodels MixedLM, Powell sweep + BFGS), Wald z"
+    model["method"] = ("REML" if reml else "ML") + (
+        " (statsmodels MixedLM, Powell sweep + BFGS), "
+        + ("t tests with Satterthwaite df" if df_method == "satterthwaite" else "Wald z")
+    )
     empty = _One(model, [], [], None)
     if model["unit"] is not None and "," in str(model["unit"]):
         model["note"] = (
@@ -130,6 +147,12 @@ def fit_one(
             return empty
     else:
         reference = None
+    if design.baseline_terms and counts["_units_3times"] == 0:
+        # with two sessions per unit, d·time and d·[first session] carry the same
+        # information: the jump term is left out (silently: nothing is lost)
+        keep &= np.array(names) != design.baseline_terms[-1]
+    if design.baseline_note:
+        notes.append(design.baseline_note)
     constant = (X[:, keep].std(axis=0) == 0) & (np.array(names)[keep] != "Intercept")
     if constant.any():
         dropped = [n for n, c in zip(np.array(names)[keep], constant, strict=True) if c]
@@ -152,37 +175,26 @@ def fit_one(
             "so every unit is assumed to change at the same rate"
         )
     Z = X[:, [names.index("Intercept"), names.index(design.time_name)]] if slope else X[:, :1]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            res, slope = _fit_random_effects(mixedlm, y, X, g, Z, slope, random_slope, reml, notes)
+            beta = np.asarray(res.fe_params, dtype=float)
+            k = len(beta)
+            cov = np.asarray(res.cov_params(), dtype=float)[:k, :k]
+            cov_re = np.atleast_2d(np.asarray(res.cov_re, dtype=float))
+            scale, llf, converged = float(res.scale), float(res.llf), bool(res.converged)
+        except FIT_ERRORS as exc:
+            model["status"] = "failed"
+            model["note"] = "; ".join([*notes, f"the fit failed: {exc}"])
+            return _One(model, [], [], None)
+    Z = Z if slope else X[:, :1]
     model["random_effects"] = (
         f"intercept + slope on time (correlated) | {design.unit}"
         if slope
         else f"intercept | {design.unit}"
     )
     model["formula"] = design.formula(names, slope)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            res = fit_mixedlm(mixedlm(y, X, g, exog_re=Z), reml)
-            if slope and random_slope == "auto" and not _usable(res):
-                # Drop the random slope the data do not support (Bates et al. 2015,
-                # "parsimonious mixed models"; Matuschek et al. 2017) and say so.
-                slope = False
-                Z = X[:, :1]
-                res = fit_mixedlm(mixedlm(y, X, g, exog_re=Z), reml)
-                notes.append(
-                    "the model with a random slope did not converge: random intercept only, "
-                    "so every unit is assumed to change at the same rate"
-                )
-                model["random_effects"] = f"intercept | {design.unit}"
-                model["formula"] = design.formula(names, slope)
-            beta = np.asarray(res.fe_params, dtype=float)
-            k = len(beta)
-            cov = np.asarray(res.cov_params(), dtype=float)[:k, :k]
-            cov_re = np.atleast_2d(np.asarray(res.cov_re, dtype=float))
-            scale, llf, converged = float(res.scale), float(res.llf), bool(res.converged)
-        except (np.linalg.LinAlgError, ValueError, FloatingPointError) as exc:
-            model["status"] = "failed"
-            model["note"] = "; ".join([*notes, f"the fit failed: {exc}"])
-            return _One(model, [], [], None)
     if (
         scale > 0
         and np.all(np.isfinite(cov_re))
@@ -192,6 +204,7 @@ def fit_one(
         # the fixed effects from OLS (statsmodels may return the between-unit terms as 0
         # here: statsmodels issue #10239).
         beta, cov, scale = _ols(y, X, reml)
+        cov_re = np.zeros_like(cov_re)
         notes.append("every random-effect variance is ~0: fixed effects by least squares")
     se = np.sqrt(np.clip(np.diag(cov), 0, None))
     if not np.isfinite(llf):
@@ -218,6 +231,9 @@ def fit_one(
             "boundary (singular) fit: a random-effect SD is ~0 or their correlation ±1; "
             "the data do not support that component (consider random_slope=False)"
         )
+    ddf, fallback = None, None
+    if df_method == "satterthwaite":
+        ddf, fallback = _small_sample(y, X, Z, g, beta, cov_re, scale, reml, n_units, notes)
     model.update(
         status="ok" if converged else "not converged",
         converged=converged,
@@ -225,27 +241,143 @@ def fit_one(
         log_likelihood=llf,
         note="; ".join(notes) or None,
     )
+    fit = FittedModel(
+        names=names,
+        beta=beta,
+        cov=cov,
+        mean_x=X.mean(axis=0),
+        origin=design.origin,
+        time_name=design.time_name,
+        group=design.group,
+        reference=reference,
+        levels=[reference] + [lv for lv in design.levels[1:] if design.dummy(lv) in names]
+        if design.group is not None
+        else [None],
+        time_range=(float(t.min()) + design.origin, float(t.max()) + design.origin),
+        ddf=ddf,
+        df_fallback=fallback,
+    )
+    fixed = _fixed_rows(fit, se, confidence, model, design.unit, n_units, n_rows)
+    variance = _variance_rows(cov_re, scale, slope, model["unit"], design)
+    return _One(model, fixed, variance, fit)
+
+
+def _fit_random_effects(
+    mixedlm: Any,
+    y: np.ndarray,
+    X: np.ndarray,
+    g: np.ndarray,
+    Z: np.ndarray,
+    slope: bool,
+    random_slope: bool | str,
+    reml: bool,
+    notes: list[str],
+) -> tuple[Any, bool]:
+    """Fit with the random slope if asked; with ``"auto"`` fall back to the intercept.
+
+    A random slope the data do not support — the fit does not converge to a finite
+    likelihood, or it raises (e.g. a singular Hessian) — is dropped rather than reported
+    from a broken fit (Bates et al. 2015, "parsimonious mixed models"; Matuschek et al.
+    2017), and ``notes`` says so. Returns the fit and whether it has the slope.
+    """
+    if not slope:
+        return fit_mixedlm(mixedlm(y, X, g, exog_re=Z), reml), False
+    try:
+        res = fit_mixedlm(mixedlm(y, X, g, exog_re=Z), reml)
+        why = None if _usable(res) else "did not converge"
+    except FIT_ERRORS as exc:
+        if random_slope != "auto":
+            raise
+        res, why = None, f"could not be fitted ({type(exc).__name__}: {exc})"
+    if why is None or random_slope != "auto":
+        return res, True
+    res = fit_mixedlm(mixedlm(y, X, g, exog_re=X[:, :1]), reml)
+    notes.append(
+        f"the model with a random slope {why}: random intercept only, "
+        "so every unit is assumed to change at the same rate"
+    )
+    return res, False
+
+
+def _small_sample(
+    y: np.ndarray,
+    X: np.ndarray,
+    Z: np.ndarray,
+    g: np.ndarray,
+    beta: np.ndarray,
+    cov_re: np.ndarray,
+    scale: float,
+    reml: bool,
+    n_units: int,
+    notes: list[str],
+) -> tuple[Satterthwaite | None, float]:
+    """Satterthwaite's pieces, and the df used for a contrast where they fail.
+
+    That fallback, n_units − p (p fixed effects), is the between-unit residual df: it
+    is no larger than Satterthwaite's for a between-unit effect, and smaller for a
+    within-unit one, so a t test on it errs on the safe side.
+    """
+    fallback = float(max(n_units - X.shape[1], 1))
+    try:
+        with np.errstate(all="ignore"):
+            ddf = satterthwaite(y, X, Z, g, beta, cov_re, scale, reml)
+    except np.linalg.LinAlgError as exc:
+        notes.append(
+            f"Satterthwaite's df could not be computed ({exc}): t tests on "
+            f"{fallback:g} df (units − fixed effects, conservative)"
+        )
+        return None, fallback
+    if not np.all(np.isfinite(ddf.df(np.eye(X.shape[1])))):
+        notes.append(
+            "Satterthwaite's df could not be formed for every term (the variance "
+            f"parameters' information is singular): those use {fallback:g} df "
+            "(units − fixed effects, conservative)"
+        )
+    return ddf, fallback
+
+
+def _fixed_rows(
+    fit: FittedModel,
+    se: np.ndarray,
+    confidence: float,
+    model: dict[str, Any],
+    unit: str,
+    n_units: int,
+    n_rows: int,
+) -> list[dict[str, Any]]:
+    """One row per fixed effect: estimate, SE, t (or z) with its df, p and interval."""
+    beta = fit.beta
+    df = fit.df(np.eye(len(beta)))
     with np.errstate(divide="ignore", invalid="ignore"):
         stat = beta / se
-    p = 2 * stats.norm.sf(np.abs(stat))
-    fixed = [
+    wald = fit.ddf is None and fit.df_fallback is None
+    crit = stats.t.ppf(0.5 + confidence / 2, df)
+    p = 2 * stats.t.sf(np.abs(stat), df)
+    return [
         {
             "term": name,
             "estimate": beta[j],
             "se": se[j],
-            "ci_low": beta[j] - zcrit * se[j],
-            "ci_high": beta[j] + zcrit * se[j],
-            "statistic_name": "z",
+            "ci_low": beta[j] - crit[j] * se[j],
+            "ci_high": beta[j] + crit[j] * se[j],
+            "statistic_name": "z" if wald else "t",
             "statistic": stat[j],
+            "df": np.nan if wald else df[j],
             "p_value": p[j] if name != "Intercept" else np.nan,
             "unit": model["unit"],
-            "unit_of_analysis": design.unit,
+            "unit_of_analysis": unit,
             "n_units": n_units,
             "n_rows": n_rows,
             "method": model["method"],
         }
-        for j, name in enumerate(names)
+        for j, name in enumerate(fit.names)
     ]
+
+
+def _variance_rows(
+    cov_re: np.ndarray, scale: float, slope: bool, vu: str | None, design: Design
+) -> list[dict[str, Any]]:
+    """SDs of the random intercept and slope, their correlation, the residual SD."""
     sds = np.sqrt(np.clip(np.diag(cov_re), 0, None))
     variance = [
         {"component": f"{design.unit}: intercept", "kind": "sd", "estimate": sds[0]},
@@ -265,27 +397,12 @@ def fit_one(
             },
         ]
     variance.append({"component": "residual", "kind": "sd", "estimate": np.sqrt(scale)})
-    vu = model["unit"]
     per_time = "year" if design.time_name in ("years", "age") else design.time_name
     for v in variance:
         v["unit"] = None if v["kind"] != "sd" or vu is None else vu
     if slope and vu is not None:
         variance[1]["unit"] = f"{vu}/{per_time}"
-    fit = FittedModel(
-        names=names,
-        beta=beta,
-        cov=cov,
-        mean_x=X.mean(axis=0),
-        origin=design.origin,
-        time_name=design.time_name,
-        group=design.group,
-        reference=reference,
-        levels=[reference] + [lv for lv in design.levels[1:] if design.dummy(lv) in names]
-        if design.group is not None
-        else [None],
-        time_range=(float(t.min()) + design.origin, float(t.max()) + design.origin),
-    )
-    return _One(model, fixed, variance, fit)
+    return variance
 
 
 def fit_mixedlm(model: Any, reml: bool = True) -> Any:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from dentalkit.errors import require
 
@@ -59,28 +59,98 @@ def bootstrap_ci(
 # --------------------------------------------------------------------- two groups
 
 
+def _nct_interval(t: float, df: float, level: float) -> tuple[float, float]:
+    """Interval of the noncentrality δ of a t statistic: P(T ≥ t | δ_L) = P(T ≤ t | δ_U) = (1 − level)/2.
+
+    Inverting the distribution of the statistic the test used makes the interval agree
+    with the test: 0 lies outside the two-sided ``level`` interval exactly when the
+    two-sided p < 1 − level (Steiger & Fouladi 1997; Cumming & Finch 2001).
+    """
+    from scipy.optimize import brentq
+
+    tail = (1 - level) / 2
+    if not np.isfinite(t) or not np.isfinite(df) or df <= 0:
+        return _nan_ci()
+
+    def cdf(delta: float) -> float:
+        value = float(stats.nct.cdf(t, df, delta))
+        if np.isnan(value):  # scipy's far tails: the cdf is ~0 (δ ≫ t) or ~1 (δ ≪ t)
+            return 0.0 if delta > t else 1.0
+        return value
+
+    span = abs(t) + 10.0
+    while cdf(t - span) < 1 - tail or cdf(t + span) > tail:
+        span *= 2
+        if span > 1e6:
+            return _nan_ci()
+    low = brentq(lambda d: cdf(d) - (1 - tail), t - span, t + span)
+    high = brentq(lambda d: cdf(d) - tail, t - span, t + span)
+    return float(low), float(high)
+
+
 def welch_t(x: np.ndarray, y: np.ndarray, confidence: float, equal_var: bool = False) -> Row:
-    """Welch's (or Student's) t-test; Hedges' g with its normal-approximation CI."""
-    meta = require("statsmodels.stats.meta_analysis", "stats")
+    """Welch's (or Student's) t-test with a standardized difference that agrees with it.
+
+    Student's t: Hedges' g (pooled SD, small-sample factor J) with the interval from the
+    noncentral t of the test statistic (n₁ + n₂ − 2 df). Welch's t: Cohen's d with the
+    SD √((s₁² + s₂²)/2) — the standardizer that does not assume equal variances (Bonett
+    2008) — with the interval from the noncentral t of Welch's statistic on Welch's df,
+    mapped through the observed SEs. Either interval excludes 0 exactly when p < α.
+    """
     r = stats.ttest_ind(x, y, equal_var=equal_var)
     ci = r.confidence_interval(confidence)
-    g, var_g = meta.effectsize_smd(x.mean(), x.std(ddof=1), len(x), y.mean(), y.std(ddof=1), len(y))
-    z = stats.norm.ppf(0.5 + confidence / 2)
+    n1, n2 = len(x), len(y)
+    v1, v2 = x.var(ddof=1), y.var(ddof=1)
+    diff = float(x.mean() - y.mean())
+    if equal_var:
+        df = n1 + n2 - 2.0
+        j = float(np.exp(special.gammaln(df / 2) - special.gammaln((df - 1) / 2)) / np.sqrt(df / 2))
+        scale = j * np.sqrt(1 / n1 + 1 / n2)  # g = J·t·√(1/n₁ + 1/n₂)
+        method = "noncentral t of Student's t (Hedges & Olkin 1985)"
+    else:
+        sd_av = np.sqrt((v1 + v2) / 2)
+        scale = np.sqrt(v1 / n1 + v2 / n2) / sd_av if sd_av > 0 else np.nan
+        method = "noncentral t of Welch's t on its df (SD √((s₁²+s₂²)/2), Bonett 2008)"
+    t = float(r.statistic)
+    low, high = _nct_interval(t, float(r.df), confidence)
+    with np.errstate(invalid="ignore"):
+        es = t * scale
     return {
         "test": "student_t" if equal_var else "welch_t",
         "statistic_name": "t",
-        "statistic": float(r.statistic),
+        "statistic": t,
         "df": float(r.df),
         "p_value": float(r.pvalue),
-        "effect_size_name": "hedges_g",
-        "effect_size": float(g),
-        "effect_ci_low": float(g - z * np.sqrt(var_g)),
-        "effect_ci_high": float(g + z * np.sqrt(var_g)),
-        "effect_ci_method": "normal approximation (Hedges & Olkin 1985)",
+        "effect_size_name": "hedges_g" if equal_var else "cohens_d",
+        "effect_size": float(es),
+        "effect_ci_low": float(low * scale),
+        "effect_ci_high": float(high * scale),
+        **_agreeing(method, confidence),
         "difference_name": "mean difference",
-        "difference": float(x.mean() - y.mean()),
+        "difference": diff,
         "difference_ci_low": float(ci.low),
         "difference_ci_high": float(ci.high),
+    }
+
+
+def _agreeing(method: str, level: float, alpha: float | None = None) -> Row:
+    """The CI fields of an effect size whose interval inverts the test's own statistic."""
+    alpha = 1 - level if alpha is None else alpha
+    return {
+        "effect_ci_method": f"{method}; agrees with the test: excludes 0 exactly when p < "
+        f"{alpha:g}",
+        "effect_ci_level": float(level),
+        "effect_agrees_with_test": True,
+    }
+
+
+def _not_agreeing(method: str, level: float) -> Row:
+    """The CI fields of an effect size whose interval is not derived from the test."""
+    return {
+        "effect_ci_method": f"{method}; not derived from the test, so near p = {1 - level:g} "
+        "the interval and the test may disagree",
+        "effect_ci_level": float(level),
+        "effect_agrees_with_test": False,
     }
 
 
@@ -114,86 +184,72 @@ def mann_whitney(
         "effect_size": rb,
         "effect_ci_low": low,
         "effect_ci_high": high,
-        "effect_ci_method": f"bootstrap BCa ({n_resamples} resamples)",
+        **_not_agreeing(f"bootstrap BCa ({n_resamples} resamples)", confidence),
     }
 
 
 # ------------------------------------------------------------------ k groups
 
 
-def _eta_squared(f: float, df1: float, df2: float, confidence: float) -> Row:
+def _noncentral_f_interval(f: float, df1: float, df2: float, level: float) -> tuple[float, float]:
+    """Interval of the noncentrality λ of an F statistic, lower end truncated at 0."""
     oneway = require("statsmodels.stats.oneway", "stats")
-    eta2 = f * df1 / (f * df1 + df2)
-    with np.errstate(divide="ignore"):  # a lower limit of 0 passes through 1/0 inside
-        ci = oneway.confint_effectsize_oneway(f, (df1, df2), alpha=1 - confidence)
-    return {
-        "effect_size_name": "eta_squared",
-        "effect_size": float(eta2),
-        "effect_ci_low": float(ci.eta2[0]),
-        "effect_ci_high": float(ci.eta2[1]),
-        "effect_ci_method": "noncentral F inversion (Steiger 2004)",
-    }
+    if not (np.isfinite(f) and df2 > 0):
+        return _nan_ci()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ci = np.asarray(oneway.confint_noncentrality(f, (df1, df2), alpha=1 - level), dtype=float)
+    return float(max(ci[0], 0.0)), float(max(ci[1], 0.0))
 
 
-def eta_omega_squared(groups: list[np.ndarray], confidence: float) -> Row:
-    """η² = SS_between/SS_total and ω² of a one-way layout, with the noncentral-F interval.
+def _f_effect_level(confidence: float) -> float:
+    """Level of a two-sided interval of an effect size bounded at 0 that agrees with the
+    F test at α = 1 − confidence: 1 − 2α (Steiger 2004), its lower end the one-sided bound."""
+    return round(1 - 2 * (1 - confidence), 12)
 
-    η² describes the share of the total sum of squares between the group means
-    (Pearson 1905; Olejnik & Algina 2003). ω² = (SS_between − (k − 1)·MS_within) /
-    (SS_total + MS_within) corrects its upward bias (Hays 1963). The interval of η²
-    inverts the noncentral F distribution of the classic one-way F =
-    MS_between/MS_within with (k − 1, N − k) degrees of freedom (Steiger 2004;
-    statsmodels ``confint_effectsize_oneway``); it assumes equal variances, also
-    when the test run is Welch's.
+
+def omega_squared_from_f(f: float, df1: float, df2: float, n: int, confidence: float) -> Row:
+    """ω² = λ/(λ + N) of the F test that was run, with its noncentral-F interval.
+
+    λ̂ = df₁(F − 1) (0 when F < 1) estimates the noncentrality of the F statistic the test
+    used, and ω² = λ/(λ + N) the share of variance between the groups it implies — for
+    Fisher's F exactly Hays' ω² = (SS_b − df₁·MS_w)/(SS_t + MS_w); for Welch's F the
+    same share with each group standardized by its own variance (the noncentrality of
+    Welch's statistic, Σ wᵢ(μᵢ − μ_w)², wᵢ = nᵢ/σᵢ²; statsmodels ``effectsize_oneway``
+    with ``use_var="unequal"``). The interval inverts the noncentral F of that same
+    statistic with its own df (Steiger 2004) at level 1 − 2α, so its lower end is the
+    one-sided bound: above 0 exactly when p < α.
     """
-    oneway = require("statsmodels.stats.oneway", "stats")
-    k = len(groups)
-    n = sum(len(g) for g in groups)
-    grand = np.concatenate(groups).mean()
-    ss_between = float(sum(len(g) * (g.mean() - grand) ** 2 for g in groups))
-    ss_within = float(sum(((g - g.mean()) ** 2).sum() for g in groups))
-    ss_total = ss_between + ss_within
-    df1, df2 = k - 1, n - k
-    if ss_total <= 0 or df2 <= 0:
-        nan = float("nan")
-        return {
-            "effect_size_name": "eta_squared",
-            "effect_size": nan,
-            "effect_ci_low": nan,
-            "effect_ci_high": nan,
-            "effect_ci_method": "noncentral F inversion of the classic one-way F (Steiger 2004)",
-            "omega_squared": nan,
-        }
-    ms_within = ss_within / df2
-    eta2 = ss_between / ss_total
-    omega2 = (ss_between - df1 * ms_within) / (ss_total + ms_within)
-    if ms_within > 0:
-        f = (ss_between / df1) / ms_within
-        with np.errstate(divide="ignore"):  # a lower limit of 0 passes through 1/0 inside
-            ci = oneway.confint_effectsize_oneway(f, (df1, df2), alpha=1 - confidence)
-        low, high = float(ci.eta2[0]), float(ci.eta2[1])
-    else:
-        low = high = float("nan")
+    level = _f_effect_level(confidence)
+    lam = max(df1 * (f - 1.0), 0.0) if np.isfinite(f) else np.nan
+    lo, hi = _noncentral_f_interval(f, df1, df2, level)
     return {
-        "effect_size_name": "eta_squared",
-        "effect_size": float(eta2),
-        "effect_ci_low": low,
-        "effect_ci_high": high,
-        "effect_ci_method": "noncentral F inversion of the classic one-way F (Steiger 2004)",
-        "omega_squared": float(omega2),
+        "effect_size_name": "omega_squared",
+        "effect_size": float(lam / (lam + n)),
+        "effect_ci_low": float(lo / (lo + n)),
+        "effect_ci_high": float(hi / (hi + n)),
+        "omega_squared": float(lam / (lam + n)),
+        **_agreeing(
+            f"noncentral F inversion of the test's F with df ({df1:g}, {df2:.4g}), "
+            f"{100 * level:g} % two-sided = {100 * confidence:g} % one-sided lower bound "
+            "(Steiger 2004)",
+            level,
+            1 - confidence,
+        ),
     }
 
 
 def anova(groups: list[np.ndarray], confidence: float, welch: bool = True) -> Row:
-    """One-way ANOVA — Welch's (unequal variances, default) or Fisher's classic.
+    """One-way ANOVA — Welch's (unequal variances, default) or Fisher's classic —
+    with ω² of the F that was run and its interval (:func:`omega_squared_from_f`).
 
-    The effect size is η² from the sums of squares (with ω²) whichever test runs:
-    an η² computed from Welch's F and its fractional df is not the share of
-    variance between groups.
+    Before issue 29 the effect size was η² = SS_between/SS_total with the interval of
+    the *classic* F also after Welch's test, so p 0.022 (Welch) could sit beside an
+    interval reaching 0 (the classic F's p was 0.263).
     """
     oneway = require("statsmodels.stats.oneway", "stats")
     r = oneway.anova_oneway(groups, use_var="unequal" if welch else "equal")
     df1, df2 = float(r.df_num), float(r.df_denom)
+    n = sum(len(g) for g in groups)
     return {
         "test": "welch_anova" if welch else "anova",
         "statistic_name": "F",
@@ -201,7 +257,7 @@ def anova(groups: list[np.ndarray], confidence: float, welch: bool = True) -> Ro
         "df": df1,
         "df2": df2,
         "p_value": float(r.pvalue),
-        **eta_omega_squared(groups, confidence),
+        **omega_squared_from_f(float(r.statistic), df1, df2, n, confidence),
     }
 
 
@@ -233,7 +289,7 @@ def kruskal(groups: list[np.ndarray], confidence: float, n_resamples: int, seed:
         "effect_size": float(r.statistic / (n - 1)),
         "effect_ci_low": low,
         "effect_ci_high": high,
-        "effect_ci_method": f"bootstrap BCa ({n_resamples} resamples)",
+        **_not_agreeing(f"bootstrap BCa ({n_resamples} resamples)", confidence),
     }
 
 
@@ -241,16 +297,14 @@ def kruskal(groups: list[np.ndarray], confidence: float, n_resamples: int, seed:
 
 
 def paired_t(x: np.ndarray, y: np.ndarray, confidence: float) -> Row:
-    """Paired t-test; Cohen's d_z (mean/SD of the differences) with pingouin's CI."""
-    pg = require("pingouin", "stats")
+    """Paired t-test; Cohen's d_z = t/√n with the interval of the test's noncentral t."""
     r = stats.ttest_rel(x, y)
     ci = r.confidence_interval(confidence)
     d = x - y
+    n = len(d)
     dz = float(d.mean() / d.std(ddof=1)) if d.std(ddof=1) > 0 else np.nan
     low, high = (
-        pg.compute_esci(dz, nx=len(d), ny=len(d), paired=True, confidence=confidence, decimals=12)
-        if np.isfinite(dz)
-        else _nan_ci()
+        _nct_interval(float(r.statistic), float(r.df), confidence) if np.isfinite(dz) else _nan_ci()
     )
     return {
         "test": "paired_t",
@@ -260,9 +314,9 @@ def paired_t(x: np.ndarray, y: np.ndarray, confidence: float) -> Row:
         "p_value": float(r.pvalue),
         "effect_size_name": "cohen_dz",
         "effect_size": dz,
-        "effect_ci_low": float(low),
-        "effect_ci_high": float(high),
-        "effect_ci_method": "t approximation (pingouin.compute_esci)",
+        "effect_ci_low": float(low / np.sqrt(n)),
+        "effect_ci_high": float(high / np.sqrt(n)),
+        **_agreeing("noncentral t of the paired t (d_z = δ/√n)", confidence),
         "difference_name": "mean paired difference",
         "difference": float(d.mean()),
         "difference_ci_low": float(ci.low),
@@ -301,12 +355,13 @@ def wilcoxon(x: np.ndarray, y: np.ndarray, confidence: float, n_resamples: int, 
         "effect_size": _matched_rank_biserial(x, y),
         "effect_ci_low": low,
         "effect_ci_high": high,
-        "effect_ci_method": f"bootstrap BCa ({n_resamples} resamples)",
+        **_not_agreeing(f"bootstrap BCa ({n_resamples} resamples)", confidence),
     }
 
 
 def rm_anova(wide: np.ndarray, confidence: float) -> Row:
-    """One-way repeated-measures ANOVA (statsmodels AnovaRM); partial η² with its CI."""
+    """One-way repeated-measures ANOVA (statsmodels AnovaRM); partial η² with the
+    interval of the same F (noncentral F, λ/(λ + df₁ + df₂ + 1), level 1 − 2α)."""
     import pandas as pd
 
     anova_mod = require("statsmodels.stats.anova", "stats")
@@ -321,8 +376,21 @@ def rm_anova(wide: np.ndarray, confidence: float) -> Row:
     table = anova_mod.AnovaRM(long, "value", "subject", within=["level"]).fit().anova_table
     row = table.iloc[0]
     f, df1, df2 = float(row["F Value"]), float(row["Num DF"]), float(row["Den DF"])
-    effect = _eta_squared(f, df1, df2, confidence)
-    effect["effect_size_name"] = "partial_eta_squared"
+    level = _f_effect_level(confidence)
+    lo, hi = _noncentral_f_interval(f, df1, df2, level)
+    n = df1 + df2 + 1
+    effect = {
+        "effect_size_name": "partial_eta_squared",
+        "effect_size": float(f * df1 / (f * df1 + df2)),
+        "effect_ci_low": float(lo / (lo + n)),
+        "effect_ci_high": float(hi / (hi + n)),
+        **_agreeing(
+            f"noncentral F inversion of the test's F, {100 * level:g} % two-sided = "
+            f"{100 * confidence:g} % one-sided lower bound (Steiger 2004)",
+            level,
+            1 - confidence,
+        ),
+    }
     return {
         "test": "rm_anova",
         "statistic_name": "F",
@@ -364,7 +432,7 @@ def friedman(wide: np.ndarray, confidence: float, n_resamples: int, seed: int) -
         "effect_size": float(r.statistic / (n * (k - 1))),
         "effect_ci_low": low,
         "effect_ci_high": high,
-        "effect_ci_method": f"bootstrap BCa ({n_resamples} resamples)",
+        **_not_agreeing(f"bootstrap BCa ({n_resamples} resamples)", confidence),
     }
 
 
@@ -421,7 +489,7 @@ def contingency(
             effect_size=float(odds.statistic),
             effect_ci_low=float(ci.low),
             effect_ci_high=float(ci.high),
-            effect_ci_method="exact conditional (Fisher)",
+            **_not_agreeing("exact conditional (Fisher)", confidence),
             difference_name="difference in proportions",
             difference=float(a / (a + b) - c / (c + d)),
             difference_ci_low=float(low),
@@ -452,7 +520,7 @@ def contingency(
             effect_size=float(stats.contingency.association(table, method="cramer")),
             effect_ci_low=low,
             effect_ci_high=high,
-            effect_ci_method=f"bootstrap BCa ({n_resamples} resamples)",
+            **_not_agreeing(f"bootstrap BCa ({n_resamples} resamples)", confidence),
         )
     return row
 
@@ -490,7 +558,7 @@ def mcnemar(table: np.ndarray, confidence: float) -> Row:
                 effect_ci_low=lo / (1 - lo) if lo < 1 else np.inf,
                 effect_ci_high=hi / (1 - hi) if hi < 1 else np.inf,
             )
-    row["effect_ci_method"] = "exact binomial (Clopper–Pearson) on b/(b + c)"
+    row.update(_not_agreeing("exact binomial (Clopper–Pearson) on b/(b + c)", confidence))
     return row
 
 

@@ -10,13 +10,14 @@ one row per unit with a named rule when the caller asks for it.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from dentalkit.errors import InputError
+from dentalkit.errors import DentalkitWarning, InputError
 from dentalkit.stats._tables import as_list, require_columns
 
 __all__ = ["AGGREGATES", "DEFAULT_UNIT", "RULES", "one_row_per_unit"]
@@ -39,27 +40,42 @@ GROWTH_HINT = (
 def resolve_unit(
     table: pd.DataFrame, unit: str | None, default: str = DEFAULT_UNIT
 ) -> tuple[str | None, str | None]:
-    """(unit column or None, note) for ``table``.
+    """(unit column or None, note) for ``table``; warns whenever rows become the units.
 
-    ``unit=None`` is the caller's explicit statement that rows are independent; the
-    default name falls back to rows when the column is absent (the note says so); any
-    other absent name is an error.
+    ``unit=None`` states that the rows are independent, and a table without the default
+    unit column is analysed row by row: either way the rows are tested as if each were a
+    different patient, which is wrong when a patient has several rows (two sessions
+    tested as rows: a false-positive rate of 0.16 instead of 0.05, ``benchmarks/units.py``).
+    Neither is silent — one :class:`~dentalkit.errors.DentalkitWarning`, the note, and
+    ``unit_of_analysis="row"`` in the result say so. Any other absent name is an error.
     """
     if unit is None:
-        return None, "unit=None: each row taken as an independent unit (the caller's choice)"
+        note = "unit=None: each row taken as an independent unit (the caller's choice)"
+        _warn_rows(note, "if several rows belong to one patient, pass unit='patient_id'")
+        return None, note
     if not isinstance(unit, str):
         raise InputError(f"unit must be a column name or None, got {type(unit).__name__}")
     if unit in table.columns:
         return unit, None
     if unit == default:
-        return None, (
+        note = (
             f"no {default} column: each row taken as an independent unit "
             f"(pass unit=<column> to name the unit)"
         )
+        _warn_rows(note, "name the column that identifies a patient with unit=")
+        return None, note
     raise InputError(
         f"unit column {unit!r} is not in the table (columns: {list(table.columns)}); "
         f"name the column that identifies a patient, e.g. unit={default!r}, "
         "or unit=None if every row is a separate patient"
+    )
+
+
+def _warn_rows(note: str, fix: str) -> None:
+    warnings.warn(
+        f"{note}: the rows are tested as independent patients (unit_of_analysis='row'); {fix}",
+        DentalkitWarning,
+        stacklevel=4,
     )
 
 

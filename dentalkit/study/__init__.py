@@ -36,7 +36,7 @@ from dentalkit.study.design import Design, read_design
 from dentalkit.study.figures import FIGURES, FigureInputs, FigureSpec, make_figures
 from dentalkit.study.groups import GROWTH_ARCH, GROWTH_CEPH, growth_by_group
 from dentalkit.study.report import write_report
-from dentalkit.study.run import StudyResult, read_patients, run
+from dentalkit.study.run import StudyResult, read_patients, run, sandbox_service
 
 __all__ = [
     "ANALYSES",
@@ -64,6 +64,7 @@ __all__ = [
     "read_design",
     "read_patients",
     "run",
+    "sandbox_service",
     "tle_inputs",
     "write_analyses",
     "write_report",

@@ -63,6 +63,7 @@ __all__ = [
     "model_versions",
     "problems_summary",
     "read_analyses",
+    "selected_analyses",
     "write_analyses",
 ]
 
@@ -218,6 +219,12 @@ def _run_versions(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
         return {}
     _warn_pooled(versions)
     return {"model_versions": versions}
+
+
+def _run_calibration(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
+    # which scale each image got (its own, its endpoint's, none): the policy's record
+    applied = inputs.calibration.applied(inputs.tables)
+    return {"calibration_applied": applied} if len(applied) else {}
 
 
 def _run_ceph(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
@@ -410,6 +417,7 @@ _GROWTH_TABLES = ("growth_fixed", "growth_variance", "growth_models", "growth_ba
 #: The study's analyses, in the order :func:`analyze` runs them.
 ANALYSES: tuple[AnalysisSpec, ...] = (
     AnalysisSpec("model_versions", _run_versions, writes=("model_versions",), quiet=False),
+    AnalysisSpec("calibration", _run_calibration, writes=("calibration_applied",)),
     AnalysisSpec(
         "ceph",
         _run_ceph,
@@ -458,8 +466,9 @@ ANALYSES: tuple[AnalysisSpec, ...] = (
 ANALYSIS_PROBLEM_PRODUCERS: tuple[str, ...] = tuple(p for a in ANALYSES for p in a.producers)
 
 
-def _selected(names: Sequence[str] | None) -> tuple[AnalysisSpec, ...]:
-    """The specs the design names (every one when None); model versions always run."""
+def selected_analyses(names: Sequence[str] | None) -> tuple[AnalysisSpec, ...]:
+    """The specs the design names (every one when None); model versions and the
+    calibration record always run."""
     if names is None:
         return ANALYSES
     known = {a.name for a in ANALYSES}
@@ -469,7 +478,8 @@ def _selected(names: Sequence[str] | None) -> tuple[AnalysisSpec, ...]:
             f"study design: unknown analysis {', '.join(map(repr, unknown))}; the analyses "
             f"are {', '.join(a.name for a in ANALYSES)}"
         )
-    return tuple(a for a in ANALYSES if a.name in names or a.name == "model_versions")
+    always = ("model_versions", "calibration")
+    return tuple(a for a in ANALYSES if a.name in names or a.name in always)
 
 
 def _fill_endpoints(problems: pd.DataFrame, tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -624,7 +634,7 @@ def analyze(
         patients=patients,
         given_groups=groups,
     )
-    for spec in _selected(design.analyses):
+    for spec in selected_analyses(design.analyses):
         if not spec.ready(inputs):
             continue
         with warnings.catch_warnings():

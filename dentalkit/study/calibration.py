@@ -85,12 +85,12 @@ def _check_images(images: pd.DataFrame) -> pd.DataFrame:
     bad = ~(np.isfinite(scale) & (scale > 0))
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        k = keys.iloc[row]
+        k, value = keys.iloc[row], images["mm_per_px"].iloc[row]
+        shown = repr(value) if isinstance(value, str) else str(value)
         raise InputError(
             f"calibration table row {row} (0-based; patient {k['patient_id']}, session "
-            f"{k['timestamp']}, endpoint {k['endpoint']}): mm_per_px="
-            f"{images['mm_per_px'].iloc[row]!r} is not a positive number of millimetres per "
-            f"pixel ({int(bad.sum())} such row(s))"
+            f"{k['timestamp']}, endpoint {k['endpoint']}): mm_per_px={shown} is not a positive "
+            f"number of millimetres per pixel ({int(bad.sum())} such row(s))"
         )
     source = (
         images["calibration_source"].astype("object").reset_index(drop=True)
@@ -222,15 +222,20 @@ class Calibration:
         Returns
         -------
         DataFrame
-            One row per (``patient_id``, ``timestamp``, ``endpoint``) found in a table
-            with those columns, sorted: ``mm_per_px`` (NaN: pixels), ``calibration``
-            (``image``, ``endpoint`` or ``none``) and ``calibration_source``.
+            One row per image (``patient_id``, ``timestamp``, image ``endpoint``) found in
+            a table with those columns (not the ``problems`` or ``calibration`` tables),
+            sorted: ``mm_per_px`` (NaN: pixels), ``calibration`` (``image``, ``endpoint`` or
+            ``none``) and ``calibration_source``.
         """
         keys = [
             t[_KEY].astype("object").drop_duplicates()
             for name, t in tables.items()
-            if name != "calibration" and t is not None and len(t) and set(_KEY) <= set(t)
+            if name not in ("calibration", "problems")
+            and t is not None
+            and len(t)
+            and set(_KEY) <= set(t)
         ]
+        images = {name for name, ep in ENDPOINTS.items() if ep.is_image}
         cols = [*_KEY, "mm_per_px", "calibration", "calibration_source"]
         if not keys:
             empty = pd.DataFrame({c: pd.Series(dtype="object") for c in cols})
@@ -238,7 +243,7 @@ class Calibration:
             empty["calibration"] = pd.Categorical([], categories=list(CALIBRATION_LEVELS))
             return empty
         found = pd.concat(keys, ignore_index=True).astype(str).drop_duplicates()
-        found = found.sort_values(_KEY, ignore_index=True)
+        found = found[found["endpoint"].isin(images)].sort_values(_KEY, ignore_index=True)
         return pd.concat([found, self.resolve(found)], axis=1)[cols]
 
     def describe(self) -> str:

@@ -46,6 +46,16 @@ SESSION_RULES = ("first", "last")
 #: Multiplicity corrections across the measures of one question (statsmodels'
 #: ``multipletests`` names; ``none`` leaves the p-values unadjusted).
 CORRECTIONS = ("holm", "bonferroni", "fdr_bh", "fdr_by", "sidak", "holm-sidak", "none")
+#: How the report names each correction (with its reference).
+CORRECTION_NAMES = {
+    "holm": "Holm",
+    "bonferroni": "Bonferroni",
+    "fdr_bh": "Benjamini–Hochberg",
+    "fdr_by": "Benjamini–Yekutieli",
+    "sidak": "Šidák",
+    "holm-sidak": "Holm–Šidák",
+    "none": "none",
+}
 #: TLE sensitivity: the factor varied, its levels and how many patients (one request per
 #: patient and level; the demo's setting).
 DEMO_SENSITIVITY = ("crowding", ("none", "mild", "moderate", "severe"), 12)
@@ -152,7 +162,11 @@ class Design:
             f"Session compared: the {self.session} session of each patient (the patient is "
             "the unit; growth models use every session).",
             f"α = {self.alpha:g} (intervals at {100 * self.confidence:g} %); multiplicity: "
-            f"{self.correction} across the measures of one question.",
+            + (
+                "no correction."
+                if self.correction == "none"
+                else f"{CORRECTION_NAMES[self.correction]} across the measures of one question."
+            ),
             "Analyses: "
             + (", ".join(self.analyses) if self.analyses else "every one the data allow")
             + "; figures: "

@@ -20,6 +20,7 @@ import pandas as pd
 from dentalkit._progress import bar
 from dentalkit.errors import DentalkitWarning
 from dentalkit.study.calibration import Calibration, calibration_policy
+from dentalkit.study.groups import GROWTH_DATA_COLUMNS
 
 __all__ = ["FIGURES", "FigureInputs", "FigureSpec", "make_figures"]
 
@@ -209,15 +210,6 @@ def _plan_tooth_map(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     )
 
 
-def _plan_odontogram_missing(inputs: FigureInputs) -> Callable[[Any], Any] | None:
-    from dentalkit import plot
-
-    by_fdi = inputs.analyses["missing_by_fdi"]
-    if not len(by_fdi):
-        return None
-    return lambda ax: plot.odontogram(by_fdi, ax=ax)
-
-
 def _plan_finding_boxes(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     from dentalkit import plot
 
@@ -234,24 +226,30 @@ def _plan_finding_boxes(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     )
 
 
+def _plan_whole(analysis: str, figure: str, **options: Any) -> Callable[[FigureInputs], Any]:
+    """The plan of a figure of one whole analysis table: ``plot.<figure>(table, **options)``,
+    nothing when the table has no rows."""
+
+    def plan(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+        from dentalkit import plot
+
+        table = inputs.analyses[analysis]
+        if not len(table):
+            return None
+        return lambda ax: getattr(plot, figure)(table, **options, ax=ax)
+
+    return plan
+
+
 def _plan_growth_by_class(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     from dentalkit import plot
 
     gdata, gbands = inputs.analyses["growth_data"], inputs.analyses["growth_bands"]
     if not len(gbands):
         return None
-    gcol = next((c for c in gdata.columns if c.startswith("skeletal_class")), None)
+    gcol = next((c for c in gdata.columns if c not in GROWTH_DATA_COLUMNS), None)
     shown = "SNB" if (gbands["measure"] == "SNB").any() else str(gbands["measure"].iloc[0])
     return lambda ax: plot.growth_lines(gdata, gbands, shown, group=gcol, ax=ax)
-
-
-def _plan_findings_prevalence(inputs: FigureInputs) -> Callable[[Any], Any] | None:
-    from dentalkit import plot
-
-    prev = inputs.analyses["findings_prevalence"]
-    if not len(prev):
-        return None
-    return lambda ax: plot.prevalence_bars(prev, by="source", ax=ax)
 
 
 def _plan_tle_by_class(inputs: FigureInputs) -> Callable[[Any], Any] | None:
@@ -261,15 +259,6 @@ def _plan_tle_by_class(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     if "malocclusion_class" not in estimates.columns:
         return None
     return lambda ax: plot.tle_distribution(estimates, "malocclusion_class", ax=ax)
-
-
-def _plan_tle_sensitivity(inputs: FigureInputs) -> Callable[[Any], Any] | None:
-    from dentalkit import plot
-
-    curves = inputs.analyses["tle_sensitivity"]
-    if not len(curves):
-        return None
-    return lambda ax: plot.tle_sensitivity(curves, ax=ax)
 
 
 def _plan_tle_bland_altman(inputs: FigureInputs) -> Callable[[Any], Any] | None:
@@ -291,14 +280,25 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("arch_forms", _plan_arch_forms, ("arch_points",), ("arch_fits",)),
     FigureSpec("mean_arch_forms", _plan_mean_arch_forms, (), ("arch_mean_forms",)),
     FigureSpec("tooth_map", _plan_tooth_map, ("teeth",), ("tooth_measures",), width="double"),
-    FigureSpec("odontogram_missing", _plan_odontogram_missing, (), ("missing_by_fdi",)),
+    FigureSpec(
+        "odontogram_missing", _plan_whole("missing_by_fdi", "odontogram"), (), ("missing_by_fdi",)
+    ),
     FigureSpec("finding_boxes", _plan_finding_boxes, ("findings",)),
     FigureSpec("growth_by_class", _plan_growth_by_class, (), ("growth_data", "growth_bands")),
-    FigureSpec("findings_prevalence", _plan_findings_prevalence, (), ("findings_prevalence",)),
+    FigureSpec(
+        "findings_prevalence",
+        _plan_whole("findings_prevalence", "prevalence_bars", by="source"),
+        (),
+        ("findings_prevalence",),
+    ),
     # treatment length: estimates by class, the sensitivity curves (a run's own, not written
     # to analyses/) and predicted against observed durations (a patients-table column)
     FigureSpec("tle_by_class", _plan_tle_by_class, analyses=("tle_estimates",)),
-    FigureSpec("tle_sensitivity_crowding", _plan_tle_sensitivity, analyses=("tle_sensitivity",)),
+    FigureSpec(
+        "tle_sensitivity_crowding",
+        _plan_whole("tle_sensitivity", "tle_sensitivity"),
+        analyses=("tle_sensitivity",),
+    ),
     FigureSpec("tle_bland_altman", _plan_tle_bland_altman, analyses=("tle_estimates",)),
 )
 

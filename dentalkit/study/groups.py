@@ -31,6 +31,8 @@ log = logging.getLogger("dentalkit")
 #: vertical pattern) and the arch widths (upper and lower).
 GROWTH_CEPH = ("SNB", "ANB", "SN_MP")
 GROWTH_ARCH = ("intercanine_width", "intermolar_width")
+#: Columns of ``growth_data`` besides the group column (the modelled rows).
+GROWTH_DATA_COLUMNS = ("patient_id", "timestamp", "session_time", "measure", "value", "unit")
 
 
 def default_groups(classes: pd.DataFrame, session: str = "first") -> pd.DataFrame:
@@ -127,7 +129,7 @@ def growth_by_group(
     from dentalkit.stats import growth
 
     group_col = next(c for c in groups.columns if c != "patient_id")
-    cols = ["patient_id", "timestamp", "session_time", "measure", "value", "unit"]
+    cols = list(GROWTH_DATA_COLUMNS)
     parts = []
     if ceph_measures is not None and len(ceph_measures):
         lat = ceph_measures

@@ -15,8 +15,16 @@ import numpy as np
 import pandas as pd
 
 from dentalkit.study.analyses import problems_summary
+from dentalkit.study.design import CORRECTION_NAMES, Design
 
-__all__ = ["default_intro", "px_arches_note", "sections", "tle_note", "write_report"]
+__all__ = [
+    "default_intro",
+    "problems_line",
+    "px_arches_note",
+    "sections",
+    "tle_note",
+    "write_report",
+]
 
 
 def _markdown(table: pd.DataFrame, floatfmt: str = ".2f") -> str:
@@ -130,10 +138,60 @@ def _contract_section(contract: pd.DataFrame) -> str:
     return head + " Per endpoint and aspect in `contract.md` and `contract.parquet`."
 
 
+class _Words:
+    """How the report names the design's groups and session (its words in one place)."""
+
+    def __init__(self, design: Design | None) -> None:
+        design = design or Design()
+        self.column = design.groups
+        self.session = design.session
+        self.pct = f"{100 * design.confidence:g} %"
+        self.correction = design.correction
+        if self.column is None:
+            self.noun, self.plural, self.member = "skeletal class", "skeletal classes", "class"
+            self.term = "skeletal_class"
+        else:
+            self.noun = self.plural = f"`{self.column}`"
+            self.member, self.term = "group", self.column
+
+    @property
+    def classes(self) -> bool:
+        """The groups are the skeletal classes (the default)."""
+        return self.column is None
+
+
+def _tests_text(cmp: pd.DataFrame, what: str, words: _Words) -> str:
+    """What a table of group comparisons holds: unit, n, test and why, correction, effect."""
+    return (
+        f"One test per {what} between {words.plural}, on the {words.session} session of each "
+        f"patient (unit: patient; n = patients per {words.member}, in the order "
+        f"{_levels_text(cmp)}). {_why_text(cmp)} p-values adjusted across the {len(cmp)} "
+        f"tests ({cmp['correction'].iloc[0]}). Effect size: η² = SS_between/SS_total with its "
+        f"noncentral-F {words.pct} CI."
+    )
+
+
+def _design_section(design: Design, analyses: Mapping[str, pd.DataFrame]) -> str:
+    """The design the run used, one item each, and which scale each image got."""
+    lines = [f"- {line}" for line in design.lines()]
+    applied = analyses.get("calibration_applied")
+    if applied is not None and len(applied):
+        counts = applied["calibration"].astype(str).value_counts()
+        lines.append(
+            f"- Calibration applied to {len(applied)} images: "
+            f"{int(counts.get('image', 0))} with their own mm per pixel, "
+            f"{int(counts.get('endpoint', 0))} with their endpoint's fallback, "
+            f"{int(counts.get('none', 0))} in pixels (`analyses/calibration_applied.parquet`)."
+        )
+    return "\n".join(lines)
+
+
 def sections(
     tables: Mapping[str, pd.DataFrame],
     analyses: Mapping[str, pd.DataFrame],
     contract: pd.DataFrame | None = None,
+    *,
+    design: Design | None = None,
 ) -> list[tuple[str, str]]:
     """The report's sections, ``(heading, Markdown body)``, from what the study made.
 
@@ -144,8 +202,16 @@ def sections(
         (:func:`dentalkit.study.analyze`, plus the treatment-length tables).
     contract : DataFrame, optional
         The contract report (:func:`dentalkit.contract.contract_report`).
+    design : Design, optional
+        The design the study ran with: printed first, and the words of the group and
+        session sentences (default: :class:`~dentalkit.study.Design` ()).
     """
+    from dentalkit.stats import one_row_per_unit
+
+    words = _Words(design)
     sections = []
+    if design is not None:
+        sections.append(("Design", _design_section(design, analyses)))
     versions = analyses.get("model_versions")
     if versions is not None and len(versions):
         sections.append(("Model versions per endpoint", _versions_section(versions)))
@@ -159,16 +225,20 @@ def sections(
             f"The unit of analysis is the **patient** ({n_pat} patients, "
             f"{len(classes)} lateral sessions). Sessions of one patient are not independent "
             "patients, so every group comparison below uses **one session per patient — the "
-            "first** — and reports n as patients. A patient's group is the skeletal class "
-            "(ANB) of their first session."
+            f"{words.session}** — and reports n as patients. "
+            + (
+                f"A patient's group is the skeletal class (ANB) of their {words.session} session."
+                if words.classes
+                else f"A patient's group is their value of {words.noun} in the patients table."
+            )
         )
-        if changes is not None and len(changes):
+        if words.classes and changes is not None and len(changes):
             k = int(changes["changed"].fillna(False).sum())
             m = int(changes["changed"].notna().sum())
             text += (
                 f" **{k} of {m} patients** with a class at both their first and last session "
-                "changed class between them; they stay in the class of their first session "
-                "(counted here, not silently filed)."
+                f"changed class between them; they stay in the class of their {words.session} "
+                "session (counted here, not silently filed)."
             )
             moved = changes[changes["changed"].fillna(False).astype(bool)]
             if len(moved):
@@ -191,58 +261,54 @@ def sections(
         ]
         sections.append(
             (
-                "Cephalometric summary (lateral, first session of each patient)",
+                f"Cephalometric summary (lateral, {words.session} session of each patient)",
                 "n = patients; SD between patients.\n\n" + _markdown(rows[cols]),
             )
         )
     if classes is not None and len(classes):
-        from dentalkit.stats import one_row_per_unit
-
-        first = one_row_per_unit(classes, "first")
+        first = one_row_per_unit(classes, words.session)
         counts = first["skeletal_class"].value_counts(sort=False).rename_axis("skeletal class")
         sections.append(
             (
-                "Skeletal class (ANB, first session)",
+                f"Skeletal class (ANB, {words.session} session)",
                 _markdown(counts.reset_index(name="patients")),
             )
         )
     ccmp = analyses.get("ceph_compare")
     if ccmp is not None and len(ccmp):
         body = (
-            "One test per measure between skeletal classes, on the first session of each "
-            "patient (unit: patient; n = patients per class, in the order "
-            f"{_levels_text(ccmp)}). {_why_text(ccmp)} p-values adjusted across the "
-            f"{len(ccmp)} tests ({ccmp['correction'].iloc[0]}). Effect size: "
-            "η² = SS_between/SS_total with its noncentral-F 95 % CI. ANB, SNA, SNB and Wits "
-            "define the class and are not tested against it.\n\n"
+            _tests_text(ccmp, "measure", words)
+            + " "
+            + (
+                "ANB, SNA, SNB and Wits define the class and are not tested against it."
+                if words.classes
+                else "SNA, SNB, ANB and Wits are tested too: they do not define these groups."
+            )
+            + "\n\n"
             + _tests_markdown(ccmp, ["measure"])
         )
-        sections.append(("Cephalometric measures by skeletal class", body))
+        sections.append((f"Cephalometric measures by {words.noun}", body))
     am = analyses.get("arch_measures")
     if am is not None and len(am):
-        from dentalkit.stats import one_row_per_unit
-
-        ok = one_row_per_unit(am[(am["status"] == "ok") & am["arch"].isin(["up", "lo"])], "first")
+        ok = am[(am["status"] == "ok") & am["arch"].isin(["up", "lo"])]
+        ok = one_row_per_unit(ok, words.session)
         stats = ok.groupby(["arch", "measure", "unit"], observed=True).agg(
             patients=("patient_id", "nunique"), mean=("value", "mean"), sd=("value", "std")
         )
         sections.append(
-            ("Arch dimensions (first session of each patient)", _markdown(stats.reset_index()))
+            (
+                f"Arch dimensions ({words.session} session of each patient)",
+                _markdown(stats.reset_index()),
+            )
         )
-    px_note = px_arches_note(tables, analyses)
+    px_note = px_arches_note(tables, analyses, design=design)
     if px_note is not None:
         sections.append(("Arches in pixels", px_note))
     cmp = analyses.get("arch_compare")
     if cmp is not None and len(cmp):
-        body = (
-            "One test per arch and dimension between skeletal classes, on the first session "
-            "of each patient (unit: patient; n = patients per class, in the order "
-            f"{_levels_text(cmp)}). {_why_text(cmp)} p-values adjusted across the "
-            f"{len(cmp)} tests ({cmp['correction'].iloc[0]}). Effect size: "
-            "η² = SS_between/SS_total with its noncentral-F 95 % CI.\n\n"
-            + _tests_markdown(cmp, ["arch", "measure"])
-        )
-        sections.append(("Arch dimensions by skeletal class", body))
+        body = _tests_text(cmp, "arch and dimension", words) + "\n\n"
+        body += _tests_markdown(cmp, ["arch", "measure"])
+        sections.append((f"Arch dimensions by {words.noun}", body))
     fits = analyses.get("arch_fits")
     if fits is not None and len(fits):
         ok = fits[fits["status"] == "ok"]
@@ -303,7 +369,7 @@ def sections(
                 "proportion of independent patients.\n\n" + _markdown(prev[cols], ".3f"),
             )
         )
-    growth_section = _growth_section(analyses)
+    growth_section = _growth_section(analyses, words)
     if growth_section is not None:
         sections.append(growth_section)
     tle_summary = analyses.get("tle_summary")
@@ -336,7 +402,10 @@ def sections(
 
 
 def px_arches_note(
-    tables: Mapping[str, pd.DataFrame], analyses: Mapping[str, pd.DataFrame]
+    tables: Mapping[str, pd.DataFrame],
+    analyses: Mapping[str, pd.DataFrame],
+    *,
+    design: Design | None = None,
 ) -> str | None:
     """One line naming the arches measured in pixels and what leaves them out, or None.
 
@@ -368,7 +437,7 @@ def px_arches_note(
         f"the {name} arch ({', '.join(f'`{e}`' for e in eps)})" if eps else f"the {name} arch"
         for name, eps in endpoints
     )
-    left_out = ["the arch comparison by skeletal class", "the growth model"]
+    left_out = [f"the arch comparison by {_Words(design).noun}", "the growth model"]
     if (fits["unit"].astype(str) == "mm").any():
         left_out.insert(0, "the mean arch forms figure")
     flags = " ".join(f"--mm-per-px {e}=VALUE" for _, eps in endpoints for e in eps)
@@ -399,6 +468,15 @@ def default_intro(tables: Mapping[str, pd.DataFrame], fetched: object = None) ->
         "The tables are in `tables/` (data contract) and `analyses/`; every statistic below "
         "states its unit of analysis, n, method and why."
     )
+
+
+def problems_line(problems: pd.DataFrame, folder: Path) -> str:
+    """The command line's line about ``analysis_problems``: how many per analysis, and
+    where (``folder`` holds ``analysis_problems.parquet``)."""
+    summary = problems_summary(problems)
+    if len(problems):
+        return f"{summary}; see {Path(folder) / 'analysis_problems.parquet'}"
+    return f"{summary} (analysis_problems.parquet has 0 rows)"
 
 
 def tle_note(analyses: Mapping[str, pd.DataFrame]) -> str | None:
@@ -435,7 +513,7 @@ def _problems_section(problems: pd.DataFrame, analysis_problems: pd.DataFrame | 
     return "\n".join(lines)
 
 
-def _growth_section(analyses: dict) -> tuple[str, str] | None:
+def _growth_section(analyses: Mapping, words: _Words) -> tuple[str, str] | None:
     """Report text of the growth analysis: unit, n, model and why, then the rates."""
     fixed, models = analyses.get("growth_fixed"), analyses.get("growth_models")
     if fixed is None or models is None or not len(fixed):
@@ -450,13 +528,13 @@ def _growth_section(analyses: dict) -> tuple[str, str] | None:
     reference = str(bands["group"].iloc[0]) if bands is not None and len(bands) else "?"
     changed = ""
     classes = analyses.get("ceph_classes")
-    if classes is not None and len(classes) and "skeletal_class" in classes.columns:
+    if words.classes and classes is not None and len(classes) and "skeletal_class" in classes:
         pairs = classes[["patient_id", "skeletal_class"]].dropna().astype("object")
         ids = pairs.drop_duplicates()["patient_id"].value_counts()
         n_changed = int((ids > 1).sum())
         changed = (
             f" {n_changed} of {len(ids)} patients had another class at a later session; "
-            "they stay in their first-session class (a patient belongs to one group)."
+            f"they stay in their {words.session}-session class (a patient belongs to one group)."
         )
     not_fitted = models[models["status"] != "ok"]
     skipped = (
@@ -466,28 +544,40 @@ def _growth_section(analyses: dict) -> tuple[str, str] | None:
         if len(not_fitted)
         else ""
     )
+    member = words.member
+    adjusted = (
+        "not adjusted for multiplicity"
+        if words.correction == "none"
+        else f"{CORRECTION_NAMES[words.correction]}-adjusted across the measures, per term"
+    )
+    if words.classes:
+        who = (
+            f"The class is the patient's class at the {words.session} session.{changed} ANB "
+            "defines the class, so class differences in the change of ANB partly reflect "
+            "regression to the mean."
+        )
+    else:
+        who = f"The group is the patient's value of {words.noun} in the patients table."
     text = (
         "**Unit: patient.** One linear mixed-effects model per measure (statsmodels MixedLM, "
-        "REML; `dentalkit.stats.growth`): value ~ years since the first session × skeletal "
-        f"class, random effects: {random}. Up to {n_units} patients and {n_rows} sessions per "
-        "model. **Why:** the two sessions of a patient are correlated, so they are not two "
-        "patients; the mixed model uses every session, counts each patient once, and estimates "
-        "the change per year of each class with its 95 % CI (Wald)."
+        "REML; `dentalkit.stats.growth`): value ~ years since the first session × "
+        f"{words.noun}, random effects: {random}. Up to {n_units} patients and {n_rows} "
+        "sessions per model. **Why:** the two sessions of a patient are correlated, so they "
+        "are not two patients; the mixed model uses every session, counts each patient once, "
+        f"and estimates the change per year of each {member} with its {words.pct} CI (Wald)."
         + (
             " With two sessions per patient a random slope is not identifiable, so all "
-            "patients of a class are assumed to change at the same rate."
+            f"patients of a {member} are assumed to change at the same rate."
             if "slope" not in random
             else ""
         )
         + " "
-        f"`years` is the rate in the reference class ({reference}); "
-        "`years:skeletal_class[T.x]` is how much faster class x changes. p-values are "
-        "Holm-adjusted across the measures, per term. The class is the patient's class at the "
-        f"first session.{changed} ANB defines the class, so class differences in the change "
-        "of ANB partly reflect regression to the mean." + skipped
+        f"`years` is the rate in the reference {member} ({reference}); "
+        f"`years:{words.term}[T.x]` is how much faster {member} x changes. p-values are "
+        f"{adjusted}. {who}" + skipped
     )
     return (
-        "Growth by skeletal class (mixed models)",
+        f"Growth by {words.noun} (mixed models)",
         text + "\n\n" + _markdown(rates[cols], ".3f"),
     )
 

@@ -23,7 +23,7 @@ import pandas as pd
 from dentalkit._progress import Stage
 from dentalkit.study import report as _report
 from dentalkit.study._tle import TLE_ENDPOINT, first_sessions, tle_patients, tle_queries
-from dentalkit.study.analyses import analyze, problems_summary, write_analyses
+from dentalkit.study.analyses import analyze, problems_summary, selected_analyses, write_analyses
 from dentalkit.study.calibration import Calibration, calibration_policy
 from dentalkit.study.design import Design, read_design
 from dentalkit.study.figures import FIGURES, make_figures
@@ -36,7 +36,7 @@ log = logging.getLogger("dentalkit")
 NOT_WRITTEN = ("tle_sensitivity",)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StudyResult:
     """What a study run made, and where.
 
@@ -49,17 +49,27 @@ class StudyResult:
         The fetch's report (:class:`dentalkit.fetch.FetchReport`).
     figures : dict of str to list of Path
         The figures drawn, by name.
-    problems : int
-        Rows of ``analysis_problems`` (the rows the analyses could not use).
+    analysis_problems : DataFrame, optional
+        The rows the analyses could not use (``analysis_problems``; None when the fetch
+        stopped the run).
     notes : list of str
         The report's notes the command line prints too (arches left in pixels …).
+    seconds : dict of str to float
+        Wall time of each stage (``fetch``, ``treatment length``, ``tables``,
+        ``contract``, ``analyses``, ``figures``, ``report``).
     """
 
     paths: dict[str, Path]
     fetch: Any
     figures: dict[str, list[Path]] = field(default_factory=dict)
-    problems: int = 0
+    analysis_problems: pd.DataFrame | None = None
     notes: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def problems(self) -> int:
+        """How many rows the analyses could not use (0 when they all could)."""
+        return 0 if self.analysis_problems is None else len(self.analysis_problems)
 
     @property
     def stopped(self) -> str | None:
@@ -98,7 +108,11 @@ def read_patients(patients: pd.DataFrame | str | Path | None) -> pd.DataFrame | 
 
 
 def _port_free(port: int) -> bool:
+    """Whether nothing listens on the loopback ``port``. A port a previous run closed a
+    moment ago (its connections in TIME_WAIT) is free: the server binds it with
+    SO_REUSEADDR, and so does this probe."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
@@ -153,17 +167,20 @@ def _design(design: Design | str | Path | None) -> Design:
 
 def _with_tle_queries(
     manifest: pd.DataFrame, patients: pd.DataFrame | None
-) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+) -> tuple[pd.DataFrame, pd.DataFrame | None, str]:
     """The manifest plus one ``/tle`` query per patient (at the first session) when the
-    patients table has the codebook's parameters and the manifest asks none itself."""
-    if "endpoint" in manifest.columns and (manifest["endpoint"] == TLE_ENDPOINT).any():
-        return manifest, None
+    patients table has the codebook's parameters and the manifest asks none itself; the
+    typed ``/tle`` table; and why no query was added ("" when they were)."""
+    if not {"patient_id", "timestamp", "endpoint"} <= set(manifest.columns):
+        return manifest, None, "the manifest has no session key"  # the fetch names it
+    if (manifest["endpoint"] == TLE_ENDPOINT).any():
+        return manifest, None, "the manifest asks its own /tle queries"
     sessions = first_sessions(manifest)
-    typed, _ = tle_patients(patients, sessions)
+    typed, why = tle_patients(patients, sessions)
     if typed is None:
-        return manifest, None
+        return manifest, None, why
     typed = typed[typed["patient_id"].isin(list(sessions))]
-    return pd.concat([manifest, tle_queries(typed, sessions)], ignore_index=True), typed
+    return pd.concat([manifest, tle_queries(typed, sessions)], ignore_index=True), typed, ""
 
 
 def _sensitivity(
@@ -176,7 +193,8 @@ def _sensitivity(
     from dentalkit.fetch.cohort import Fetcher
 
     factor, levels, n = design.sensitivity
-    step = Stage("treatment length", echo, f"estimates and the {factor} sensitivity curves")
+    n = min(n, len(typed))
+    step = Stage("treatment length", echo, f"the {factor} sensitivity curves of {n} patients")
     curves = tle.sensitivity(
         typed.head(n),
         factor,
@@ -184,7 +202,7 @@ def _sensitivity(
         Fetcher(out / "tle-sensitivity", client),
         errors="collect",  # a failed or malformed answer is a missing point, listed
     )
-    step.done(f"{len(typed)} patients, {len(curves)} sensitivity points")
+    step.done(f"{len(curves)} sensitivity points ({n} patients × {len(levels)} levels, and means)")
     return curves
 
 
@@ -204,10 +222,11 @@ def _tables(responses: pd.DataFrame, out: Path, echo: Callable, progress: bool) 
 def _contract(responses: pd.DataFrame, out: Path, echo: Callable) -> pd.DataFrame:
     from dentalkit.contract import contract_report, write_contract
 
+    step = Stage("contract", echo, "comparing the answers with the endpoint registry")
     contract = contract_report(responses)
     write_contract(contract, out)
     n_drift = int((contract["verdict"] == "drift").sum())
-    echo(f"contract: {n_drift} difference(s) from the registry; see {out / 'contract.md'}")
+    step.done(f"{n_drift} difference(s) from the registry; see {out / 'contract.md'}")
     return contract
 
 
@@ -282,13 +301,19 @@ def run(
     """
     t0 = time.perf_counter()
     design = _design(design)
+    chosen = FIGURES if design.figures is None else _figures(design.figures)
+    selected_analyses(design.analyses)  # a wrong name stops the run before anything is sent
     say = echo or log.info
     out = design.out
     out.mkdir(parents=True, exist_ok=True)
     records = read_patients(patients)
+    seconds: dict[str, float] = {}
+    clock = _Clock(seconds)
     from dentalkit.fetch._manifest import read_manifest
 
-    table, typed = _with_tle_queries(read_manifest(manifest), records)
+    table, typed, why = _with_tle_queries(read_manifest(manifest), records)
+    if records is not None and typed is None:
+        say(f"treatment length: not asked ({why})")
     own = client is None
     if own:
         from dentalkit.fetch.client import Client
@@ -297,40 +322,49 @@ def run(
     from dentalkit.fetch.cohort import fetch_cohort
 
     try:
-        fetched = fetch_cohort(table, out=out, client=client, progress=progress, errors="collect")
+        with clock("fetch"):
+            fetched = fetch_cohort(
+                table, out=out, client=client, progress=progress, errors="collect"
+            )
         say(f"fetch: {fetched.summary()}")
         if fetched.stopped:
-            return StudyResult({"store": out}, fetched)
-        curves = _sensitivity(typed, design, out, client, say)
+            return StudyResult({"store": out}, fetched, seconds=seconds)
+        with clock("treatment length"):
+            curves = _sensitivity(typed, design, out, client, say)
     finally:
         if own:
             client.close()
     responses = fetched.responses()
-    tables = _tables(responses, out, say, progress)
-    contract = _contract(responses, out, say)
+    with clock("tables"):
+        tables = _tables(responses, out, say, progress)
+    with clock("contract"):
+        contract = _contract(responses, out, say)
     calibration = calibration_policy(design.mm_per_px, tables)
-    analyses = _analyses(tables, responses, records, calibration, design, out, say)
+    with clock("analyses"):
+        analyses = _analyses(tables, responses, records, calibration, design, out, say)
     if curves is not None:
         analyses["tle_sensitivity"] = curves
-    step = Stage("figures", say, f"drawing PDF and PNG at {design.dpi} dpi")
-    chosen = FIGURES if design.figures is None else _figures(design.figures)
-    figures = make_figures(
-        tables, analyses, out / "figures", mm_per_px=calibration, image_for=image_for,
-        dpi=design.dpi, progress=progress, figures=chosen,
-    )  # fmt: skip
-    step.done(f"{len(figures)} in {out / 'figures'} (PDF and PNG, 85 mm wide, {design.dpi} dpi)")
-    step = Stage("report", say, "writing report.md")
-    intro = design.intro or _report.default_intro(tables, fetched)
-    path = _report.write_report(
-        out / "report.md",
-        title=design.title,
-        intro=intro,
-        sections=_report.sections(tables, analyses, contract),
-        figures=figures,
-    )
-    step.done(str(path))
+    with clock("figures"):
+        step = Stage("figures", say, f"drawing PDF and PNG at {design.dpi} dpi")
+        figures = make_figures(
+            tables, analyses, out / "figures", mm_per_px=calibration, image_for=image_for,
+            dpi=design.dpi, progress=progress, figures=chosen,
+        )  # fmt: skip
+        step.done(
+            f"{len(figures)} in {out / 'figures'} (PDF and PNG, 85 mm wide, {design.dpi} dpi)"
+        )
+    with clock("report"):
+        step = Stage("report", say, "writing report.md")
+        path = _report.write_report(
+            out / "report.md",
+            title=design.title,
+            intro=design.intro or _report.default_intro(tables, fetched),
+            sections=_report.sections(tables, analyses, contract, design=design),
+            figures=figures,
+        )
+        step.done(str(path))
     say(f"done in {time.perf_counter() - t0:.0f} s")
-    notes = [n for n in (_report.px_arches_note(tables, analyses),) if n]
+    notes = [n for n in (_report.px_arches_note(tables, analyses, design=design),) if n]
     return StudyResult(
         {
             "store": out,
@@ -342,9 +376,25 @@ def run(
         },
         fetched,
         figures,
-        len(analyses["analysis_problems"]),
+        analyses["analysis_problems"],
         notes,
+        seconds,
     )
+
+
+class _Clock:
+    """``with clock("tables"):`` adds the block's wall time to ``seconds["tables"]``."""
+
+    def __init__(self, seconds: dict[str, float]) -> None:
+        self.seconds = seconds
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t0
 
 
 def _figures(names: tuple[str, ...]) -> tuple:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from dentalkit.errors import InputError
 from dentalkit.stats import proportion_ci
-from dentalkit.stats._proportions import cluster_proportion_ci
+from dentalkit.stats._proportions import CLUSTER_CI_METHOD, cluster_proportion_ci
 from dentalkit.stats._tables import as_list, attach_groups, require_columns, select_sessions
 from dentalkit.teeth._widths import SOURCE_VIEW, TOOTH_DIGIT
 
@@ -375,7 +375,7 @@ def _clustered_ci(
     target = _labels(out[list(unit_groups.columns)] if out_groups is None else out_groups)
     idx = np.searchsorted(np.unique(unit_labels), target.astype(str))
     out["ci_low"], out["ci_high"] = low[idx], high[idx]
-    out["ci_method"] = "cluster-robust Wald, sessions clustered on patient_id (Liang & Zeger 1986)"
+    out["ci_method"] = f"{CLUSTER_CI_METHOD}, sessions clustered on patient_id"
 
 
 def _add_ci(out: pd.DataFrame, confidence: float, unit: str) -> pd.DataFrame:

@@ -311,17 +311,29 @@ def test_one_session_per_patient_gives_the_same_result_under_every_rule():
     assert "counted as an independent unit" in base["why"].item()
 
 
-def test_all_sessions_give_point_estimates_without_intervals_that_ignore_clustering():
+def test_all_sessions_use_the_repeated_measures_limits():
+    """session='all' with patients seen twice: Bland & Altman's (2007) limits, by hand."""
     ref, tst = _two_sessions()
     res = agreement.measure(ref, tst, session="all")
     row = res.summary.iloc[0]
-    d = np.array([3.0, 0.5, -2.0, 1.0, 0.0, 1.5, -0.5])
+    d = pd.Series([3.0, 0.5, -2.0, 1.0, 0.0, 1.5, -0.5])
+    unit = pd.Series(["p1", "p1", "p2", "p2", "p3", "p4", "p5"])
+    # one-way ANOVA of the differences on the patient (unequal numbers of pairs)
+    m = unit.value_counts()
+    means = d.groupby(unit).mean()
+    ms_w = ((d - unit.map(means)) ** 2).sum() / (7 - 5)
+    ms_b = (m * (means - d.mean()) ** 2).sum() / (5 - 1)
+    var_b = max(0.0, (ms_b - ms_w) / ((7**2 - (m**2).sum()) / ((5 - 1) * 7)))
+    sd = np.sqrt(var_b + ms_w)
     assert (row["n"], row["n_units"], row["n_rows"]) == (7, 5, 7)
-    assert row["bias"] == pytest.approx(d.mean()) and row["sd_diff"] == pytest.approx(d.std(ddof=1))
-    assert row["loa_low"] == pytest.approx(d.mean() - 1.96 * d.std(ddof=1))
-    for col in ("bias_ci_low", "p_bias", "loa_low_ci_low", "loa_high_ci_high", "icc"):
+    assert row["bias"] == pytest.approx(d.mean())
+    assert row["sd_diff"] == pytest.approx(sd) and row["sd_within"] == pytest.approx(np.sqrt(ms_w))
+    assert row["loa_low"] == pytest.approx(d.mean() - 1.96 * sd)
+    se = np.sqrt((var_b * (m**2).sum() + ms_w * 7) / 49)
+    assert row["bias_ci_high"] == pytest.approx(d.mean() + sps.t.ppf(0.975, 4) * se)
+    for col in ("loa_low_ci_low", "loa_high_ci_high", "icc"):
         assert np.isnan(row[col]), col
-    assert "Bland & Altman 2007" in row["why"] and "session='first'" in row["why"]
+    assert "Bland & Altman (2007)" in row["why"] and "4 df" in row["why"]
     assert res.problems.empty  # a documented choice, not a problem of the input
 
 
@@ -357,8 +369,12 @@ def test_classification_uses_one_session_per_patient():
     pooled = agreement.measure(ref, tst, errors="collect", session="all").classification
     row = pooled.set_index("scheme").loc["skeletal_class"]
     assert (row["n"], row["n_units"]) == (7, 5) and np.isfinite(row["kappa"])
-    for col in ("kappa_se", "kappa_ci_low", "weighted_kappa_ci_high", "agreement_ci_low_pct"):
+    # session="all": intervals clustered on the patient; the large-sample SEs left out
+    for col in ("kappa_se", "weighted_kappa_se"):
         assert np.isnan(row[col]), col
+    for col in ("kappa_ci_low", "weighted_kappa_ci_high", "agreement_ci_low_pct"):
+        assert np.isfinite(row[col]), col
+    assert row["kappa_ci_method"].endswith("clustered on patient_id")
 
 
 def test_constant_ratings_give_an_icc_problem_row():

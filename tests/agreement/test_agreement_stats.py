@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -196,7 +197,7 @@ def test_kappa_hand_computed_and_se_from_statsmodels():
     # p_o = 35/50 = 0.7; p_e = 0.5·0.6 + 0.5·0.4 = 0.5 → κ = (0.7 − 0.5) / 0.5 = 0.4
     ref = ["yes"] * 25 + ["no"] * 25
     tst = ["yes"] * 20 + ["no"] * 5 + ["yes"] * 10 + ["no"] * 15
-    res = agreement.cohens_kappa(ref, tst)
+    res = agreement.cohens_kappa(ref, tst, ci="normal")
     assert res["kappa"] == pytest.approx(0.4)
     assert res["agreement"] == pytest.approx(0.7) and res["n_agree"] == 35
     direct = cohens_kappa(np.array([[15, 10], [5, 20]]))  # rows ref (no, yes), cols test
@@ -213,7 +214,7 @@ def test_weighted_kappa_against_sklearn_and_the_fleiss_cohen_everitt_se(weights)
     a = rng.integers(0, 3, 80)
     b = np.clip(a + rng.choice([-1, 0, 0, 0, 1, 2], 80), 0, 2)
     ref, tst = [order[i] for i in a], [order[i] for i in b]
-    res = agreement.cohens_kappa(ref, tst, categories=order, weights=weights)
+    res = agreement.cohens_kappa(ref, tst, categories=order, weights=weights, ci="normal")
     assert res["weights"] == weights
     assert res["kappa"] == pytest.approx(cohen_kappa_score(a, b, weights=weights))
     # Fleiss, Cohen & Everitt (1969), eq. for the large-sample variance of weighted kappa
@@ -240,7 +241,7 @@ def test_kappa_interval_is_truncated_to_its_range():
     # 9 of 10 agree: κ = 0.8 with a normal interval that would pass 1
     ref = ["I"] * 5 + ["II"] * 5
     tst = ["I"] * 5 + ["II"] * 4 + ["I"]
-    res = agreement.cohens_kappa(ref, tst)
+    res = agreement.cohens_kappa(ref, tst, ci="normal")
     assert res["kappa"] == pytest.approx(0.8)
     assert res["kappa"] + 1.96 * res["kappa_se"] > 1 and res["kappa_ci_high"] == 1.0
 
@@ -291,3 +292,149 @@ def test_one_bland_altman_implementation_serves_tle_calibration_and_the_exact_in
     # 1986 at z = 1.96: s·sqrt((1 + z²/2)/n), which is sqrt(3s²/n) only at z = 2
     r86 = agreement.bland_altman(observed, predicted, loa_ci="1986")
     assert r86["loa_se"] == pytest.approx(s * np.sqrt((1 + 1.96**2 / 2) / n), rel=1e-12)
+
+
+# ------------------------------------------------ kappa: order and small-sample interval
+
+SKELETAL = ["Class III", "Class I", "Class II"]
+
+
+def _classes(seed=3, n=20):
+    rng = np.random.default_rng(seed)
+    truth = rng.normal(2.5, 2.5, n)
+    cut = np.array([0.0, 4.0])
+    a = np.searchsorted(cut, truth + rng.normal(0, 1, n), side="right")
+    b = np.searchsorted(cut, truth + rng.normal(0, 1, n), side="right")
+    return a, b, [SKELETAL[i] for i in a], [SKELETAL[i] for i in b]
+
+
+def test_weighted_kappa_needs_an_order():
+    """Issue 29: without categories= the labels were sorted alphabetically (Class I <
+    Class II < Class III), silently giving another weighted kappa."""
+    from sklearn.metrics import cohen_kappa_score
+
+    from dentalkit import ceph
+
+    a, b, ref, tst = _classes()
+    with pytest.raises(InputError, match=r"needs the order of the classes.*class_order"):
+        agreement.cohens_kappa(ref, tst, weights="linear")
+    assert ceph.class_order("skeletal_class") == SKELETAL  # declared once, by the bands
+    given = agreement.cohens_kappa(ref, tst, categories=ceph.class_order(), weights="linear")
+    assert given["kappa"] == pytest.approx(cohen_kappa_score(a, b, weights="linear"))
+    assert given["categories"] == SKELETAL
+    alphabetical = sorted(SKELETAL)
+    wrong = cohen_kappa_score(
+        [alphabetical.index(r) for r in ref], [alphabetical.index(t) for t in tst], weights="linear"
+    )
+    assert wrong != pytest.approx(given["kappa"])  # the order matters
+    typed = [pd.Categorical(v, categories=SKELETAL, ordered=True) for v in (ref, tst)]
+    assert agreement.cohens_kappa(*typed, weights="linear")["kappa"] == given["kappa"]
+    unweighted = agreement.cohens_kappa(ref, tst)  # nominal: no order needed
+    assert unweighted["kappa"] == pytest.approx(cohen_kappa_score(a, b))
+
+
+def _mover_by_hand(a, b, w, confidence=0.95):
+    """κ = 1 − d/q, Zou & Donner's MOVER-R with Wilson (statsmodels) on Kish's effective n
+    for the disagreement d and a delta-method normal interval for q = 1 − p_e."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    n, k = len(a), w.shape[0]
+    s = 1 - w[a, b]
+    d = s.mean()
+    var_d = ((s - d) ** 2).sum() / (n * (n - 1))
+    n_eff = d * (1 - d) / var_d if var_d > 0 else n
+    l1, u1 = proportion_confint(d * n_eff, n_eff, alpha=1 - confidence, method="wilson")
+    r, c = np.bincount(a, minlength=k) / n, np.bincount(b, minlength=k) / n
+    pe = r @ w @ c
+    infl = (w @ c)[a] + (r @ w)[b] - 2 * pe
+    se_q = np.sqrt((infl**2).sum() / (n * (n - 1)))
+    q = 1 - pe
+    z = sps.norm.ppf(0.5 + confidence / 2)
+    l2, u2 = q - z * se_q, q + z * se_q
+    lower = (d * q - np.sqrt((d * q) ** 2 - l1 * u2 * (2 * d - l1) * (2 * q - u2))) / (
+        u2 * (2 * q - u2)
+    )
+    upper = (d * q + np.sqrt((d * q) ** 2 - u1 * l2 * (2 * d - u1) * (2 * q - l2))) / (
+        l2 * (2 * q - l2)
+    )
+    return 1 - upper, 1 - lower
+
+
+@pytest.mark.parametrize("weights", [None, "linear"])
+def test_kappa_interval_is_mover_by_default(weights):
+    a, b, ref, tst = _classes(seed=7)
+    res = agreement.cohens_kappa(ref, tst, categories=SKELETAL, weights=weights)
+    i = np.arange(3)
+    w = np.eye(3) if weights is None else 1 - np.abs(i[:, None] - i[None, :]) / 2
+    low, high = _mover_by_hand(a, b, w)
+    assert (res["kappa_ci_low"], res["kappa_ci_high"]) == pytest.approx((low, high), rel=1e-9)
+    assert res["kappa_ci_low"] < res["kappa"] < res["kappa_ci_high"]
+    assert res["kappa_ci_method"].startswith("MOVER")
+
+
+def test_kappa_interval_when_every_pair_agrees_is_not_a_point():
+    """All 12 pairs agree: κ = 1, and the interval still says how low it could be."""
+    ref = ["Class I"] * 6 + ["Class II"] * 4 + ["Class III"] * 2
+    res = agreement.cohens_kappa(ref, ref, categories=SKELETAL, weights="linear")
+    assert res["kappa"] == pytest.approx(1.0) and res["kappa_ci_high"] == 1.0
+    assert res["kappa_ci_low"] < 0.8
+    normal = agreement.cohens_kappa(ref, ref, categories=SKELETAL, ci="normal")
+    assert normal["kappa_ci_low"] == normal["kappa_ci_high"] == 1.0  # what it was before
+
+
+def test_kappa_clustered_on_units():
+    """The same pairs twice per patient: clustering on the patient widens the interval
+    back to about that of one pair per patient (the copies add no information)."""
+    _, _, ref, tst = _classes(seed=11, n=20)
+    one = agreement.cohens_kappa(ref, tst, categories=SKELETAL)
+    units = [f"p{i}" for i in range(20)] * 2
+    twice = agreement.cohens_kappa(ref * 2, tst * 2, categories=SKELETAL, units=units)
+    naive = agreement.cohens_kappa(ref * 2, tst * 2, categories=SKELETAL)
+    assert twice["n"] == 40 and twice["n_units"] == 20
+    assert twice["kappa"] == pytest.approx(one["kappa"])
+    width = lambda r: r["kappa_ci_high"] - r["kappa_ci_low"]  # noqa: E731
+    assert width(naive) < width(one) <= width(twice)
+    with pytest.raises(InputError, match="one unit per pair"):
+        agreement.cohens_kappa(ref, tst, units=units)
+    with pytest.raises(InputError, match="ci="):
+        agreement.cohens_kappa(ref, tst, ci="bootstrap")
+
+
+# ------------------------------------------- Bland & Altman 2007: repeated measurements
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def test_repeated_measures_limits_reproduce_bland_altman_2007():
+    """§3 of the paper: 60 pairs of 12 subjects (RV − IC): mean difference 0.6021667, SD
+    0.99062408, limits −1.3394565 to 2.5437899 (as printed)."""
+    t = pd.read_csv(DATA / "ba2007_cardiac.csv", comment="#")
+    r = agreement.bland_altman_repeated(t["ic"], t["rv"], t["subject"])
+    assert (r["n"], r["n_units"]) == (60, 12)
+    assert r["bias"] == pytest.approx(0.6021667, abs=5e-8)
+    assert r["sd_total"] == pytest.approx(0.99062408, abs=5e-8)
+    assert (r["loa_low"], r["loa_high"]) == pytest.approx((-1.3394565, 2.5437899), abs=5e-7)
+    # treating the 60 pairs as 60 subjects understates the SD
+    assert np.std(t["rv"] - t["ic"], ddof=1) < r["sd_total"]
+
+
+def test_repeated_measures_components_equal_a_variance_components_fit():
+    """Balanced (3 pairs per subject): the ANOVA components are the REML estimates of a
+    random-intercept model of the differences (statsmodels MixedLM)."""
+    from statsmodels.regression.mixed_linear_model import MixedLM
+
+    rng = np.random.default_rng(29)
+    subjects = np.repeat(np.arange(15), 3)
+    d = 0.4 + np.repeat(rng.normal(0, 0.8, 15), 3) + rng.normal(0, 0.5, 45)
+    r = agreement.bland_altman_repeated(np.zeros(45), d, subjects)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = MixedLM(d, np.ones((45, 1)), subjects).fit(reml=True)
+    assert r["sd_between"] == pytest.approx(np.sqrt(float(np.asarray(fit.cov_re)[0, 0])), rel=1e-4)
+    assert r["sd_within"] == pytest.approx(np.sqrt(fit.scale), rel=1e-4)
+    assert r["bias"] == pytest.approx(float(np.asarray(fit.fe_params)[0]), rel=1e-8)
+    assert r["bias_ci_high"] - r["bias"] == pytest.approx(
+        sps.t.ppf(0.975, 14) * float(np.asarray(fit.bse_fe)[0]), rel=1e-4
+    )
+    with pytest.raises(InputError, match="more pairs than subjects"):
+        agreement.bland_altman_repeated([1.0, 2.0], [1.0, 2.5], ["a", "b"])

@@ -201,3 +201,81 @@ def test_summarize_counts_and_moments():
     assert s["n_missing"].item() == 1
     assert s["mean"].item() == 82.0
     assert s["sd"].item() == pytest.approx(math.sqrt(8.0))
+
+
+def test_every_missing_z_says_why():
+    """Issue 29: Co–Gn rows (McNamara, unverified) got NaN with an empty note. Every row
+    of every catalogue measure without a z now has a note, and each reason is the right one."""
+    from dentalkit.ceph import load_measures
+
+    ids = load_measures()["id"].tolist()
+    m = long([("p", "t", mid, 1.0, "deg") for mid in ids]).assign(age=12.0)
+    z = zscores(m)
+    no_z = z["z"].isna()
+    assert no_z.any() and (~no_z).any()
+    assert z.loc[no_z, "norm_note"].str.startswith("no z: ").all()
+    assert z.loc[~no_z, "norm_note"].isna().all()
+    cases = long(
+        [
+            ("a", "t", "Co_Gn", 120.0, "mm"),  # McNamara: not verified
+            ("b", "t", "SNA", np.nan, "deg"),  # no value
+            ("c", "t", "not_a_measure", 1.0, "deg"),  # no norm at all
+            ("d", "t", "APDI", 85.0, "px"),  # norm in deg, value in px
+        ]
+    ).assign(age=12.0)
+    notes = zscores(cases)["norm_note"].tolist()
+    assert "McNamara norm of Co_Gn is not verified" in notes[0]
+    assert "include_unverified=True" in notes[0]
+    assert "the value is missing" in notes[1]
+    assert "no norm for not_a_measure" in notes[2]
+    assert "in deg, the value in px" in notes[3]
+
+
+def test_age_notes_state_the_age_exactly():
+    """17.99 years is not an adult: the note says 17.99, not a rounded '18'."""
+    norms = pd.DataFrame(
+        {"measure": ["SNB"], "mean": [80.0], "sd": [3.0], "unit": ["deg"], "age_min": [18.0]}
+    )
+    m = long([("p", "t", "SNB", 81.0, "deg")])
+    note = zscores(m.assign(age=17.99), norms)["norm_note"].item()
+    assert note.endswith("is for ages 18 and over, not 17.99 years")
+    assert zscores(m.assign(age=17.999), norms)["norm_note"].item().endswith("not 17.99 years")
+    assert zscores(m.assign(age=18.0), norms)["z"].item() == pytest.approx(1 / 3)
+
+
+def test_regression_to_the_mean_lists_shared_landmarks_and_correlation():
+    from dentalkit.ceph import regression_to_the_mean, required_landmarks
+
+    rng = np.random.default_rng(2)
+    n = 30
+    sna = rng.normal(82, 3.5, n)
+    snb = sna - 2.5 + rng.normal(0, 2.2, n)
+    fma = rng.normal(25, 4, n)
+    rows = []
+    for i in range(n):
+        for ts, shift in (("2024-01-01", 0.0), ("2025-01-01", 0.5)):
+            for m, v in (
+                ("SNA", sna[i]),
+                ("SNB", snb[i]),
+                ("ANB", sna[i] - snb[i]),
+                ("FMA", fma[i]),
+            ):
+                rows.append((f"p{i}", ts, m, v + shift * (m == "FMA"), "deg"))
+    table = long(rows)
+    r = regression_to_the_mean(table).set_index("measure")
+    assert list(r.index[:1]) == ["ANB"] and r.loc["ANB", "at_risk"]
+    anb = set(required_landmarks(["ANB"])["ANB"])
+    for m in ("SNA", "SNB", "FMA"):
+        assert r.loc[m, "shared_landmarks"] == sorted(anb & set(required_landmarks([m])[m]))
+    first = table[table["timestamp"] == "2024-01-01"].pivot(
+        index="patient_id", columns="measure", values="value"
+    )
+    assert r.loc["SNA", "correlation"] == pytest.approx(
+        np.corrcoef(first["ANB"], first["SNA"])[0, 1]
+    )
+    assert r.loc["SNA", "n_units"] == 30
+    assert r.loc["SNA", "at_risk"] and not r.loc["FMA", "at_risk"]
+    assert "regression to the mean" in r.loc["SNB", "why"]
+    assert "group_defined_by='ANB'" in r.loc["SNB", "why"]
+    with pytest.raises(InputError, match="not a measure"):
+        regression_to_the_mean(defining="ANB2")

@@ -85,10 +85,12 @@ def test_problems_csv_of_a_hostile_manifest_has_no_bare_formulas(fresh, tmp_path
     out = tmp_path / "out"
     args = ["fetch", str(manifest_csv(tmp_path / "m.csv", extra=hostile)), "--endpoint", "classifier", "--out", str(out), "--cache", "memory", "--no-progress"]  # fmt: skip
     res = run(args, fresh)
+    # 3 rows, 5 problems: two timestamps are not dates, and TAB and NUL in URLs are refused
     assert res.exit_code == 1 and "3 bad manifest row(s)" in res.output, res.output
+    assert "their 5 problem(s)" in res.output
     with open(out / "manifest-problems.csv", encoding="utf-8", newline="") as fh:
         rows = list(csv.reader(fh))
-    assert len(rows) == 4
+    assert len(rows) == 1 + 5
     for row in rows:
         for cell in row:
             assert not cell.startswith(("=", "+", "-", "@", "\t", "\r")), cell

@@ -28,7 +28,7 @@ def test_every_bad_row_is_reported_with_its_reason():
     m = pd.DataFrame(
         {
             "patient_id": ["P1", "P2", None, "P4", "P5", "P6", "P1", "P8"],
-            "timestamp": ["t", "t", "t", "  ", "t", "t", "t", "t"],
+            "timestamp": ["2024-03-05", "2024-03-05", "2024-03-05", "  ", "2024-03-05", "2024-03-05", "2024-03-05", "2024-03-05"],
             "image_url": [URL.format(1), "C:/scans/p2.png", URL.format(3), URL.format(4), URL.format(5), URL.format(6), URL.format(1), None],
             "endpoint": ["pano_segmentation", "classifier", "classifier", "classifier", "nope", "classifier", "/pano-segmentation", "classifier"],
             "draw_contours": [True, None, None, None, None, True, True, None],
@@ -55,7 +55,12 @@ def test_every_bad_row_is_reported_with_its_reason():
     assert plan.payloads == [
         (
             "pano_segmentation",
-            {"PatientID": "P1", "TimeStamp": "t", "ImageName": URL.format(1), "DrawContours": True},
+            {
+                "PatientID": "P1",
+                "TimeStamp": "2024-03-05",
+                "ImageName": URL.format(1),
+                "DrawContours": True,
+            },
             None,
         )
     ]
@@ -73,10 +78,10 @@ def test_wrong_option_types_in_a_csv(tmp_path):
     path = tmp_path / "m.csv"
     path.write_text(
         "patient_id,timestamp,image_url,endpoint,draw_contours\n"
-        f"P1,t,{URL.format(1)},pano_segmentation,TRUE\n"
-        f"P2,t,{URL.format(2)},pano_segmentation,false\n"
-        f"P3,t,{URL.format(3)},pano_segmentation,maybe\n"
-        f"P4,t,{URL.format(4)},pano_segmentation,\n"
+        f"P1,2024-03-05,{URL.format(1)},pano_segmentation,TRUE\n"
+        f"P2,2024-03-05,{URL.format(2)},pano_segmentation,false\n"
+        f"P3,2024-03-05,{URL.format(3)},pano_segmentation,maybe\n"
+        f"P4,2024-03-05,{URL.format(4)},pano_segmentation,\n"
     )
     plan = plan_requests(read_manifest(path))
     assert plan.problems[["row", "field", "value"]].to_numpy().tolist() == [
@@ -168,8 +173,8 @@ def test_structural_problems_raise_even_when_collecting(frame, kwargs, field):
 
 def test_unknown_columns_are_named_in_a_warning():
     # named as words, not as a Python list repr
-    with pytest.warns(DentalkitWarning, match=r"column\): draw_contour, group; the option"):
-        plan_requests(_manifest(1, draw_contour=[True], group=["a"]), "pano_segmentation")
+    with pytest.warns(DentalkitWarning, match=r"calibration column\): group, notes; the option"):
+        plan_requests(_manifest(1, notes=["x"], group=["a"]), "pano_segmentation")
 
 
 def test_parquet_manifest(tmp_path):
@@ -180,7 +185,7 @@ def test_parquet_manifest(tmp_path):
 
 
 def test_a_list_of_row_dicts_is_a_manifest_and_other_objects_are_refused():
-    rows = [{"patient_id": "P1", "timestamp": "t", "image_url": URL.format(1)}]
+    rows = [{"patient_id": "P1", "timestamp": "2024-03-05", "image_url": URL.format(1)}]
     plan = plan_requests(read_manifest(rows), "pano_segmentation")
     assert plan.requests["patient_id"].tolist() == ["P1"]
     with pytest.raises(InputError, match="list of row dicts"):

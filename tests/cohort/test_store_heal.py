@@ -200,13 +200,32 @@ def test_one_writer_per_store_readers_never_wait(make_client, fresh, tmp_path):
     assert (rep.already_stored, rep.sent) == (12, 0)  # nothing paid twice
 
 
-def test_iso_years_nanoseconds_cannot_hold_are_stored_with_nat(make_client, fresh, tmp_path):
-    # "-3-3" is valid ISO 8601 (3 BC): it used to crash the flush after the answers arrived
+def test_iso_years_nanoseconds_cannot_hold_are_manifest_problems_and_stored_with_nat(
+    make_client, fresh, tmp_path
+):
+    # "-3-3" is valid ISO 8601 (3 BC): it used to crash the flush after the answers arrived.
+    # A manifest now refuses it (no session_time could be read from it) ...
     m = manifest(2).assign(timestamp=["-3-3", "99999-01-01"])
-    rep = fetch_cohort(m, "classifier", tmp_path / "out", client=make_client(), progress=False)
-    got = read_responses(tmp_path / "out")
-    assert rep.stored == 2 and got["session_time"].isna().all()
+    rep = fetch_cohort(
+        m, "classifier", tmp_path / "out", client=make_client(), progress=False, errors="collect"
+    )
+    assert rep.stored == 0 and rep.problems["field"].tolist() == ["timestamp", "timestamp"]
+    assert rep.problems["value"].tolist() == ["-3-3", "99999-01-01"]
+    # ... and the store still writes such rows (a store filled before) with NaT
+    from dentalkit.fetch.store import ResponseStore
+
+    store = ResponseStore(tmp_path / "direct", "http://127.0.0.1:1/api/v2")
+    row = read_responses(_one_stored(make_client, tmp_path)).iloc[0].to_dict()
+    store.append([{**row, "timestamp": ts, "request_key": ts} for ts in ("-3-3", "99999-01-01")])
+    got = read_responses(tmp_path / "direct")
+    assert got["session_time"].isna().all()
     assert got["timestamp"].tolist() == ["-3-3", "99999-01-01"]
+
+
+def _one_stored(make_client, tmp_path):
+    out = tmp_path / "one"
+    fetch_cohort(manifest(1), "classifier", out, client=make_client(), progress=False)
+    return out
 
 
 def test_a_second_fetch_waits_for_the_lock_when_told_to(make_client, fresh, tmp_path, monkeypatch):

@@ -322,6 +322,26 @@ def assert_rows(got: list[tuple], want: list[tuple]) -> None:
                 assert a == b, (g, w)
 
 
+def other_problems(problems: pd.DataFrame, df: pd.DataFrame, dropped=()) -> pd.DataFrame:
+    """The problems besides the timestamps that give no session_time, after checking those:
+    one warning per image response row whose timestamp is not ISO 8601 (``TIMESTAMPS``
+    None), except the rows of dropped responses (a /tle timestamp is a label, not parsed)."""
+    unread = {
+        i
+        for i, (ts, ep) in enumerate(zip(df["timestamp"], df["endpoint"], strict=True))
+        if isinstance(ts, str)
+        and TIMESTAMPS.get(ts, "x") is None
+        and i not in dropped
+        and ep != "tle"
+    }
+    is_ts = (problems["field"] == "timestamp").to_numpy()
+    got = problems[is_ts]
+    assert sorted(got["row"]) == sorted(unread)
+    assert (got["severity"] == "warning").all() and (got["table"] == "responses").all()
+    assert got["reason"].str.contains("not an ISO 8601 date").all()
+    return problems[~is_ts]
+
+
 def check_session_time(df: pd.DataFrame) -> None:
     for ts, parsed in set(zip(df["timestamp"].astype(object), df["session_time"], strict=True)):
         want = TIMESTAMPS.get(ts) if isinstance(ts, str) else None

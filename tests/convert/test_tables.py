@@ -176,7 +176,17 @@ def test_echo_absent_is_fine_and_echo_of_wrong_type_is_malformed():
     ],
 )
 def test_session_time_parses_iso_8601_only(timestamp, expected):
-    c = convert.classifications(frame(row("classifier", _echo(timestamp), timestamp=timestamp)))
+    responses = frame(row("classifier", _echo(timestamp), timestamp=timestamp))
+    if expected is None:  # never a silent NaT: a problem row, and the one-table call warns
+        with pytest.warns(DentalkitWarning, match="timestamp is not an ISO 8601 date"):
+            c = convert.classifications(responses)
+        probs = convert.tables(responses, include=["classifications"])["problems"]
+        assert probs[["table", "row", "field", "value", "severity"]].to_numpy().tolist() == [
+            ["responses", 0, "timestamp", timestamp, "warning"]
+        ]
+        assert probs["reason"].item().endswith("session_time is missing; give its format with timestamp_format= (dentalkit tables --timestamp-format) (rows kept)")  # fmt: skip
+    else:
+        c = convert.classifications(responses)
     got = c["session_time"].iloc[0]
     assert str(c["session_time"].dtype) == "datetime64[ns, UTC]"
     if expected is None:
@@ -184,6 +194,39 @@ def test_session_time_parses_iso_8601_only(timestamp, expected):
     else:
         assert got == pd.Timestamp(expected)
     assert c["timestamp"].iloc[0] == timestamp  # kept verbatim
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "fmt", "expected"),
+    [
+        ("05/03/2024", "%d/%m/%Y", "2024-03-05 00:00:00+00:00"),
+        ("05/03/2024", "%m/%d/%Y", "2024-05-03 00:00:00+00:00"),
+        ("05.03.2024 14:30", "%d.%m.%Y %H:%M", "2024-03-05 14:30:00+00:00"),  # naive = UTC
+        ("05/03/2024 14:30 +0200", "%d/%m/%Y %H:%M %z", "2024-03-05 12:30:00+00:00"),
+    ],
+)
+def test_session_time_reads_the_timestamp_format_given_or_recorded(timestamp, fmt, expected):
+    responses = frame(row("classifier", _echo(timestamp), timestamp=timestamp))
+    out = convert.tables(responses, include=["classifications"], timestamp_format=fmt)
+    assert out["classifications"]["session_time"].item() == pd.Timestamp(expected)
+    assert len(out["problems"]) == 0
+    responses.attrs["timestamp_format"] = fmt  # as dentalkit.fetch.read_responses sets it
+    again = convert.tables(responses, include=["classifications"])
+    assert again["classifications"]["session_time"].item() == pd.Timestamp(expected)
+    # an ISO timestamp is refused by a format it does not match: a problem, not a guess
+    iso = frame(row("classifier", _echo("2024-03-05"), timestamp="2024-03-05"))
+    probs = convert.tables(iso, include=["classifications"], timestamp_format=fmt)["problems"]
+    assert probs["reason"].item().startswith(f"timestamp does not match timestamp_format {fmt!r}")
+
+
+@pytest.mark.parametrize(
+    ("fmt", "says"),
+    [("%d/%m", "has no year"), ("%d/%m/%Y%Q", "not a strptime format"), (5, "strptime")],
+)
+def test_a_timestamp_format_without_a_year_or_with_a_bad_directive_is_refused(fmt, says):
+    responses = frame(row("classifier", _echo("05/03/2024"), timestamp="05/03/2024"))
+    with pytest.raises(InputError, match=says):
+        convert.tables(responses, timestamp_format=fmt)
 
 
 def _echo(timestamp: str) -> dict:

@@ -105,6 +105,7 @@ def study(sandbox, tmp_path_factory):
     found = dk_study.analyze({"arch_points": points}, scale, errors="collect")
     assert len(found["analysis_problems"]) == 1
     analysis["analysis_problems"] = found["analysis_problems"]
+    analysis["calibration_applied"] = found["calibration_applied"]  # endpoint fallback
     growth = dk_study.growth_by_group(m, dims, groups)
     assert sorted(growth) == sorted(k for k in ANALYSIS_TABLES if k.startswith("growth_"))
     analysis.update(growth)

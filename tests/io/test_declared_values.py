@@ -24,7 +24,7 @@ from dentalkit.errors import SEVERITIES, DentalkitWarning, InputError
 from dentalkit.io import data_dictionary
 from dentalkit.io._dictionary import _declared_type, _lookup, load_catalogue
 from dentalkit.stats import _compare
-from dentalkit.study import ANALYSIS_PROBLEM_PRODUCERS
+from dentalkit.study import ANALYSIS_PROBLEM_PRODUCERS, CALIBRATION_LEVELS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -109,6 +109,7 @@ FROM_CONSTANTS = [
     ("findings_prevalence", "unit_of_analysis", findings.UNITS),
     ("analysis_problems", "severity", SEVERITIES),
     ("analysis_problems", "producer", ANALYSIS_PROBLEM_PRODUCERS),
+    ("calibration_applied", "calibration", CALIBRATION_LEVELS),
 ]
 
 

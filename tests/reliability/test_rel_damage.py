@@ -20,7 +20,12 @@ import pandas as pd
 import pytest
 import requests
 
-from dentalkit.errors import DentalkitError, ResponseTooLargeError, StoreLockedError
+from dentalkit.errors import (
+    DentalkitError,
+    ManifestError,
+    ResponseTooLargeError,
+    StoreLockedError,
+)
 from dentalkit.fetch.client import Client
 from dentalkit.fetch.cohort import fetch_cohort
 from dentalkit.fetch.store import read_responses, verify_store
@@ -270,18 +275,29 @@ def test_formula_payloads_never_reach_a_csv_bare(frozen_sandbox, tmp_path):
 
     sb = frozen_sandbox
     quiet(sb)
-    payloads = ["=cmd|' /C calc'!A0", "@SUM(A1)", "+1+1", "-1-1", "\t=1+1"]
+    payloads = ["=cmd|' /C calc'!A0", "@SUM(A1)", "+1+1", "-1-1", "=1+1"]
+    # timestamps must read as dates (ISO 8601 or the format given), so formula-shaped ones
+    # come with a format that reads them; a TAB (a control character) is never sent at all
     m = pd.DataFrame(
         {
             "patient_id": payloads,
-            "timestamp": ["=1+1", "@x", "+2", "-3-3", "2025-02-03"],
+            "timestamp": [
+                "=2024-03-05",
+                "=2024-03-06",
+                "=2024-03-07",
+                "=2024-03-08",
+                "=2025-02-03",
+            ],
             "image_url": [f"https://images.example.org/f{i}/image.png" for i in range(5)],
         }
     )
     store = tmp_path / "store"
     client = Client(sb.base_url, api_key=sb.api_key, cache="memory")
-    rep = fetch_cohort(m, "classifier", store, client=client, progress=False)
+    rep = fetch_cohort(m, "classifier", store, client=client, progress=False, timestamp_format="=%Y-%m-%d")  # fmt: skip
     assert rep.stored == 5
+    tab = m.iloc[:1].assign(patient_id="\t=1+1")
+    with pytest.raises(ManifestError, match="control character U\\+0009"):
+        fetch_cohort(tab, "classifier", store, client=client, progress=False)
     runner = CliRunner()
     env = {"SECRET": secrets.token_urlsafe(32)}
     assert runner.invoke(app, ["tables", str(store), "--out", str(tmp_path / "t")]).exit_code in (0, 1)  # fmt: skip

@@ -217,7 +217,7 @@ def test_hostile_responses_are_stored_losslessly_or_fail_cleanly(hostile_server,
         hostile_server.payload = payload
         pid = f"H{tried[0]:05d}"  # a new request each time (no cache hits)
         manifest = pd.DataFrame(
-            {"patient_id": [pid], "timestamp": ["t"], "image_url": ["https://a.b/c.png"]}
+            {"patient_id": [pid], "timestamp": ["2024-03-05"], "image_url": ["https://a.b/c.png"]}
         )
         out = tmp_path / pid
         report = fetch_cohort(

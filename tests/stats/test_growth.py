@@ -427,3 +427,30 @@ def test_fallback_to_intercept_only_is_said(small, monkeypatch):
     assert "random slope did not converge" in model["note"]
     assert model["formula"] == "value ~ 1 + years + (1 | patient_id)"
     assert list(r.variance["kind"]) == ["sd", "sd"]
+
+
+def test_random_slope_fit_that_raises_falls_back_and_says_so(small, monkeypatch):
+    """Issue 29: when the random-slope fit raises (statsmodels inverts a singular Hessian:
+    numpy LinAlgError), random_slope='auto' used to report no estimate at all although
+    the intercept-only model fits. Now it falls back and the note says why."""
+    from dentalkit.stats import _growth_fit as _growth
+
+    real = _growth.fit_mixedlm
+
+    def slope_raises(model, reml=True):
+        if model.k_re == 2:
+            raise np.linalg.LinAlgError("Singular matrix")
+        return real(model, reml)
+
+    monkeypatch.setattr(_growth, "fit_mixedlm", slope_raises)
+    table, _ = small
+    r = growth(table[table["measure"] == "B"])
+    model = r.models.iloc[0]
+    assert model["status"] == "ok" and model["random_effects"] == "intercept | patient_id"
+    assert "random slope could not be fitted (LinAlgError: Singular matrix)" in model["note"]
+    assert "random intercept only" in model["note"]
+    rate = r.fixed.set_index("term").loc["years"]
+    assert np.isfinite(rate["estimate"]) and rate["df"] > 0
+    # random_slope=True asks for the slope: no fallback, the measure's row says it failed
+    forced = growth(table[table["measure"] == "B"], random_slope=True).models.iloc[0]
+    assert forced["status"] == "failed" and "Singular matrix" in forced["note"]

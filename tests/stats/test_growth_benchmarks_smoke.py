@@ -17,15 +17,21 @@ def _load(name: str):
 
 
 def test_growth_benchmark_smoke(capsys):
-    out = _load("growth").main(["--smoke"])  # asserts both ways give the same estimates
-    assert set(out) == {"direct", "dentalkit", "ratio"}
-    assert out["direct"] > 0 and out["dentalkit"] > 0
-    assert "ratio dentalkit ÷ direct" in capsys.readouterr().out
+    out = _load("growth").main(["--smoke"])  # asserts every way gives the same estimates
+    assert set(out) == {"direct", "dentalkit", "wald", "ratio", "ratio_wald"}
+    assert out["direct"] > 0 and out["dentalkit"] > 0 and out["wald"] > 0
+    text = capsys.readouterr().out
+    assert "ratio dentalkit ÷ direct" in text and "ratio Satterthwaite ÷ Wald" in text
 
 
 def test_growth_coverage_smoke(capsys):
-    res = _load("growth_coverage").main(["--smoke"])  # checks the truth rate is −0.25 °/year
+    module = _load("growth_coverage")
+    res = module.main(["--smoke"])  # checks the truth rate is −0.25 °/year
     assert len(res) == 2
-    assert (res["n_units"] == 8).all() and (res["n_rows"] == 24).all()
+    assert (res["n_units"] == 8).all() and (res["n_rows"] == 32).all()  # 4 sessions each
     assert (res["ci_low"] < res["estimate"]).all() and (res["estimate"] < res["ci_high"]).all()
-    assert "coverage of the 95 % CI" in capsys.readouterr().out
+    assert (res["df"] > 0).all()
+    out = capsys.readouterr().out
+    assert "coverage t (Wilson 95 % CI)" in out and "target: coverage (t) 94–96 %" in out
+    table = module.summarize(res)
+    assert list(table["size"]) == [8] and table["cohorts"].tolist() == [2]

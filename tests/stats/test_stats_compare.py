@@ -6,9 +6,8 @@ import numpy as np
 import pandas as pd
 import pingouin as pg
 import pytest
-from scipy import stats
+from scipy import special, stats
 from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.oneway import confint_effectsize_oneway
 
 from dentalkit.errors import InputError
 from dentalkit.stats import COLUMNS, compare, describe
@@ -26,29 +25,43 @@ def _long(*samples, names=None):
     )
 
 
-def test_welch_t_and_hedges_g():
+def _nct_holds(t, df, scale, low, high, level=0.95):
+    """The interval's ends solve P(T ≤ t | δ) = 1 − α/2 and α/2 (scipy's noncentral t)."""
+    tail = (1 - level) / 2
+    assert stats.nct.cdf(t, df, low / scale) == pytest.approx(1 - tail, abs=1e-6)
+    assert stats.nct.cdf(t, df, high / scale) == pytest.approx(tail, abs=1e-6)
+
+
+def test_welch_t_and_a_cohens_d_that_agrees_with_it():
     x, y = RNG.normal(10, 1, 14), RNG.normal(11, 2, 11)
     r = compare(_long(x, y), "v", "g", test="welch_t").iloc[0]
     ref = stats.ttest_ind(x, y, equal_var=False)
     assert r["statistic"] == pytest.approx(ref.statistic)
     assert r["p_value"] == pytest.approx(ref.pvalue)
     assert r["df"] == pytest.approx(ref.df)
-    # Hedges & Olkin: g = J·d with J = 1 − 3/(4(n1+n2) − 9), pooled SD; var = (n1+n2)/(n1 n2) + g²/(2(N − 3.94))
-    n1, n2 = len(x), len(y)
-    sp = np.sqrt(((n1 - 1) * x.var(ddof=1) + (n2 - 1) * y.var(ddof=1)) / (n1 + n2 - 2))
-    g = (1 - 3 / (4 * (n1 + n2) - 9)) * (x.mean() - y.mean()) / sp
-    var = (n1 + n2) / (n1 * n2) + g**2 / (2 * (n1 + n2 - 3.94))
-    assert r["effect_size"] == pytest.approx(g)
-    assert r["effect_ci_low"] == pytest.approx(g - 1.959963984540054 * np.sqrt(var))
-    # pingouin's Hedges' g (independent implementation of the same point estimate)
-    assert r["effect_size"] == pytest.approx(pg.compute_effsize(x, y, eftype="hedges"), rel=1e-3)
+    # Cohen's d with the SD √((s1² + s2²)/2) (Bonett 2008), by hand
+    n1, n2, v1, v2 = len(x), len(y), x.var(ddof=1), y.var(ddof=1)
+    d = (x.mean() - y.mean()) / np.sqrt((v1 + v2) / 2)
+    assert r["effect_size_name"] == "cohens_d"
+    assert r["effect_size"] == pytest.approx(d)
+    scale = np.sqrt(v1 / n1 + v2 / n2) / np.sqrt((v1 + v2) / 2)  # d = t·scale
+    _nct_holds(ref.statistic, ref.df, scale, r["effect_ci_low"], r["effect_ci_high"])
+    assert r["effect_agrees_with_test"] and r["effect_ci_level"] == 0.95
 
 
 def test_student_t_when_requested():
     x, y = RNG.normal(0, 1, 8), RNG.normal(1, 1, 9)
     r = compare(_long(x, y), "v", "g", test="student_t").iloc[0]
-    assert r["p_value"] == pytest.approx(stats.ttest_ind(x, y).pvalue)
+    ref = stats.ttest_ind(x, y)
+    assert r["p_value"] == pytest.approx(ref.pvalue)
     assert r["df"] == 15
+    # Hedges' g: pingouin's (an independent implementation) to its approximate J
+    assert r["effect_size_name"] == "hedges_g"
+    assert r["effect_size"] == pytest.approx(pg.compute_effsize(x, y, eftype="hedges"), rel=2e-3)
+    j = np.exp(special.gammaln(7.5) - special.gammaln(7)) / np.sqrt(7.5)  # exact J, df 15
+    _nct_holds(
+        ref.statistic, 15, j * np.sqrt(1 / 8 + 1 / 9), r["effect_ci_low"], r["effect_ci_high"]
+    )
 
 
 def test_mann_whitney_and_rank_biserial():
@@ -66,7 +79,18 @@ def test_mann_whitney_and_rank_biserial():
     assert again["effect_ci_low"] == r["effect_ci_low"]  # seeded: reproducible
 
 
-def test_welch_and_classic_anova_with_eta_squared():
+def _ncf_holds(f, df1, df2, n, low, high, level=0.90):
+    """ω² ends λ/(λ + N) with λ solving P(F' ≥ f | λ) = α/2 and 1 − α/2 (scipy's ncf)."""
+    lam_low, lam_high = low * n / (1 - low), high * n / (1 - high)
+    tail = (1 - level) / 2
+    if lam_low > 0:
+        assert stats.ncf.sf(f, df1, df2, lam_low) == pytest.approx(tail, abs=1e-6)
+    else:
+        assert stats.f.sf(f, df1, df2) >= tail  # p ≥ α: the lower end is 0
+    assert stats.ncf.sf(f, df1, df2, lam_high) == pytest.approx(1 - tail, abs=1e-6)
+
+
+def test_welch_and_classic_anova_with_the_omega_squared_of_their_own_f():
     groups = [RNG.normal(m, s, n) for m, s, n in [(0, 1, 10), (0.8, 1, 12), (1.5, 2, 9)]]
     t = _long(*groups)
     r = compare(t, "v", "g", test="welch_anova").iloc[0]
@@ -74,17 +98,50 @@ def test_welch_and_classic_anova_with_eta_squared():
     assert r["statistic"] == pytest.approx(ref["F"].iloc[0])
     assert r["p_value"] == pytest.approx(ref["p_unc"].iloc[0])
     assert r["df2"] == pytest.approx(ref["ddof2"].iloc[0])
+    lam = 2 * (r["statistic"] - 1)
+    assert r["effect_size_name"] == "omega_squared"
+    assert r["effect_size"] == pytest.approx(lam / (lam + 31))
+    _ncf_holds(r["statistic"], 2, r["df2"], 31, r["effect_ci_low"], r["effect_ci_high"])
     c = compare(t, "v", "g", test="anova").iloc[0]
     f = stats.f_oneway(*groups)
     assert c["statistic"] == pytest.approx(f.statistic)
     assert c["p_value"] == pytest.approx(f.pvalue)
-    # one-way η² = SS_between / SS_total
+    # Fisher's F: ω² is Hays' (SS_b − df_b·MS_w)/(SS_t + MS_w), by hand
     allv = np.concatenate(groups)
     ssb = sum(len(g) * (g.mean() - allv.mean()) ** 2 for g in groups)
-    assert c["effect_size"] == pytest.approx(ssb / ((allv - allv.mean()) ** 2).sum())
-    with np.errstate(divide="ignore"):  # statsmodels divides by a zero lower limit
-        ci = confint_effectsize_oneway(f.statistic, (2, len(allv) - 3), alpha=0.05)
-    assert (c["effect_ci_low"], c["effect_ci_high"]) == pytest.approx(tuple(ci.eta2))
+    sst = ((allv - allv.mean()) ** 2).sum()
+    msw = (sst - ssb) / 28
+    assert c["effect_size"] == pytest.approx((ssb - 2 * msw) / (sst + msw))
+    _ncf_holds(f.statistic, 2, 28, 31, c["effect_ci_low"], c["effect_ci_high"])
+    assert c["effect_ci_level"] == pytest.approx(0.90) and c["effect_agrees_with_test"]
+
+
+def test_welch_anova_effect_size_agrees_with_welch_not_with_the_classic_f():
+    """Issue 29: Welch p 0.022 beside η² [0.00, 0.19] from the classic F (p 0.263). Here
+    Welch's p < 0.05 < the classic F's p; the interval is Welch's and excludes 0."""
+    rng = np.random.default_rng(0)
+    groups = [rng.normal(0, 0.5, 20), rng.normal(0.45, 0.5, 20), rng.normal(0, 6, 6)]
+    t = _long(*groups)
+    assert stats.f_oneway(*groups).pvalue > 0.05
+    r = compare(t, "v", "g").iloc[0]
+    assert r["test"] == "welch_anova" and r["p_value"] < 0.05
+    assert r["effect_ci_low"] > 0 and r["effect_agrees_with_test"]
+    assert "agrees with the test" in r["effect_ci_method"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_effect_interval_excludes_zero_exactly_when_p_is_below_alpha(seed):
+    rng = np.random.default_rng(100 + seed)
+    shift = rng.uniform(0, 0.9)
+    groups = [rng.normal(0, 1, 9), rng.normal(shift, 1.5, 8), rng.normal(shift / 2, 1, 7)]
+    for test, data in (("welch_anova", groups), ("anova", groups), ("welch_t", groups[:2])):
+        r = compare(_long(*data), "v", "g", test=test).iloc[0]
+        excludes = (
+            r["effect_ci_low"] > 0
+            if test != "welch_t"
+            else (r["effect_ci_low"] > 0 or r["effect_ci_high"] < 0)
+        )
+        assert excludes == (r["p_value"] < 0.05), (test, r["p_value"])
 
 
 def test_kruskal_epsilon_squared():

@@ -8,6 +8,7 @@ import pytest
 
 import dentalkit.stats._compare
 import dentalkit.stats._describe
+import dentalkit.stats._power
 import dentalkit.stats._proportions
 import dentalkit.stats._units
 
@@ -17,6 +18,7 @@ import dentalkit.stats._units
     [
         dentalkit.stats._compare,
         dentalkit.stats._describe,
+        dentalkit.stats._power,
         dentalkit.stats._proportions,
         dentalkit.stats._units,
     ],

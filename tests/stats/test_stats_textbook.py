@@ -6,6 +6,7 @@ from math import comb
 
 import pandas as pd
 import pytest
+from scipy import stats
 
 from dentalkit.stats import compare
 
@@ -96,7 +97,7 @@ PLANT = {
 }
 
 
-def test_welch_anova_and_eta_squared_plant_growth_as_printed_by_r():
+def test_welch_anova_and_omega_squared_plant_growth_as_printed_by_r():
     # R: oneway.test(weight ~ group, data = PlantGrowth)
     #    F = 5.181, num df = 2.000, denom df = 17.128, p-value = 0.01739
     # R: summary(aov(weight ~ group, data = PlantGrowth))
@@ -112,11 +113,12 @@ def test_welch_anova_and_eta_squared_plant_growth_as_printed_by_r():
     assert r["statistic"] == pytest.approx(5.181, abs=5e-4)
     assert r["df2"] == pytest.approx(17.128, abs=5e-4)
     assert r["p_value"] == pytest.approx(0.01739, abs=5e-6)
-    assert r["effect_size_name"] == "eta_squared"
-    assert r["effect_size"] == pytest.approx(3.766 / (3.766 + 10.492), abs=5e-5)
-    # not the value from Welch's F and its fractional df (F·df1 / (F·df1 + df2) = 0.377)
-    assert abs(r["effect_size"] - 5.181 * 2 / (5.181 * 2 + 17.128)) > 0.1
-    # ω² = (SS_b − df_b·MS_w) / (SS_t + MS_w), MS_w = 10.492 / 27
-    ms_w = 10.492 / 27
-    assert r["omega_squared"] == pytest.approx((3.766 - 2 * ms_w) / (14.258 + ms_w), abs=5e-5)
-    assert r["effect_ci_low"] < r["effect_size"] < r["effect_ci_high"]
+    # the effect size is ω² of Welch's F: λ̂ = 2·(5.181 − 1), ω² = λ̂/(λ̂ + 30) = 0.218
+    # (not η² = SS_b/SS_t = 0.264 with the classic F's interval, as before issue 29)
+    assert r["effect_size_name"] == "omega_squared"
+    assert r["effect_size"] == pytest.approx(2 * (5.181 - 1) / (2 * (5.181 - 1) + 30), abs=5e-5)
+    # its 90 % interval inverts Welch's F on (2, 17.128) df: P(F' ≥ 5.181 | λ_low) = 0.05
+    lam_low = r["effect_ci_low"] * 30 / (1 - r["effect_ci_low"])
+    assert stats.ncf.sf(5.181, 2, 17.128, lam_low) == pytest.approx(0.05, abs=5e-4)
+    assert 0 < r["effect_ci_low"] < r["effect_size"] < r["effect_ci_high"]  # p = 0.017 < 0.05
+    assert r["effect_ci_level"] == pytest.approx(0.90)

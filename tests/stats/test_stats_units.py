@@ -6,7 +6,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
-from statsmodels.stats.oneway import confint_effectsize_oneway
 
 from dentalkit.errors import InputError
 from dentalkit.stats import compare, one_row_per_unit
@@ -142,28 +141,27 @@ def test_ordinal_values_get_the_rank_test_on_their_order():
         compare(t, "cls", "g", test="welch_t")
 
 
-def test_eta_and_omega_squared_by_hand_after_welch_anova():
+def test_omega_squared_after_welch_anova_is_welchs():
+    """The effect size after Welch's ANOVA comes from Welch's F (statsmodels' anova_oneway),
+    not from the classic F's sums of squares: ω² = λ̂/(λ̂ + N), λ̂ = df1·(F_Welch − 1)."""
+    from statsmodels.stats.oneway import anova_oneway
+
     rng = np.random.default_rng(7)
     groups = [rng.normal(m, s, n) for m, s, n in [(0, 1, 8), (1, 3, 12), (2, 0.5, 10)]]
     t = pd.DataFrame({"v": np.concatenate(groups), "g": np.repeat(["a", "b", "c"], [8, 12, 10])})
+    t["patient_id"] = [f"p{i}" for i in range(30)]
     r = compare(t, "v", "g").iloc[0]
-    allv = np.concatenate(groups)
-    ssb = sum(len(g) * (g.mean() - allv.mean()) ** 2 for g in groups)
-    sst = ((allv - allv.mean()) ** 2).sum()
-    msw = (sst - ssb) / (30 - 3)
+    welch = anova_oneway(groups, use_var="unequal")
+    lam = 2 * (welch.statistic - 1)
     assert r["test"] == "welch_anova"
-    assert r["effect_size"] == pytest.approx(ssb / sst)
-    assert r["omega_squared"] == pytest.approx((ssb - 2 * msw) / (sst + msw))
-    f_classic = (ssb / 2) / msw
-    with np.errstate(divide="ignore"):
-        ci = confint_effectsize_oneway(f_classic, (2, 27), alpha=0.05)
-    assert (r["effect_ci_low"], r["effect_ci_high"]) == pytest.approx(tuple(ci.eta2))
+    assert r["effect_size"] == pytest.approx(lam / (lam + 30))
+    assert r["omega_squared"] == r["effect_size"]
+    assert (r["effect_ci_low"] > 0) == (welch.pvalue < 0.05)
 
 
 def test_describe_counts_patients_and_clusters_a_proportion_over_their_rows():
-    import statsmodels.api as sm
-
     from dentalkit.stats import describe
+    from tests.stats.clustered_ci import clustered_wilson
 
     rng = np.random.default_rng(4)
     pid = np.repeat([f"p{i}" for i in range(15)], 2)  # two teeth per patient
@@ -171,12 +169,49 @@ def test_describe_counts_patients_and_clusters_a_proportion_over_their_rows():
     t = pd.DataFrame({"patient_id": pid, "g": "all", "decay": y, "width": rng.normal(7, 1, 30)})
     d = describe(t, "decay", "g").iloc[0]
     assert (d["n"], d["n_units"]) == (30, 15)
-    ols = sm.OLS(y.astype(float), np.ones(30)).fit(
-        cov_type="cluster", cov_kwds={"groups": pd.factorize(pid)[0]}
-    )
-    assert (d["ci_low"], d["ci_high"]) == pytest.approx(tuple(np.clip(ols.conf_int()[0], 0, 1)))
+    _, low, high = clustered_wilson(y, pd.factorize(pid)[0])
+    assert (d["ci_low"], d["ci_high"]) == pytest.approx((low, high))
     assert "clustered on patient_id" in d["ci_method"]
     w = describe(t, "width", "g").iloc[0]
     assert (w["n"], w["n_units"]) == (30, 15)
     one = describe(t.drop_duplicates("patient_id"), "decay", "g").iloc[0]
     assert one["ci_method"].startswith("Wilson") and one["n_units"] == 15
+
+
+def test_rows_as_units_warn_and_say_row():
+    """Issue 29: neither unit=None nor a table without the unit column is silent."""
+    from dentalkit.errors import DentalkitWarning
+    from dentalkit.stats import describe
+
+    t = _sessions()
+    with pytest.warns(DentalkitWarning, match=r"unit=None.*unit_of_analysis='row'"):
+        r = compare(t, "value", "grp", unit=None).iloc[0]
+    assert r["unit_of_analysis"] == "row" and r["n_units"] == 24
+    with pytest.warns(DentalkitWarning, match="no patient_id column"):
+        r2 = compare(t.drop(columns="patient_id"), "value", "grp").iloc[0]
+    assert r2["unit_of_analysis"] == "row"
+    with pytest.warns(DentalkitWarning, match="no patient_id column"):
+        d = describe(t.drop(columns="patient_id"), "value", "grp")
+    assert set(d["unit_of_analysis"]) == {"row"} and d["n_units"].tolist() == [12, 12]
+    d2 = describe(t, "value", "grp")
+    assert set(d2["unit_of_analysis"]) == {"patient_id"} and d2["n_units"].tolist() == [6, 6]
+
+
+def test_a_paired_comparison_that_pairs_nothing_raises_saying_why():
+    """Each patient's own timestamps as levels: no patient is at every level."""
+    t = _sessions()
+    t["when"] = t["patient_id"] + "-" + t["timestamp"]  # unique per patient
+    two = t[t["patient_id"].isin(["p00", "p01"])]
+    with pytest.raises(InputError, match=r"no patient_id has a value at every level of 'when'"):
+        compare(two, "value", "when", paired="patient_id")
+    # with per=: a split that pairs nothing gets a note when another split pairs
+    both = pd.concat(
+        [t.assign(measure="A"), two.assign(measure="B", timestamp=two["when"])],
+        ignore_index=True,
+    )
+    res = compare(both, "value", "timestamp", paired="patient_id", per="measure")
+    res = res.set_index("measure")
+    assert res.loc["A", "test"] == "paired_t" and res.loc["A", "n_units"] == 12
+    assert np.isnan(res.loc["B", "p_value"]) and "nothing can be paired" in res.loc["B", "note"]
+    with pytest.raises(InputError, match="nothing can be paired"):
+        compare(both[both["measure"] == "B"], "value", "timestamp", paired="patient_id")
