@@ -19,7 +19,6 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pandas as pd
 import pytest
-from dentalkit.study.demo import SESSIONS, sandbox_calibration, sandbox_patients
 
 from dentalkit import ceph, tle
 from dentalkit.errors import DentalkitWarning
@@ -27,6 +26,7 @@ from dentalkit.landmark_map import load_landmark_map
 from dentalkit.sandbox._anatomy_ceph import FOLLOWED_NORMS
 from dentalkit.sandbox._patient import patient
 from dentalkit.sandbox.simulate import respond
+from dentalkit.study.demo import SESSIONS, sandbox_calibration, sandbox_patients
 
 #: Demo patients simulated: enough that a cohort mean z is known to about ±0.15.
 N_PATIENTS = 240
