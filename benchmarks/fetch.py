@@ -12,7 +12,13 @@ alone. Prints three lines:
     time per uncached request;
 (b) resume: the same call again on the same ``out`` — wall ÷ cold wall (target ≤ 0.02);
 (c) a new study served entirely from the warm HTTP cache — time per request ÷ a bare
-    requests-cache ``CachedSession`` hit on the same entries (target ≤ 1.5).
+    requests-cache ``CachedSession`` hit on the same entries (target ≤ 1.5);
+(d) reading the store, ``read_responses(out)`` with its checks (page checksums, each row's
+    body and key digests) ÷ ``read_responses(out, verify=False)`` (target ≤ 1.3), best of
+    several reads each, alternated.
+
+Every answer is stored with its digests and every cache entry with its checksum: (a) and
+(b) include writing and checking them (issue 30).
 """
 
 from __future__ import annotations
@@ -85,6 +91,19 @@ def _bare_hits(
     return per
 
 
+def _read_times(out: Path, rounds: int = 7) -> tuple[float, float]:
+    """Best wall time of read_responses with and without its checks (alternated)."""
+    from dentalkit.fetch.store import read_responses
+
+    best = {True: float("inf"), False: float("inf")}
+    for _ in range(rounds):
+        for verify in (True, False):
+            t0 = time.perf_counter()
+            read_responses(out, verify=verify)
+            best[verify] = min(best[verify], time.perf_counter() - t0)
+    return best[True], best[False]
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=800)
@@ -142,6 +161,7 @@ def main(argv: list[str] | None = None) -> None:
                 for r in manifest.itertuples()
             ]
             bare = _bare_hits(cache, base_url, key, bodies, ep.path)
+            checked, unchecked = _read_times(tmp / "study-1")
             text = client.call(ep, *bodies[0].values()).text.encode()
             t0 = time.perf_counter()
             for _ in range(1000):
@@ -180,6 +200,10 @@ def main(argv: list[str] | None = None) -> None:
         f"(c) warm cache, new study: {per_warm * 1000:.3f} ms per request / bare CachedSession hit "
         f"{bare * 1000:.3f} ms = {per_warm / bare:.2f} (target <= 1.5); "
         f"orjson parse of one body {parse * 1e6:.1f} us ({bare / parse:.0f}x cheaper than a hit)"
+    )
+    print(
+        f"(d) read the store: checked {checked * 1000:.1f} ms / unchecked {unchecked * 1000:.1f} "
+        f"ms = {checked / unchecked:.2f} (target <= 1.3)"
     )
 
 

@@ -909,10 +909,12 @@ def verify(
 ) -> None:
     """Check every file of a store (and an HTTP cache) without fetching or changing anything.
 
-    Reads back the store marker, every responses part and the failures table (and with
-    --cache every cached answer). Exit status 0 when all can be read, 1 when some cannot
-    (run the same `dentalkit fetch` again: it moves them aside into STORE/_quarantine and
-    sends their requests again), 2 when STORE is not a store.
+    Reads back the store marker, every responses part (page checksums and each row's body
+    and key digests) and the failures table (and with --cache every cached answer and its
+    checksum), creating no file. Exit status 0 when all can be read, 1 when some cannot
+    (run the same `dentalkit fetch` again, with the same --cache: it moves damaged files
+    aside into STORE/_quarantine, deletes damaged cache entries and sends their requests
+    again), 2 when STORE is not a store.
     """
     import pandas as pd
 
@@ -933,9 +935,11 @@ def verify(
     stored = int(report.loc[report["kind"] == "responses part", "rows"].fillna(0).sum())
     typer.echo(f"{len(report)} file(s) checked, {bad} damaged; {stored:,} stored rows readable")
     if bad:
+        with_cache = f" --cache {cache}" if cache else ""
         typer.echo(
-            f"to repair: run the same `dentalkit fetch … --out {store}` again (damaged files "
-            "are moved aside, never deleted, and their requests sent again)"
+            f"to repair: run the same `dentalkit fetch … --out {store}{with_cache}` again "
+            "(damaged files are moved aside, never deleted, and their requests sent again; "
+            "damaged cache entries are deleted)"
         )
         raise typer.Exit(1)
 

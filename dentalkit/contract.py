@@ -289,8 +289,8 @@ def contract_report(
         if "fetched_at" in responses
         else pd.Series(pd.NaT, index=responses.index)
     )
-    versions: dict[str, set[str]] = {}
-    lifetimes: dict[str, list[float]] = {}
+    versions: dict[str, dict[str, list[tuple]]] = {}  # endpoint → Version → who answered
+    lifetimes: dict[str, list[tuple[float, tuple]]] = {}
     sentences: dict[str, dict[str, list]] = {}
     cols = zip(
         responses["endpoint"].astype("object"),
@@ -330,12 +330,12 @@ def contract_report(
                 out.add(ep.name, "version", str(version), "drift", who, expected="no Version field")
         elif "Version" in body:
             out.add(ep.name, "version", str(version), "ok", who, expected="a Version string")
-            versions.setdefault(ep.name, set()).add(str(version))
+            versions.setdefault(ep.name, {}).setdefault(str(version), []).append(who)
         if ep.output_image and isinstance(body.get("OutputImageUrl"), str):
             host, hours = _link(body["OutputImageUrl"], at)
             out.add(ep.name, "output_link_host", host, "info", who)
             if hours is not None:
-                lifetimes.setdefault(ep.name, []).append(hours)
+                lifetimes.setdefault(ep.name, []).append((hours, who))
             else:
                 out.add(
                     ep.name,
@@ -359,28 +359,33 @@ def contract_report(
             )
             if isinstance(finding, str):
                 sentences.setdefault(ep.name, {}).setdefault(finding, []).append(who)
-    for ep_name, vs in versions.items():
-        if len(vs) > 1:
-            out.add(
-                ep_name,
-                "versions_pooled",
-                ", ".join(sorted(vs)),
-                "drift",
-                (None, None),
-                expected="one Version per endpoint",
-                seen=f"{len(vs)} versions",
-            )
-    for ep_name, hours in lifetimes.items():
-        arr = np.asarray(hours)
+    # one row per endpoint that pooled several Versions, counting every response that
+    # carried a Version and its patient (each pooled response, not the row itself)
+    for ep_name, by_version in versions.items():
+        if len(by_version) > 1:
+            item = ", ".join(sorted(by_version))
+            for whos in by_version.values():
+                for who in whos:
+                    out.add(
+                        ep_name,
+                        "versions_pooled",
+                        item,
+                        "drift",
+                        who,
+                        expected="one Version per endpoint",
+                        seen=f"{len(by_version)} versions",
+                    )
+    for ep_name, stated in lifetimes.items():
+        arr = np.asarray([h for h, _ in stated])
         lo, med, hi = np.min(arr), np.median(arr), np.max(arr)
         verdict = "ok" if abs(med - LINK_HOURS) <= 1.0 else "drift"
-        for _ in hours:
+        for _, who in stated:
             out.add(
                 ep_name,
                 "output_link_lifetime",
                 f"{med:.1f} h (median; {lo:.1f}–{hi:.1f})",
                 verdict,
-                (None, None),
+                who,
                 expected=f"{LINK_HOURS:g} h (spec)",
             )
     for ep_name, by_sentence in sentences.items():

@@ -73,6 +73,7 @@ __all__ = [
     "EchoMismatchWarning",
     "Errors",
     "ExpiredLinkError",
+    "IncompleteResponseError",
     "InputError",
     "ManifestError",
     "MissingDependencyError",
@@ -338,6 +339,17 @@ class RedirectRefusedError(TransportError):
     that is not the configured service; one to plain ``http://`` on a non-loopback host would
     send it unencrypted. Neither is followed: the key never leaves for the new address. Not
     retried (a redirect is the server's fixed answer).
+    """
+
+
+class IncompleteResponseError(DentalkitError):
+    """The service began answering but the answer did not arrive whole.
+
+    Its body was cut short (fewer bytes than its ``Content-Length``, or a chunked body that
+    stopped), could not be decoded (a broken ``Content-Encoding``), or did not finish within
+    :data:`dentalkit.settings.request_deadline`. Retried with the same backoff as a dropped
+    connection; never cached or stored. Unlike a :class:`TransportError` it never means
+    that the service cannot be reached: a connection was made and an answer had begun.
     """
 
 

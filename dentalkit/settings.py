@@ -31,6 +31,7 @@ __all__ = [
     "max_response_bytes",
     "max_retries",
     "max_workers",
+    "request_deadline",
     "service_url",
     "store_lock_timeout",
     "timeout",
@@ -106,8 +107,18 @@ cache: str | os.PathLike[str] | None = default_cache_path()
 #: ``None``.
 cache_expire_after: float | None = None
 
-#: ``(connect, read)`` timeouts in seconds for one HTTP attempt.
+#: ``(connect, read)`` timeouts in seconds for one HTTP attempt. The read timeout bounds each
+#: wait for the next bytes, not the whole answer: see :data:`request_deadline`.
 timeout: tuple[float, float] = (5.0, 60.0)
+
+#: Longest time one HTTP attempt may take in total, in seconds (default 180): connecting,
+#: sending, waiting for the answer and reading all of its body, redirects included. A server
+#: that trickles its answer a few bytes at a time never trips the read timeout; at the
+#: deadline the connection is closed and the attempt fails with
+#: :class:`~dentalkit.errors.IncompleteResponseError`, retried like a dropped connection.
+#: ``None`` sets no deadline. Keep it above the read timeout plus the time the largest
+#: answer takes to arrive.
+request_deadline: float | None = 180.0
 
 #: Retries after the first attempt for connection errors, timeouts, 429, 5xx and malformed
 #: 200 bodies. Other 4xx are never retried.

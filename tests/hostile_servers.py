@@ -137,3 +137,84 @@ def huge(size: int, chunked: bool = False):
             pass  # the client stopped reading at its limit
 
     return route
+
+
+def cut_short(body: bytes, sent: int, times: int | None = None):
+    """A route declaring ``Content-Length: len(body)`` that sends ``sent`` bytes and closes.
+
+    With ``times``, only the first ``times`` requests to the route are cut short; later
+    ones get the whole body (a flaky proxy).
+    """
+    seen = [0]
+
+    def route(h: BaseHTTPRequestHandler, server: Service) -> None:
+        seen[0] += 1
+        whole = times is not None and seen[0] > times
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body if whole else body[:sent])
+        h.wfile.flush()
+        if not whole:
+            h.close_connection = True  # the server closes: the client sees a short body
+
+    return route
+
+
+def chunked_cut(body: bytes, sent: int):
+    """A chunked answer whose first chunk announces ``len(body)`` bytes, sends ``sent``, closes."""
+
+    def route(h: BaseHTTPRequestHandler, server: Service) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Transfer-Encoding", "chunked")
+        h.end_headers()
+        h.wfile.write(f"{len(body):x}\r\n".encode() + body[:sent])
+        h.wfile.flush()
+        h.close_connection = True
+
+    return route
+
+
+def bad_encoding():
+    """A 200 declaring ``Content-Encoding: gzip`` whose body is not gzip."""
+
+    def route(h: BaseHTTPRequestHandler, server: Service) -> None:
+        payload = b"\x1f\x8b\x08\x00 this is not gzip data at all"
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Encoding", "gzip")
+        h.send_header("Content-Length", str(len(payload)))
+        h.end_headers()
+        h.wfile.write(payload)
+
+    return route
+
+
+def trickle(body: bytes, every: float, headers_too: bool = False):
+    """A 200 sent one byte every ``every`` seconds (the body; with ``headers_too`` the
+    status line and headers as well): it never trips a read timeout longer than ``every``."""
+    import time
+
+    def route(h: BaseHTTPRequestHandler, server: Service) -> None:
+        head = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        )
+        try:
+            if headers_too:
+                stream = head + body
+            else:
+                h.wfile.write(head)
+                h.wfile.flush()
+                stream = body
+            for i in range(len(stream)):
+                h.wfile.write(stream[i : i + 1])
+                h.wfile.flush()
+                time.sleep(every)
+        except OSError:
+            pass  # the client gave up and closed the connection
+        h.close_connection = True
+
+    return route

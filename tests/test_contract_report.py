@@ -124,14 +124,15 @@ def test_each_kind_of_drift_is_one_visible_row():
             1,
         ),
         ("panos_findings", "missing_field", "PatientID", 1, 1),
-        ("panos_findings", "versions_pooled", "2.1.0-sandbox, 3.0.0", 1, 0),
+        # every response that carried a Version, and its patient (issue 30: was 1 and 0)
+        ("panos_findings", "versions_pooled", "2.1.0-sandbox, 3.0.0", 2, 2),
         ("clinical_images", "unknown_label", "class fracture", 1, 1),
         ("clinical_images", "timestamp_format", "99/99/9999 99:99", 1, 1),
         ("classifier", "unknown_label", "category cbct_axial", 1, 1),
         ("classifier", "malformed_body", "not JSON", 1, 1),
         ("tmj_xsectional", "tmj_sentence", "Clinical correlation advised.", 2, 2),
         ("pano_segmentation", "unknown_label", "tooth key i1_mid_up", 1, 1),
-        ("pano_segmentation", "output_link_lifetime", "24.0 h (median; 24.0–24.0)", 1, 0),
+        ("pano_segmentation", "output_link_lifetime", "24.0 h (median; 24.0–24.0)", 1, 1),
     }
     tc = report[(report["aspect"] == "type_change")].iloc[0]
     assert (tc["expected"], tc["seen"]) == ("number", "string")

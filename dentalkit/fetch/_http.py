@@ -14,34 +14,43 @@ import random
 import threading
 import time
 from collections.abc import Mapping
-from datetime import timedelta
-from pathlib import Path
+from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import orjson
 import requests
-from requests.adapters import HTTPAdapter
 
 from dentalkit.endpoints import Endpoint
 from dentalkit.errors import (
     ApiError,
     ConfigurationError,
     RedirectRefusedError,
-    ResponseTooLargeError,
     api_error_for_status,
-    require,
 )
+from dentalkit.fetch._cache import (
+    KEY_HEADER,
+    cache_backend,
+    cache_description,
+    check_http_cache,
+    normalize_cache,
+    quarantine_cache,
+    write_large_entries_in_pieces,
+)
+from dentalkit.fetch._transfer import DeadlineAdapter, body_reader
 
 __all__ = [
     "Secret",
+    "answers_request",
     "api_error",
     "backoff_delay",
     "cache_description",
     "canonical_request",
     "check_http_cache",
     "check_service_url",
+    "image_identity",
     "is_loopback",
+    "link_expires_at",
     "make_session",
     "normalize_cache",
     "origin",
@@ -50,20 +59,15 @@ __all__ = [
     "request_key",
     "scrub",
     "session_request_key",
-    "take_parsed",
+    "take_body",
 ]
 
 log = logging.getLogger("dentalkit")
 
-#: Header that carries the key (spec, "Authentication" 1).
-KEY_HEADER = "x-api-key"
 
 #: The spec does not show the names of its usage headers ("Authentication" 7); responses'
 #: headers whose lower-case name starts with one of these are returned as ``usage``.
 USAGE_HEADER_PREFIXES = ("x-ratelimit", "ratelimit", "x-usage", "x-quota", "retry-after")
-
-_SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
-_REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
 class Secret:
@@ -191,6 +195,95 @@ def canonical_request(
     return orjson.dumps(body or {}, option=orjson.OPT_SORT_KEYS).decode()
 
 
+#: Query parameters that sign an object-store link rather than name the object: signing the
+#: same image again (a rebuilt manifest, a refreshed 72-hour link) changes them and nothing
+#: else. AWS SigV4 and Google Cloud Storage V4 (``X-Amz-*``, ``X-Goog-*``); AWS SigV2 and GCS
+#: V2 (``Signature`` with ``Expires``, ``AWSAccessKeyId``, ``GoogleAccessId``); Azure SAS
+#: tokens (``sig`` with the SAS fields of the Azure Storage REST reference, "Create a service
+#: SAS" / "Create an account SAS" / "Create a user delegation SAS").
+_SIGNED_PREFIXES = ("x-amz-", "x-goog-")
+_V2_FIELDS = frozenset({"signature", "expires", "awsaccesskeyid", "googleaccessid"})
+_SAS_FIELDS = frozenset(
+    {"sv", "ss", "srt", "sp", "se", "st", "spr", "sig", "sr", "si", "sip", "sdd", "ses"}
+    | {"skoid", "sktid", "skt", "ske", "sks", "skv", "saoid", "suoid", "scid"}
+    | {"rscc", "rscd", "rsce", "rscl", "rsct"}
+)
+
+
+def image_identity(url: str) -> str:
+    """The image a link names: ``url`` without the query parameters that only sign it.
+
+    Used for the request key (:func:`request_key`), so that re-signing the same images —
+    a manifest rebuilt with fresh presigned links — resumes a fetch instead of repeating every
+    request. Only recognised signature parameters are removed (``X-Amz-*``, ``X-Goog-*``; the
+    V2 set only where ``Signature`` is present; the Azure SAS set only where ``sig`` is); any
+    other query parameter names a different object (a version, a resize) and stays. The
+    request itself always carries the full link.
+
+    >>> image_identity("https://b.s3.amazonaws.com/P1/ceph.png?X-Amz-Date=1&X-Amz-Signature=ab")
+    'https://b.s3.amazonaws.com/P1/ceph.png'
+    >>> image_identity("https://a.blob.core.windows.net/c/x.png?sv=2022&se=2026&sig=Zm9v")
+    'https://a.blob.core.windows.net/c/x.png'
+    >>> image_identity("https://host/x.png?versionId=3&se=1")  # no sig: not a SAS token
+    'https://host/x.png?versionId=3&se=1'
+    """
+    parts = urlsplit(url)
+    if not parts.query or parts.scheme.lower() not in ("http", "https"):
+        return url
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    names = {name.lower() for name, _ in pairs}
+    drop_v2 = "signature" in names
+    drop_sas = "sig" in names
+
+    def signs(name: str) -> bool:
+        low = name.lower()
+        return (
+            low.startswith(_SIGNED_PREFIXES)
+            or (drop_v2 and low in _V2_FIELDS)
+            or (drop_sas and low in _SAS_FIELDS)
+        )
+
+    kept = [(name, value) for name, value in pairs if not signs(name)]
+    if len(kept) == len(pairs):
+        return url
+    return parts._replace(query=urlencode(kept)).geturl()
+
+
+def link_expires_at(url: str) -> datetime | None:
+    """When a presigned object-store link stops working (UTC), or None if it does not say.
+
+    Read from the link's own signing parameters: AWS SigV4 and Google Cloud Storage V4
+    (``X-Amz-Date``/``X-Goog-Date`` ``YYYYMMDDTHHMMSSZ`` plus ``X-Amz-Expires``/
+    ``X-Goog-Expires`` seconds), the V2 ``Expires`` (Unix seconds, with ``Signature``) and an
+    Azure SAS token's ``se`` (ISO 8601, with ``sig``). A link whose parameters do not parse
+    gives None: the service, not this check, then decides.
+
+    >>> link_expires_at(
+    ...     "https://b.s3.amazonaws.com/x.png?X-Amz-Date=20261127T100000Z&X-Amz-Expires=3600"
+    ... )
+    datetime.datetime(2026, 11, 27, 11, 0, tzinfo=datetime.timezone.utc)
+    >>> link_expires_at("https://host/x.png") is None
+    True
+    """
+    parts = urlsplit(url)
+    if not parts.query:
+        return None
+    q = {name.lower(): value for name, value in parse_qsl(parts.query, keep_blank_values=True)}
+    try:
+        for vendor in ("x-amz-", "x-goog-"):
+            if f"{vendor}date" in q and f"{vendor}expires" in q:
+                signed = datetime.strptime(q[f"{vendor}date"], "%Y%m%dT%H%M%SZ")
+                return signed.replace(tzinfo=UTC) + timedelta(seconds=int(q[f"{vendor}expires"]))
+        if "signature" in q and "expires" in q:
+            return datetime.fromtimestamp(int(q["expires"]), tz=UTC)
+        if "sig" in q and "se" in q:
+            end = datetime.fromisoformat(q["se"].replace("Z", "+00:00"))
+            return end if end.tzinfo else end.replace(tzinfo=UTC)
+    except (ValueError, OverflowError):
+        return None
+    return None
+
+
 def request_key(
     method: str,
     path: str,
@@ -200,7 +293,9 @@ def request_key(
     """Hex SHA-256 of ``METHOD path`` + newline + :func:`canonical_request`.
 
     The path is relative to the base URL (``/ceph-lateral-points``), so neither the host nor
-    the key takes part: the same request to the same service always has the same key.
+    the key takes part: the same request to the same service always has the same key. A
+    body's ``ImageName`` enters as its :func:`image_identity` (without the parameters that
+    only sign an object-store link), so re-signed links of the same images keep their keys.
 
     >>> k = request_key(
     ...     "POST", "/classifier", {"PatientID": "P1", "TimeStamp": "t", "ImageName": "u"}
@@ -214,6 +309,8 @@ def request_key(
     ... )
     (64, True)
     """
+    if body is not None and isinstance(body.get("ImageName"), str):
+        body = {**body, "ImageName": image_identity(body["ImageName"])}
     text = f"{method.upper()} {path}\n{canonical_request(body, query)}"
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -236,164 +333,12 @@ def session_request_key(http_key: str, patient_id: str, timestamp: str) -> str:
 # ---- the cache -------------------------------------------------------------------------
 
 
-def normalize_cache(cache: Any) -> str | None:
-    """Turn a ``settings.cache`` value into a picklable string spec (``None`` = memory)."""
-    if cache is None:
-        return None
-    if isinstance(cache, os.PathLike):
-        cache = os.fspath(cache)
-    if not isinstance(cache, str):
-        raise ConfigurationError(
-            f"cache must be a path, a redis:// URL, 'memory' or None, got {type(cache).__name__}"
-        )
-    if cache == "memory":
-        return None
-    if cache.startswith(_REDIS_SCHEMES):
-        return cache
-    return str(Path(cache).expanduser())
-
-
-def cache_description(spec: str | None) -> str:
-    """Readable, credential-free name of a cache spec (for reprs and logs)."""
-    if spec is None:
-        return "memory"
-    if spec.startswith(_REDIS_SCHEMES):
-        parts = urlsplit(spec)
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port else ""
-        return f"{parts.scheme}://{host}{port}{parts.path}"  # no user:password
-    return spec
-
-
-def _backend(spec: str | None) -> tuple[Any, dict[str, Any]]:
-    if spec is None:
-        return "memory", {}
-    if spec.startswith(_REDIS_SCHEMES):
-        require("redis", "distributed")
-        from dentalkit.fetch._rediscache import ResilientRedisCache
-
-        # a Redis outage degrades to cache misses instead of failing requests
-        return ResilientRedisCache(spec, namespace="dentalkit"), {}
-    path = Path(spec)
-    if path.suffix.lower() in _SQLITE_SUFFIXES:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return "sqlite", {"cache_name": str(path), "wal": True, "busy_timeout": 30_000}
-    path.mkdir(parents=True, exist_ok=True)
-    # JSON files, but the body kept as the exact bytes received (decode_content=False), so a
-    # cache hit returns byte-for-byte the text the service sent
-    return "filesystem", {"cache_name": str(path), "serializer": "json", "decode_content": False}
-
-
-def _sqlite_problem(path: Path) -> str:
-    """Why the SQLite file at ``path`` is not a sound cache (``""`` when it is), read-only."""
-    import sqlite3
-
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
-    except sqlite3.Error as exc:
-        return f"{type(exc).__name__}: {exc}"
-    try:
-        found = [r[0] for r in con.execute("PRAGMA quick_check")]
-        if found != ["ok"]:
-            return "PRAGMA quick_check: " + "; ".join(map(str, found[:3]))
-        return ""
-    except sqlite3.Error as exc:
-        return f"{type(exc).__name__}: {exc}"
-    finally:
-        con.close()
-
-
-def check_http_cache(cache: Any) -> list[tuple[str, int | None, str]]:
-    """Check an HTTP cache without changing it: ``[(name, entries, reason)]``.
-
-    A SQLite cache gets ``PRAGMA quick_check`` and every stored response is read back and its
-    body parsed; a filesystem cache has every file read back the same way. ``reason`` is
-    ``""`` for a sound cache; otherwise it says what is wrong (and how many entries). Redis
-    and in-memory caches are reported as not checked.
-    """
-    import sqlite3
-
-    from requests_cache.serializers import init_serializer
-
-    spec = normalize_cache(cache)
-    if spec is None or spec.startswith(_REDIS_SCHEMES):
-        return [(f"{cache_description(spec)} (not checked: only files are)", None, "")]
-    path = Path(spec)
-    if not path.exists():
-        return [(str(path), None, "no such file or folder")]
-    bad = 0
-    n = 0
-    if path.suffix.lower() in _SQLITE_SUFFIXES:
-        problem = _sqlite_problem(path)
-        if problem:
-            return [(str(path), None, problem)]
-        serializer = init_serializer("pickle", False)
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
-        try:
-            values = [r[0] for r in con.execute("SELECT value FROM responses")]
-        except sqlite3.Error as exc:
-            return [(str(path), None, f"{type(exc).__name__}: {exc}")]
-        finally:
-            con.close()
-    else:
-        serializer = init_serializer("json", False)
-        values = []
-        for file in sorted(path.rglob("*.json")):
-            try:
-                values.append(file.read_bytes())
-            except OSError:
-                values.append(b"")
-    for value in values:
-        n += 1
-        try:
-            response = serializer.loads(value)
-            ok = response.status_code != 200 or isinstance(orjson.loads(response.content), dict)
-        except Exception:  # any failure to read an entry back is damage
-            ok = False
-        bad += not ok
-    reason = (
-        f"{bad} of {n} entries cannot be read back (requests-cache treats them as misses, "
-        "or evicts them when the body does not parse, and asks the service again)"
-        if bad
-        else ""
-    )
-    return [(str(path), n, reason)]
-
-
-def quarantine_cache(cache: Any) -> list[Path]:
-    """Move a damaged SQLite cache (with its ``-wal`` and ``-shm`` files) aside; never delete.
-
-    The files get the suffix ``.damaged-<UTC time>`` in the same folder. Returns the new paths.
-    """
-    from datetime import UTC, datetime
-
-    spec = normalize_cache(cache)
-    if spec is None or spec.startswith(_REDIS_SCHEMES):
-        return []
-    path = Path(spec)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    moved = []
-    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
-        if file.exists():
-            target = file.with_name(f"{file.name}.damaged-{stamp}")
-            os.replace(file, target)
-            moved.append(target)
-            log.warning("moved the damaged HTTP cache file %s to %s", file, target)
-    return moved
-
-
-def sqlite_cache_problem(cache: Any) -> str:
-    """``""`` unless ``cache`` is a SQLite cache file that fails ``PRAGMA quick_check``."""
-    spec = normalize_cache(cache)
-    if spec is None or spec.startswith(_REDIS_SCHEMES):
-        return ""
-    path = Path(spec)
-    if path.suffix.lower() not in _SQLITE_SUFFIXES or not path.exists():
-        return ""
-    return _sqlite_problem(path)
-
-
 _parsed = threading.local()
+
+#: Bodies up to this size keep the parse :func:`_cacheable` made for :func:`take_body`
+#: (parsed once); larger ones are parsed again from their text, so that the bytes, the
+#: text and the parsed body are never all in memory at once.
+KEEP_PARSE_BYTES = 1 << 20
 
 
 def _cacheable(response: requests.Response) -> bool:
@@ -402,29 +347,83 @@ def _cacheable(response: requests.Response) -> bool:
     requests-cache also applies it to responses read back from the cache, and deletes an
     entry that fails it: a cached body damaged after it was written (an edited or garbled
     cache) is evicted the first time it is read, so a retry reaches the service instead of
-    reading the same bad entry again. The parsed body is kept for :func:`take_parsed`, so it
-    is parsed only once.
+    reading the same bad entry again. (The client also checks that a cached answer is the
+    answer to the request it made: :func:`answers_request`.) The parsed body of an answer
+    up to :data:`KEEP_PARSE_BYTES` is kept for :func:`take_body`, so it is parsed only once;
+    requests-cache calls the filter twice on a fresh answer (before caching it and before
+    returning it), and the second call reuses the first one's verdict.
     """
     if response.status_code != 200:
         return True  # status codes are filtered by allowable_codes; keep old entries on errors
+    stash = getattr(_parsed, "value", None)
+    if stash is not None and stash[0] is response:  # checked before it was cached
+        return stash[1] is not None
     try:
         data = orjson.loads(response.content)
     except orjson.JSONDecodeError:
         data = None
-    _parsed.value = (response, data)
-    return isinstance(data, dict)
+    ok = isinstance(data, dict)
+    if len(response.content) <= KEEP_PARSE_BYTES:
+        _parsed.value = (response, data)
+    else:
+        _parsed.value = (response, _REPARSE if ok else None)
+    return ok
 
 
-def take_parsed(response: requests.Response) -> Any:
-    """The JSON body of ``response``, reusing the parse :func:`_cacheable` made, or ``None``."""
+_REPARSE = object()
+
+
+def answers_request(
+    response: requests.Response, url: str, body: Mapping[str, Any] | None, query: Any
+) -> bool:
+    """Whether a cached answer holds the request that was made: same path, same body/query.
+
+    Each cache entry's checksum proves the entry is as written, but not that it is the
+    entry of this request: damage to a SQLite index can make one key lead to another
+    request's intact entry. The entry holds the request it answers (its first redirect
+    hop's, when redirects were followed), compared here with the one just made.
+    """
+    first = response.history[0] if getattr(response, "history", None) else response
+    stored = getattr(first, "request", None)
+    if stored is None or not stored.url:
+        return False
+    sent, kept = urlsplit(url), urlsplit(stored.url)
+    if (kept.path, kept.netloc) != (sent.path, sent.netloc):
+        return False
+    if body is not None:
+        try:
+            return orjson.loads(stored.body or b"null") == body
+        except orjson.JSONDecodeError:
+            return False
+    return dict(parse_qsl(kept.query, keep_blank_values=True)) == dict(query or {})
+
+
+def take_body(response: requests.Response) -> tuple[str | None, Any]:
+    """``(text, data)`` of a 200 answer: its exact text and its parsed JSON (``None`` if not).
+
+    Reuses the parse :func:`_cacheable` made. For a large body the bytes are decoded first
+    and then released from ``response`` before the text is parsed, so at most two forms of
+    the body (bytes and text, then text and parsed data) are in memory together.
+    """
     stash = getattr(_parsed, "value", None)
     _parsed.value = None
-    if stash is not None and stash[0] is response:
-        return stash[1]
+    data = stash[1] if stash is not None and stash[0] is response else _REPARSE
+    if data is None:
+        return None, None
+    content = response.content
     try:
-        return orjson.loads(response.content)
-    except orjson.JSONDecodeError:
-        return None
+        text = content.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, None
+    if data is _REPARSE:
+        if len(content) > KEEP_PARSE_BYTES and not getattr(response, "from_cache", False):
+            del content  # a fresh answer's bytes are held by nothing else once the text is
+            response._content = None  # made (a cache hit's may be the memory cache's own)
+        try:
+            data = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return None, None
+    return (text, data) if isinstance(data, dict) else (None, None)
 
 
 def _shallow(response: requests.Response) -> requests.Response:
@@ -460,45 +459,6 @@ def _redacting_save(save: Any) -> Any:
         return save(response, *args, **kwargs)
 
     return save_response
-
-
-def _size_guard(limit: int) -> Any:
-    """A response hook that reads at most ``limit`` bytes of a body (else raises)."""
-
-    def guard(response: requests.Response, **kwargs: Any) -> requests.Response:
-        if getattr(response, "_content_consumed", False) or getattr(response, "from_cache", False):
-            size = len(response.content or b"")
-            if size > limit:
-                raise _too_large(response, f"{size:,} bytes received", limit)
-            return response
-        declared = response.headers.get("Content-Length", "")
-        if declared.strip().isdigit() and int(declared) > limit:
-            response.close()
-            raise _too_large(response, f"{int(declared):,} bytes declared", limit)
-        chunks: list[bytes] = []
-        total = 0
-        for chunk in response.iter_content(1 << 16):
-            total += len(chunk)
-            if total > limit:
-                response.close()
-                raise _too_large(response, f"more than {limit:,} bytes sent", limit)
-            chunks.append(chunk)
-        response._content = b"".join(chunks)
-        response._content_consumed = True
-        return response
-
-    return guard
-
-
-def _too_large(response: requests.Response, what: str, limit: int) -> ResponseTooLargeError:
-    request = response.request
-    path = urlsplit(request.url or "").path if request is not None else "?"
-    method = request.method if request is not None else "?"
-    return ResponseTooLargeError(
-        f"the answer to {method} {path} is too large ({what}; the limit, "
-        f"settings.max_response_bytes, is {limit:,} bytes). Nothing was cached or stored. "
-        "If the service really sends answers this large, raise settings.max_response_bytes"
-    )
 
 
 def _session_class() -> type:
@@ -563,7 +523,7 @@ def make_session(
     global _SESSION_CLASS
     if _SESSION_CLASS is None:
         _SESSION_CLASS = _session_class()
-    backend, kwargs = _backend(cache)
+    backend, kwargs = cache_backend(cache)
     session = _SESSION_CLASS(
         backend=backend,
         allowable_methods=("GET", "POST"),
@@ -575,11 +535,13 @@ def make_session(
         **kwargs,
     )
     session.cache.save_response = _redacting_save(session.cache.save_response)
+    if backend == "sqlite":
+        write_large_entries_in_pieces(session.cache.responses)
     if base_url is not None:
         session.service_origin = origin(base_url)
-    if max_response_bytes is not None:
-        session.hooks["response"].append(_size_guard(int(max_response_bytes)))
-    adapter = HTTPAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
+    limit = None if max_response_bytes is None else int(max_response_bytes)
+    session.hooks["response"].append(body_reader(limit))
+    adapter = DeadlineAdapter(pool_connections=4, pool_maxsize=pool_size, max_retries=0)
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     # The environment (HTTPS_PROXY/NO_PROXY, REQUESTS_CA_BUNDLE) is read once, here, for the

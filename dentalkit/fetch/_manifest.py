@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from numbers import Real
 from typing import Any
 
@@ -38,7 +39,12 @@ from dentalkit.convert._calibration import DEFAULT_SOURCE as DEFAULT_CALIBRATION
 from dentalkit.convert._requests import check_timestamp_format, parse_session_times
 from dentalkit.endpoints import ENDPOINTS, Endpoint, get_endpoint
 from dentalkit.errors import PROBLEM_COLUMNS, InputError, problems_frame
-from dentalkit.fetch._http import canonical_request, request_key, session_request_key
+from dentalkit.fetch._http import (
+    canonical_request,
+    link_expires_at,
+    request_key,
+    session_request_key,
+)
 from dentalkit.fetch._manifest_cells import (
     BAD,
     MAX_LENGTH,
@@ -282,6 +288,32 @@ def _check_keys(rows: pd.DataFrame, problems: RowProblems, timestamp_format: str
         url,
         "not a full http(s) URL (the service needs the image's URL, not a file path)",
     )
+    _check_link_expiry(rows, problems, url_sendable.to_numpy() & url_ok.to_numpy(), url)
+
+
+def _check_link_expiry(
+    rows: pd.DataFrame, problems: RowProblems, mask: np.ndarray, url: pd.Series
+) -> None:
+    """Record the presigned links of ``mask`` that have expired (:func:`link_expires_at`).
+
+    The service would answer such a request with an error about the image (after the
+    request was paid for); the manifest is refused before, naming each row, so the links
+    can be signed again. Links that state no expiry are not checked.
+    """
+    signed = mask & url.str.contains("?", regex=False, na=False).to_numpy()
+    if not signed.any():
+        return
+    now = datetime.now(UTC)
+    reasons = np.full(len(rows), None, dtype=object)
+    for i, link in zip(np.flatnonzero(signed), url.to_numpy(dtype=object)[signed], strict=True):
+        end = link_expires_at(link)
+        if end is not None and end <= now:
+            reasons[i] = (
+                f"the presigned link expired at {end:%Y-%m-%d %H:%M} UTC, so the service "
+                "cannot read the image; sign the links again (dentalkit manifest, or "
+                "images.build_manifest) with a lifetime that covers the fetch"
+            )
+    problems.add(rows, reasons != None, "image_url", url, reasons)  # noqa: E711
 
 
 def _check_session_times(

@@ -108,7 +108,9 @@ def stop_reason(exc: Exception, answered: bool) -> str | None:
     arrived means the service cannot be reached; after answers arrived it may concern one
     request, so the run goes on. A refused redirect
     (:class:`~dentalkit.errors.RedirectRefusedError`) is an answer, not an unreachable
-    service: it is recorded per request and the run goes on.
+    service: it is recorded per request and the run goes on; so is an answer cut short,
+    undecodable or past the deadline (:class:`~dentalkit.errors.IncompleteResponseError`,
+    not a ``TransportError``): a connection was made.
     """
     if isinstance(exc, AuthError):
         return "auth"

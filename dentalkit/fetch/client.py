@@ -39,6 +39,7 @@ from dentalkit.endpoints import API_PREFIX, ENDPOINTS, Endpoint, get_endpoint
 from dentalkit.errors import (
     ConfigurationError,
     DamagedFileError,
+    IncompleteResponseError,
     InputError,
     ResponseFormatError,
     TransportError,
@@ -49,6 +50,7 @@ from dentalkit.fetch._http import (
     KEY_HEADER,
     USAGE_HEADER_PREFIXES,
     Secret,
+    answers_request,
     api_error,
     backoff_delay,
     cache_description,
@@ -59,10 +61,11 @@ from dentalkit.fetch._http import (
     quarantine_cache,
     request_key,
     scrub,
-    take_parsed,
+    take_body,
 )
 from dentalkit.fetch._methods import endpoint_method
 from dentalkit.fetch._result import OUTPUT_LINK_TTL, ApiResult
+from dentalkit.fetch._transfer import deadline_scope, incomplete_reason
 
 __all__ = [
     "OUTPUT_LINK_TTL",
@@ -98,6 +101,7 @@ class ClientSpec:
     verify: bool | str
     user_agent: str
     max_response_bytes: int | None = None
+    request_deadline: float | None = None
 
 
 _CLIENTS: dict[ClientSpec, Client] = {}
@@ -128,12 +132,15 @@ class Client:
     cache : path, URL, "memory" or None, optional
         HTTP cache backend (see :data:`dentalkit.settings.cache`); default the settings value.
     expire_after, timeout, max_retries, backoff_base, backoff_max, verify, user_agent, \
-max_response_bytes
+max_response_bytes, request_deadline
         Override the values in :mod:`dentalkit.settings` for this client.
-    heal_cache : bool
+    heal_cache : bool, default True
         When the SQLite cache file cannot be opened (truncated, garbled), move it aside
-        (``<file>.damaged-<UTC>``, never deleted) and start an empty cache, instead of raising
-        :class:`~dentalkit.errors.DamagedFileError`. The fetch path and the CLI do this.
+        (``<file>.damaged-<UTC>``, never deleted; a warning is logged and
+        :attr:`quarantined_cache` lists it) and start an empty cache, as ``dentalkit fetch``
+        does. ``False`` raises :class:`~dentalkit.errors.DamagedFileError` instead.
+        :func:`~dentalkit.fetch.cohort.fetch_cohort` also moves aside a cache that fails
+        ``PRAGMA integrity_check`` and deletes damaged entries before it sends anything.
 
     Notes
     -----
@@ -165,7 +172,8 @@ max_response_bytes
         verify: bool | str | None = None,
         user_agent: str | None = None,
         max_response_bytes: int | None = None,
-        heal_cache: bool = False,
+        request_deadline: Any = _DEFAULT,
+        heal_cache: bool = True,
     ) -> None:
         base = settings.service_url(base_url)
         if not base:
@@ -203,6 +211,9 @@ max_response_bytes
             user_agent=settings.user_agent if user_agent is None else user_agent,
             max_response_bytes=int(
                 settings.max_response_bytes if max_response_bytes is None else max_response_bytes
+            ),
+            request_deadline=_deadline(
+                settings.request_deadline if request_deadline is _DEFAULT else request_deadline
             ),
         )
         self._init(spec, heal_cache=heal_cache)
@@ -350,15 +361,27 @@ max_response_bytes
             retry_after: float | None = None
             bad_cache_entry = False
             try:
-                resp = self._session.request(
-                    ep.method,
-                    url,
-                    json=body,
-                    params=query,
-                    headers={KEY_HEADER: key},
-                    timeout=spec.timeout,
-                    force_refresh=refresh,
-                )
+                with deadline_scope(spec.request_deadline) as deadline:
+                    try:
+                        resp = self._session.request(
+                            ep.method,
+                            url,
+                            json=body,
+                            params=query,
+                            headers={KEY_HEADER: key},
+                            timeout=spec.timeout,
+                            force_refresh=refresh,
+                        )
+                    except requests.RequestException as exc:
+                        why = incomplete_reason(exc, deadline)
+                        if why is None:
+                            raise
+                        raise IncompleteResponseError(
+                            f"{ep.method} {ep.path} for patient {patient_id!r}: {why}; "
+                            "nothing was cached or stored"
+                        ) from None
+            except IncompleteResponseError as exc:
+                last = IncompleteResponseError(scrub(str(exc), key))
             except sqlite3.DatabaseError as exc:
                 raise _damaged_cache(spec, exc) from None
             except requests.exceptions.SSLError as exc:
@@ -383,14 +406,20 @@ max_response_bytes
             else:
                 status = resp.status_code
                 if status == 200:
-                    data = take_parsed(resp)
-                    if isinstance(data, dict):
-                        result = self._result(ep, body, query, resp, data, attempt + 1)
+                    text, data = take_body(resp)
+                    if getattr(resp, "from_cache", False) and not answers_request(
+                        resp, url, body, query
+                    ):
+                        text = None  # another request's answer: a damaged cache
+                        with contextlib.suppress(Exception):
+                            self._session.cache.delete(resp.cache_key)
+                    if text is not None:
+                        result = self._result(ep, body, query, resp, text, data, attempt + 1)
                         log.debug(
-                            "%s %s: %d bytes %s",
+                            "%s %s: %d characters %s",
                             ep.method,
                             ep.path,
-                            len(resp.content),
+                            len(text),
                             "from the cache" if result.from_cache else f"in {resp.elapsed}",
                         )
                         return result
@@ -400,16 +429,17 @@ max_response_bytes
                         # next attempt goes to the service, at once
                         refresh = True
                         log.warning(
-                            "%s %s for patient %r: the cached answer did not parse as a JSON "
-                            "object (a damaged cache entry); evicted, asking the service",
+                            "%s %s for patient %r: the cached answer is damaged (its body is "
+                            "not a JSON object, or it answers another request); evicted, "
+                            "asking the service",
                             ep.method,
                             ep.path,
                             patient_id,
                         )
                     last = ResponseFormatError(
-                        "a cached 200 body did not parse as a JSON object (a damaged cache "
-                        "entry); it was evicted from the cache and the request sent to the "
-                        "service instead"
+                        "a cached 200 answer was damaged (its body did not parse as a JSON "
+                        "object, or it was the answer to another request); it was evicted "
+                        "from the cache and the request sent to the service instead"
                         if bad_cache_entry
                         else "the service's 200 body is not a JSON object (truncated or not "
                         f"JSON); never cached, and the request was retried up to "
@@ -453,6 +483,7 @@ max_response_bytes
         body: dict[str, Any] | None,
         query: dict[str, str] | None,
         resp: requests.Response,
+        text: str,
         data: dict[str, Any],
         attempts: int,
     ) -> ApiResult:
@@ -469,7 +500,7 @@ max_response_bytes
             request=dict(body if body is not None else query or {}),
             request_key=request_key(ep.method, ep.path, body, query),
             data=data,
-            text=resp.content.decode("utf-8"),
+            text=text,
             status_code=resp.status_code,
             from_cache=from_cache,
             fetched_at=fetched,
@@ -490,10 +521,22 @@ def _damaged_cache(spec: ClientSpec, exc: Exception) -> DamagedFileError:
         spec.cache,
         "HTTP cache (SQLite)",
         f"{type(exc).__name__}: {exc}",
-        "Move it aside (with its -wal and -shm files) or give another cache; `dentalkit "
-        "fetch` does this itself (the answers it held are then asked of the service again), "
-        "and `dentalkit verify OUT --cache PATH` checks a cache without fetching",
+        "fetch_cohort(..., client=Client(...)) moves it aside (with its -wal and -shm files, "
+        "never deleted) and asks the service again for what it held, as `dentalkit fetch` "
+        "does; a new Client on it (heal_cache=True, the default) starts an empty cache. "
+        "`dentalkit verify OUT --cache PATH` checks a cache without fetching",
     )
+
+
+def _deadline(value: Any) -> float | None:
+    """``settings.request_deadline`` checked: seconds > 0, or ``None`` (no deadline)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigurationError(
+            f"request_deadline must be a number of seconds > 0 or None, got {value!r}"
+        )
+    return float(value)
 
 
 # ---- one method per endpoint, generated from the registry -----------------------------

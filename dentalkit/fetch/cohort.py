@@ -104,6 +104,10 @@ class FetchReport:
         Damaged files this run moved aside (never deleted): ``file``, ``kind``, ``reason``,
         ``moved_to``, ``rows`` (rows the file held, when its request columns could still be
         read).
+    lost : int
+        Rows that quarantined parts held and the store no longer holds, as far as known
+        (their readable request columns, or the store's key ledger for a part that cannot
+        be read at all).
     recovered : int
         Of ``stored``, the rows that quarantined parts had held (sent again; the HTTP cache
         answers those it holds). Requests of a quarantined part that are not in the manifest
@@ -124,6 +128,7 @@ class FetchReport:
     stopped: str | None = None
     stop_reason: str | None = None
     quarantined: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    lost: int = 0
     recovered: int = 0
 
     @property
@@ -150,10 +155,13 @@ class FetchReport:
             unsent = self.sent - self.stored - self.failed
             text += f"; stopped early ({_STOPPED[self.stopped]}), {unsent} not sent"
         if len(self.quarantined):
-            text += (
-                f"; {len(self.quarantined)} damaged file(s) moved aside, "
-                f"{self.recovered} of their rows stored again"
-            )
+            text += f"; {len(self.quarantined)} damaged file(s) moved aside"
+            parts = self.quarantined[self.quarantined["kind"] == "responses part"]
+            if len(parts):
+                text += f", {self.recovered} of the {self.lost} rows they held stored again"
+                unknown = int(parts["rows"].isna().sum())
+                if unknown:
+                    text += f" (what {unknown} unreadable part(s) held is not known)"
         return text + f" [{self.seconds:.1f} s]"
 
 
@@ -163,13 +171,20 @@ def _member(keys: pd.Series, known: set[str]) -> np.ndarray:
 
 
 def _open_store(out: str | os.PathLike[str], client: Client) -> ResponseStore:
-    """Take the store's write lock, heal the SQLite cache and open the store to heal it.
+    """Take the store's write lock, heal the HTTP cache and open the store to heal it.
 
-    The returned store holds the lock: use it as a context manager (``with _open_store(...)
-    as store:``), which releases the lock however the block ends. If opening fails, the lock
-    is released here.
+    The cache: a SQLite file that fails ``PRAGMA integrity_check`` is moved aside, and the
+    entries of a SQLite or filesystem cache that fail their checksum or cannot be read back
+    are deleted (what ``dentalkit verify --cache`` reports is what this repairs). The
+    returned store holds the lock: use it as a context manager (``with _open_store(...)
+    as store:``), which releases the lock however the block ends. If opening fails, the
+    lock is released here.
     """
-    from dentalkit.fetch._http import quarantine_cache, sqlite_cache_problem
+    from dentalkit.fetch._cache import (
+        evict_damaged_entries,
+        quarantine_cache,
+        sqlite_cache_problem,
+    )
 
     lock = store_lock(out, settings.store_lock_timeout)
     try:
@@ -198,6 +213,17 @@ def _open_store(out: str | os.PathLike[str], client: Client) -> ResponseStore:
             for f in getattr(client, "quarantined_cache", [])[:1]
         ]
         client.quarantined_cache = []  # reported once
+        evicted = evict_damaged_entries(client.session, client.spec.cache)
+        if evicted:
+            moved.append(
+                {
+                    "file": str(client.spec.cache),
+                    "kind": "HTTP cache entries",
+                    "reason": f"{evicted} damaged entr{'y' if evicted == 1 else 'ies'} deleted",
+                    "moved_to": None,
+                    "rows": evicted,
+                }
+            )
         store = ResponseStore(out, client.base_url, heal=True)
         store.done = store.completed_keys()  # read (and healed) while the lock is released on error
         store.quarantined[:0] = moved
@@ -213,17 +239,25 @@ def _add_lost_requests(plan: Any, store: ResponseStore, done: set[str]) -> set[s
 
     They are rebuilt from the parts' request columns (patient, timestamp, endpoint, image,
     options) and kept only when the rebuilt request key equals the stored one. Returns the
-    keys of every row the quarantined parts held and the store no longer has.
+    keys of every row the quarantined parts held and the store no longer has; a warning
+    names those that can be sent neither from the manifest nor from a rebuilt request.
     """
-    if not store.lost_rows:
+    lost_keys = store.lost_keys - done
+    if not lost_keys:
         return set()
     from urllib.parse import parse_qsl
 
     from dentalkit.fetch._manifest import plan_requests
 
-    lost = pd.concat(store.lost_rows, ignore_index=True).drop_duplicates("request_key")
+    planned = set(plan.requests["request_key"])
+    lost = (
+        pd.concat(store.lost_rows, ignore_index=True).drop_duplicates("request_key")
+        if store.lost_rows
+        else pd.DataFrame(columns=["request_key"])
+    )
     lost = lost[~_member(lost["request_key"], done)]
-    missing = lost[~_member(lost["request_key"], set(plan.requests["request_key"]))]
+    missing = lost[~_member(lost["request_key"], planned)]
+    rebuilt: set[str] = set()
     if len(missing):
         rows = []
         for rec in missing.to_dict("records"):
@@ -238,20 +272,24 @@ def _add_lost_requests(plan: Any, store: ResponseStore, done: set[str]) -> set[s
             warnings.simplefilter("ignore", DentalkitWarning)
             extra = plan_requests(pd.DataFrame(rows), timestamp_format=store.timestamp_format)
         keep = _member(extra.requests["request_key"], set(missing["request_key"]))
-        if (~keep).any() or len(extra.problems):
-            log.warning(
-                "%d request(s) of quarantined parts could not be rebuilt exactly; the parts "
-                "in %s still hold them",
-                len(missing) - int(keep.sum()),
-                store.out / "_quarantine",
-            )
         if keep.any():
             added = extra.requests.loc[keep].assign(row=0)
+            rebuilt = set(added["request_key"])
             plan.requests = pd.concat([plan.requests, added], ignore_index=True)
             plan.payloads = plan.payloads + [
                 p for p, k in zip(extra.payloads, keep, strict=True) if k
             ]
-    return set(lost["request_key"])
+    unsendable = lost_keys - planned - rebuilt
+    if unsendable:
+        log.warning(
+            "%d request(s) that damaged part(s) held are not in this manifest and could not "
+            "be rebuilt from what could be read: they are not sent again. The damaged parts "
+            "are in %s and the keys they held in %s",
+            len(unsendable),
+            store.out / "_quarantine",
+            store.parts / "_ledger.tsv",
+        )
+    return lost_keys
 
 
 @dataclass
@@ -469,6 +507,7 @@ def fetch_cohort(
         report.requested = len(selection.requests)
         report.already_stored = selection.already_stored
         report.skipped_failed = selection.skipped_failed
+        report.lost = len(selection.lost_keys)
         if report.skipped_failed:
             log.warning(
                 "%d request(s) failed in an earlier run and are skipped; "

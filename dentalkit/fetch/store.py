@@ -4,18 +4,24 @@ Layout of an ``out`` folder::
 
     out/_dentalkit.json                  store metadata: format version, the service's base URL
     out/responses/part-<UTC>-<uuid>.parquet   the ``responses`` table, in parts
+    out/responses/_ledger.tsv            the request keys each part was written with
     out/failures.parquet                 requests whose latest attempt failed, and why
     out/calibration.parquet              per-image mm_per_px of the manifests (fetch._sidefiles)
 
 Every file is written atomically (a temporary file in the same folder, ``fsync``, then
 ``os.replace``), so a reader — or a run killed at any moment — sees either the whole part or
-none of it. A part is read back before it is renamed into place, so nothing is counted as
+none of it (the ledger is the one append-only file: a line cut short by a kill is skipped). A part is read back before it is renamed into place, so nothing is counted as
 stored that cannot be read. Parts are only ever added; :func:`read_responses` reads the folder
 with ``pandas.read_parquet`` and de-duplicates by ``request_key`` defensively.
 
-Damage after writing (a truncated, emptied or garbled file) is found when the file is read
-back: every part, ``failures.parquet`` and ``_dentalkit.json`` are checked on open and a
-damaged one raises :class:`~dentalkit.errors.DamagedFileError` naming the file. The fetch
+Damage after writing (a truncated, emptied or garbled file, a flipped bit) is found when the
+file is read back: every part, ``failures.parquet`` and ``_dentalkit.json`` are checked on
+open and a damaged one raises :class:`~dentalkit.errors.DamagedFileError` naming the file.
+Parts are written with Parquet page checksums (CRC-32 of every page) that every read
+verifies, and each row carries the SHA-256 of its body (``body_sha256``) and of its request
+identity (``key_sha256``, see :mod:`dentalkit.fetch._rowhash`), recomputed on every read:
+a body or a request key that changed on disk is never read as data. Parts written before
+these checksums existed have no page checksums and null digests; they are read as before. The fetch
 path opens the store with ``heal=True``: a damaged file is moved aside into
 ``out/_quarantine/`` (never deleted) and the requests it held are sent again — answered by
 the HTTP cache where it holds them. :func:`verify_store` checks a store without changing it.
@@ -28,7 +34,7 @@ The ``responses`` schema is the data contract's (``docs/data-contract.md``): the
 timestamp format the fetch recorded in ``_dentalkit.json``, parsed to UTC; NaT otherwise),
 ``endpoint``, ``model_version`` (response ``Version``), then
 ``request_key``, ``image_url``, ``options``, ``status_code``, ``body`` (the exact JSON text),
-``fetched_at``, ``from_cache`` and ``error``.
+``fetched_at``, ``from_cache``, ``error``, ``body_sha256`` and ``key_sha256``.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -57,6 +64,7 @@ from dentalkit.errors import (
     InputError,
     StoreLockedError,
 )
+from dentalkit.fetch._rowhash import IDENTITY_COLUMNS, body_digests, key_digests, mismatches
 
 __all__ = [
     "FAILURES_SCHEMA",
@@ -80,10 +88,13 @@ _META = "_dentalkit.json"
 _PARTS = "responses"
 _FAILURES = "failures.parquet"
 _LOCK = ".dentalkit.lock"
+_LEDGER = "_ledger.tsv"
 #: Folder inside a store where damaged files are moved (never deleted).
 QUARANTINE = "_quarantine"
 #: Columns that identify a request (enough to send it again).
 REQUEST_COLUMNS = ["patient_id", "timestamp", "endpoint", "image_url", "options", "request_key"]
+#: Columns whose digests a resume checks besides the keys: the body and the identity.
+_DIGESTED = ["body", "patient_id", "timestamp", "endpoint", "image_url", "options"]
 _HEAL = (
     "Run the same `dentalkit fetch` (or fetch_cohort) again: it moves the damaged file aside "
     "into {out}/_quarantine and sends its requests again (the HTTP cache answers those it "
@@ -109,8 +120,23 @@ RESPONSES_SCHEMA = pa.schema(
         ("fetched_at", _UTC_US),
         ("from_cache", pa.bool_()),
         ("error", pa.string()),
+        ("body_sha256", pa.string()),
+        ("key_sha256", pa.string()),
     ]
 )
+#: The checksum columns (null in parts written before they existed).
+CHECKSUM_COLUMNS = ("body_sha256", "key_sha256")
+#: Columns written with dictionary encoding: not the bodies, keys and digests, which are
+#: all different (a dictionary of them is one more copy of the part while it is written).
+_DICTIONARY = [
+    n for n in RESPONSES_SCHEMA.names if n not in ("body", "request_key", *CHECKSUM_COLUMNS)
+]
+#: Columns with min/max statistics: not the bodies (statistics of JSON text say nothing,
+#: and the writer copies the longest body several times to make them: a 63 MB body took
+#: 7× its size to write, 2× without).
+_STATISTICS = [n for n in RESPONSES_SCHEMA.names if n != "body"]
+#: A part larger than this in memory gives Arrow's freed memory back after it is written.
+_LARGE_PART_BYTES = 16 << 20
 
 #: Arrow schema of the ``failures`` table.
 FAILURES_SCHEMA = pa.schema(
@@ -170,16 +196,27 @@ def _read_meta(path: Path) -> dict[str, Any]:
     return meta
 
 
-def _read_part(path: Path, columns: list[str] | None = None) -> pa.Table:
-    """One responses part, fully decoded and cast to :data:`RESPONSES_SCHEMA`.
+def _read_part(path: Path, columns: list[str] | None = None, verify: bool = True) -> pa.Table:
+    """One responses part, fully decoded, checked and cast to :data:`RESPONSES_SCHEMA`.
 
-    Raises :class:`DamagedFileError` for a file that cannot be read, has other columns, or
-    lacks request keys.
+    Page checksums are verified (parts that have them), and the rows' ``body_sha256`` and
+    ``key_sha256`` recomputed (:func:`_check_digests`) for the columns read; ``verify=False``
+    skips both. Raises
+    :class:`DamagedFileError` for a file that cannot be read, lacks columns, lacks request
+    keys, or holds a row whose digest does not match.
     """
     out = path.parent.parent
-    names = columns or RESPONSES_SCHEMA.names
+    names = list(columns or RESPONSES_SCHEMA.names)
     try:
-        table = pq.read_table(path, columns=names)
+        with pq.ParquetFile(path, page_checksum_verification=verify) as part:
+            present = set(part.schema_arrow.names)
+            lacking = [n for n in names if n not in present and n not in CHECKSUM_COLUMNS]
+            if lacking:
+                raise KeyError(f"no column(s) {lacking}")
+            table = part.read(columns=[n for n in names if n in present])
+        for name in names:
+            if name not in present:  # a part written before checksums existed
+                table = table.append_column(name, pa.nulls(table.num_rows, pa.string()))
         table = table.select(names).cast(pa.schema([RESPONSES_SCHEMA.field(n) for n in names]))
     except (OSError, ValueError, KeyError, pa.ArrowException) as exc:
         raise DamagedFileError(
@@ -187,7 +224,90 @@ def _read_part(path: Path, columns: list[str] | None = None) -> pa.Table:
         ) from None
     if "request_key" in names and table.column("request_key").null_count:
         raise DamagedFileError(path, "responses part", "rows without a request_key", _fix(out))
+    bad = _check_digests(table) if verify else ""
+    if bad:
+        raise DamagedFileError(path, "responses part", bad, _fix(out))
     return table
+
+
+def _check_digests(table: pa.Table) -> str:
+    """Why the rows of ``table`` fail their digests (``""`` when none does).
+
+    Only digests whose columns were read are recomputed: ``body_sha256`` with ``body``,
+    ``key_sha256`` with the identity columns.
+    """
+    names = set(table.column_names)
+    found = []
+    if {"body", "body_sha256"} <= names:
+        bad = mismatches(table.column("body_sha256"), body_digests(table))
+        if len(bad):
+            found.append((bad, "body does not match its body_sha256"))
+    if {"key_sha256", *IDENTITY_COLUMNS} <= names:
+        bad = mismatches(table.column("key_sha256"), key_digests(table))
+        if len(bad):
+            found.append((bad, "request identity does not match its key_sha256"))
+    if not found:
+        return ""
+    texts = []
+    for bad, what in found:
+        first = int(bad[0])
+        who = table.column("patient_id")[first].as_py() if "patient_id" in names else None
+        texts.append(
+            f"{len(bad)} row(s) whose {what} (first: row {first}"
+            + (f", patient {who!r}" if who is not None else "")
+            + ")"
+        )
+    return "; ".join(texts) + " — changed on disk after it was written"
+
+
+def _salvage_requests(path: Path) -> pd.DataFrame | None:
+    """The request columns of a damaged part, as far as they can be trusted; or ``None``.
+
+    Rows whose ``key_sha256`` does not match are left out (their identity changed on disk).
+    """
+    names = [*REQUEST_COLUMNS, "key_sha256"]
+    try:
+        with pq.ParquetFile(path, page_checksum_verification=True) as part:
+            present = set(part.schema_arrow.names)
+            if not set(REQUEST_COLUMNS) <= present:
+                return None
+            table = part.read(columns=[n for n in names if n in present])
+        if "key_sha256" not in present:
+            table = table.append_column("key_sha256", pa.nulls(table.num_rows, pa.string()))
+        table = table.select(names).cast(pa.schema([RESPONSES_SCHEMA.field(n) for n in names]))
+    except (OSError, ValueError, KeyError, pa.ArrowException):
+        return None
+    bad = mismatches(table.column("key_sha256"), key_digests(table))
+    keep = np.ones(table.num_rows, dtype=bool)
+    keep[bad] = False
+    keep &= table.column("request_key").is_valid().to_numpy(zero_copy_only=False)
+    frame = table.filter(pa.array(keep)).select(REQUEST_COLUMNS).to_pandas()
+    frame["endpoint"] = frame["endpoint"].astype("object")
+    return frame
+
+
+def _append_ledger(path: Path, part: str, keys: list[str]) -> None:
+    """Add a stored part's request keys to the ledger (a failure only loses the hint)."""
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write("".join(f"{part}\t{key}\n" for key in keys))
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        log.warning("could not add %s to the key ledger %s (%s)", part, path, exc)
+
+
+def _read_ledger(path: Path) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    try:
+        text = path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return out
+    for line in text.splitlines():
+        part, sep, key = line.partition("\t")
+        if sep and part.startswith("part-") and len(key) == 64:
+            out.setdefault(part, []).append(key)
+    return out
 
 
 def _read_failures_file(path: Path) -> pd.DataFrame:
@@ -321,6 +441,10 @@ class ResponseStore:
         self.quarantined: list[dict[str, Any]] = []
         #: Request columns of the rows that quarantined parts held (where readable).
         self.lost_rows: list[pd.DataFrame] = []
+        #: Request keys that quarantined parts held: their readable rows and, for a part
+        #: that cannot be read at all, the keys the ledger lists for it.
+        self.lost_keys: set[str] = set()
+        self._ledger_keys: dict[str, list[str]] | None = None
         #: The write lock, when the fetch path holds one (released by :meth:`close`).
         self.lock: StoreLock | None = None
         #: Request keys read by the fetch path when it opened the store.
@@ -387,44 +511,84 @@ class ResponseStore:
         A part that cannot be read raises :class:`~dentalkit.errors.DamagedFileError`, or —
         with ``heal=True`` — is moved to ``out/_quarantine/`` and left out, so its requests
         are sent again; the request columns that can still be read from it are kept in
-        :attr:`lost_rows` (so requests that are not in the current manifest can be rebuilt).
+        :attr:`lost_rows` (so requests that are not in the current manifest can be rebuilt),
+        and the keys it held in :attr:`lost_keys` (from the ledger, :meth:`ledger`, when
+        nothing of it can be read).
         """
         keys: set[str] = set()
         for path in self._part_files():
             try:
-                table = _read_part(path)
+                table = _read_part(path, ["request_key", *CHECKSUM_COLUMNS, *_DIGESTED])
             except DamagedFileError as exc:
                 if not self.heal:
                     raise
-                try:
-                    held = _read_part(path, REQUEST_COLUMNS).to_pandas()
-                except DamagedFileError:
-                    held = None
-                self._quarantine(path, exc, rows=None if held is None else len(held))
+                held = _salvage_requests(path)
+                listed = set(self.ledger().get(path.name, ()))
                 if held is not None:
-                    held["endpoint"] = held["endpoint"].astype("object")
                     self.lost_rows.append(held)
+                    listed |= set(held["request_key"])
+                known = held is not None or bool(listed)
+                self._quarantine(path, exc, rows=len(listed) if known else None)
+                self.lost_keys |= listed
                 continue
             keys.update(table.column("request_key").to_pylist())
         return keys
 
+    def ledger(self) -> dict[str, list[str]]:
+        """The key ledger: part file name → the request keys it was written with.
+
+        ``responses/_ledger.tsv`` gets one line per row (``part name``, tab, ``request
+        key``) when a part is stored. It is read only when a part cannot be read at all, to
+        know which rows were lost with it; lines that do not parse are skipped.
+        """
+        if self._ledger_keys is None:
+            self._ledger_keys = _read_ledger(self.parts / _LEDGER)
+        return self._ledger_keys
+
     def append(self, rows: Iterable[Mapping[str, Any]]) -> Path | None:
-        """Write ``rows`` (dicts with the responses columns) as one new part, atomically."""
+        """Write ``rows`` (dicts with the responses columns) as one new part, atomically.
+
+        The digests ``body_sha256`` and ``key_sha256`` are computed here, the part is
+        written with page checksums, and it is read back (digests and checksums verified)
+        before it is renamed into place.
+        """
         rows = list(rows)
         if not rows:
             return None
         frame = pd.DataFrame.from_records(rows)
         frame["session_time"] = parse_session_time(frame["timestamp"], self.timestamp_format)
-        table = pa.Table.from_pandas(frame, schema=RESPONSES_SCHEMA, preserve_index=False)
+        plain = pa.schema([f for f in RESPONSES_SCHEMA if f.name not in CHECKSUM_COLUMNS])
+        table = pa.Table.from_pandas(frame.reindex(columns=plain.names), schema=plain, preserve_index=False)  # fmt: skip
+        del frame
+        table = table.append_column("body_sha256", pa.array(body_digests(table), pa.string()))
+        table = table.append_column("key_sha256", pa.array(key_digests(table), pa.string()))
+        n = table.num_rows
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         target = self.parts / f"part-{stamp}-{uuid.uuid4().hex}.parquet"
+        pending = [table]
+        del table
+
+        def write(tmp: str) -> None:  # the table is released before the read-back
+            table = pending.pop()
+            large = table.nbytes > _LARGE_PART_BYTES
+            pq.write_table(
+                table,
+                tmp,
+                write_page_checksum=True,
+                use_dictionary=_DICTIONARY,
+                write_statistics=_STATISTICS,
+            )
+            del table
+            if large:  # Arrow's allocator keeps freed memory; hand it back before reading
+                pa.default_memory_pool().release_unused()
 
         def check(tmp: str) -> None:  # read back before it counts as stored
-            if _read_part(Path(tmp)).num_rows != table.num_rows:
+            if _read_part(Path(tmp)).num_rows != n:
                 raise DamagedFileError(tmp, "responses part", "rows missing on read-back")
 
-        _atomic_write(target, lambda tmp: pq.write_table(table, tmp), check)
-        log.debug("stored %d responses in %s", len(rows), target.name)
+        _atomic_write(target, write, check)
+        _append_ledger(self.parts / _LEDGER, target.name, [r["request_key"] for r in rows])
+        log.debug("stored %d responses in %s", n, target.name)
         return target
 
     def close(self) -> None:
@@ -470,8 +634,13 @@ def _empty(schema: pa.Schema) -> pd.DataFrame:
     return schema.empty_table().to_pandas()
 
 
-def read_responses(out: str | os.PathLike[str]) -> pd.DataFrame:
+def read_responses(out: str | os.PathLike[str], *, verify: bool = True) -> pd.DataFrame:
     """Read the ``responses`` table of an ``out`` folder.
+
+    Every part is checked as it is read: its Parquet page checksums, and each row's
+    ``body_sha256`` and ``key_sha256`` (parts written before dentalkit stored them have
+    neither, and are read unchecked). ``verify=False`` skips these checks (a little
+    faster; for a copy you trust).
 
     Rows are sorted by ``patient_id``, ``timestamp``, ``endpoint``, ``request_key``;
     ``endpoint`` is a categorical over all registry names. Should the folder hold the same
@@ -484,8 +653,8 @@ def read_responses(out: str | os.PathLike[str]) -> pd.DataFrame:
     InputError
         When ``out`` is not a dentalkit store.
     DamagedFileError
-        When a part or the store marker cannot be read (the message names the file and how
-        to recover; see :func:`verify_store`).
+        When a part or the store marker cannot be read, or a row fails its checksums (the
+        message names the file and how to recover; see :func:`verify_store`).
     """
     out = Path(out)
     parts = out / _PARTS
@@ -498,12 +667,14 @@ def read_responses(out: str | os.PathLike[str]) -> pd.DataFrame:
     if not files:
         frame = _empty(RESPONSES_SCHEMA)
     else:
+        # part by part, each checked (page checksums, digests); a damaged one is named
+        tables = [_read_part(path, verify=verify) for path in files]
         try:
-            frame = pd.read_parquet(files, schema=RESPONSES_SCHEMA)
-        except (OSError, ValueError, KeyError, pa.ArrowException):
-            for path in files:  # name the damaged file(s)
-                _read_part(path)
-            raise
+            frame = pa.concat_tables(tables).to_pandas()
+        except pa.ArrowException as exc:  # unchecked (verify=False) text that is not UTF-8
+            raise DamagedFileError(
+                parts, "responses parts", f"{type(exc).__name__}: {exc}", _fix(out)
+            ) from None
     frame["endpoint"] = pd.Categorical(
         frame["endpoint"].astype("object"), categories=list(ENDPOINTS)
     )
@@ -543,7 +714,7 @@ def verify_store(out: str | os.PathLike[str], cache: Any = None) -> pd.DataFrame
     out : path
         The store folder.
     cache : path, optional
-        An HTTP cache to check too: a SQLite file (``PRAGMA quick_check`` and every entry
+        An HTTP cache to check too: a SQLite file (``PRAGMA integrity_check`` and every entry
         read back) or a filesystem cache folder (every entry read back). Redis and in-memory
         caches are not checked.
 
@@ -559,7 +730,7 @@ def verify_store(out: str | os.PathLike[str], cache: Any = None) -> pd.DataFrame
     InputError
         When ``out`` is not a dentalkit store.
     """
-    from dentalkit.fetch._http import check_http_cache
+    from dentalkit.fetch._cache import check_http_cache
 
     out = Path(out)
     if not out.is_dir() or not (out / _META).exists():

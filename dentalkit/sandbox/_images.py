@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, wraps
 from types import MappingProxyType
+from typing import TypeVar
 from urllib.parse import unquote, urlsplit
 
 from dentalkit.endpoints import Endpoint, get_endpoint
@@ -24,7 +26,10 @@ __all__ = [
     "image_identity",
     "parse_sandbox_url",
     "stored_image_name",
+    "url_cache",
 ]
+
+T = TypeVar("T")
 
 #: Path under which the sandbox serves synthetic input images.
 SANDBOX_IMAGE_PREFIX = "/_sandbox/images/"
@@ -125,7 +130,35 @@ def _sandbox_path_parts(path: str) -> tuple[str, str, str] | None:
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-@lru_cache(maxsize=4096)
+#: Longest URL the sandbox's URL-keyed caches keep; a longer one is worked out again each
+#: time (the work is a scan of the URL), so those caches hold at most
+#: ``maxsize × URL_CACHE_CHARS`` characters however long the URLs a client sends.
+URL_CACHE_CHARS = 1024
+
+
+def url_cache(maxsize: int) -> Callable[[Callable[[str], T]], Callable[[str], T]]:
+    """``functools.lru_cache(maxsize)`` for a function of one URL, skipping long URLs.
+
+    A URL longer than :data:`URL_CACHE_CHARS` is passed straight to the function, never
+    kept: an ``lru_cache`` keyed on whole 60 KB URLs held hundreds of megabytes.
+    ``cache_info`` and ``cache_clear`` are the inner cache's.
+    """
+
+    def decorate(fn: Callable[[str], T]) -> Callable[[str], T]:
+        cached = lru_cache(maxsize=maxsize)(fn)
+
+        @wraps(fn)
+        def lookup(url: str) -> T:
+            return cached(url) if len(url) <= URL_CACHE_CHARS else fn(url)
+
+        lookup.cache_info = cached.cache_info  # type: ignore[attr-defined]
+        lookup.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+        return lookup
+
+    return decorate
+
+
+@url_cache(maxsize=4096)
 def image_identity(url: str) -> str:
     """What identifies an image for seeding and stored names.
 

@@ -19,6 +19,7 @@ from dentalkit.sandbox._geometry import ImageTransform, place_points
 from dentalkit.sandbox._images import (
     IMAGE_SPECS,
     parse_sandbox_url,
+    url_cache,
 )
 from dentalkit.sandbox._patient import (
     patient,
@@ -30,7 +31,7 @@ Where = tuple[str, str]
 """Placement key of an image: ``(patient id, session)`` seeding its transform (see ``_where``)."""
 
 
-@lru_cache(maxsize=4096)
+@url_cache(maxsize=4096)
 def _image_where(url: str) -> Where | None:
     """``(patient_id, session)`` of a sandbox image URL, else ``None`` (cached)."""
     parsed = parse_sandbox_url(url)

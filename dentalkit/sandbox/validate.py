@@ -9,6 +9,7 @@ are rejected — so client bugs such as a misspelt ``DrawContours`` surface in t
 from __future__ import annotations
 
 import csv
+import hashlib
 import re
 from collections.abc import Mapping
 from functools import lru_cache
@@ -20,6 +21,7 @@ from dentalkit.endpoints import REQUIRED_BODY_FIELDS, Endpoint
 __all__ = [
     "IMAGE_URL_PATTERN",
     "InvalidRequestError",
+    "request_identity",
     "tle_accepted_values",
     "validate_body",
     "validate_tle_query",
@@ -157,8 +159,32 @@ def validate_tle_query(endpoint: Endpoint, items: list[tuple[str, str]]) -> dict
     return seen
 
 
+#: Longest value kept as it is in a request identity; a longer one is replaced by its hash.
+IDENTITY_VALUE_CHARS = 128
+
+
+def _short_value(value: object) -> str:
+    text = str(value)
+    if len(text) <= IDENTITY_VALUE_CHARS:
+        return text
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 def request_identity(endpoint: Endpoint, data: Mapping[str, Any]) -> str:
-    """A readable identity of a request for the sandbox's per-request counters."""
+    """A readable identity of a request for the sandbox's per-request counters.
+
+    ``path|PatientID|TimeStamp|ImageName`` (image endpoints) or ``path?p01=…&…`` (``/tle``);
+    a value longer than :data:`IDENTITY_VALUE_CHARS` characters appears as
+    ``sha256:<32 hex digits>``, so an identity is short whatever the request holds.
+
+    >>> from dentalkit.endpoints import ENDPOINTS
+    >>> request_identity(
+    ...     ENDPOINTS["classifier"],
+    ...     {"PatientID": "P1", "TimeStamp": "t", "ImageName": "https://x/" + "a" * 200},
+    ... )
+    '/classifier|P1|t|sha256:1274c8d3ece1d1a0f8876f07aee5ce58'
+    """
     if endpoint.is_image:
-        return "|".join([endpoint.path, *(str(data.get(f, "")) for f in REQUIRED_BODY_FIELDS)])
-    return endpoint.path + "?" + "&".join(f"{k}={data[k]}" for k in sorted(data))
+        fields = (_short_value(data.get(f, "")) for f in REQUIRED_BODY_FIELDS)
+        return "|".join([endpoint.path, *fields])
+    return endpoint.path + "?" + "&".join(f"{k}={_short_value(data[k])}" for k in sorted(data))

@@ -1,4 +1,5 @@
-"""benchmarks/fetch.py --smoke runs and prints the three figures the issue asks for."""
+"""benchmarks/fetch.py --smoke runs and prints its four figures (issue 4: cold, resume, warm
+cache; issue 30: reading the store with its checks against without)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_benchmark_smoke_prints_a_b_c():
+def test_benchmark_smoke_prints_a_b_c_d():
     run = subprocess.run(
         [sys.executable, "benchmarks/fetch.py", "--smoke"],
         cwd=ROOT,
@@ -25,4 +26,7 @@ def test_benchmark_smoke_prints_a_b_c():
     assert re.search(r"^\(b\) resume: .*" + ratio + r" \(target <= 0\.02\)", out, re.M)
     assert re.search(
         r"^\(c\) warm cache, new study: .*" + ratio + r" \(target <= 1\.5\)", out, re.M
+    )
+    assert re.search(
+        r"^\(d\) read the store: checked .*" + ratio + r" \(target <= 1\.3\)", out, re.M
     )

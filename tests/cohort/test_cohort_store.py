@@ -44,7 +44,9 @@ def test_parts_are_written_atomically_and_read_back(tmp_path):
     leftovers = [
         p.name for p in (tmp_path / "responses").iterdir() if not p.name.startswith("part-")
     ]
-    assert leftovers == []
+    assert leftovers == ["_ledger.tsv"]  # no temporary file; the key ledger
+    ledger = (tmp_path / "responses" / "_ledger.tsv").read_text().splitlines()
+    assert [line.split("\t")[1] for line in ledger] == ["a", "b", "c"]
     assert store.completed_keys() == {"a", "b", "c"}
     df = read_responses(tmp_path)
     assert df["request_key"].tolist() == ["b", "a", "c"]  # sorted by patient

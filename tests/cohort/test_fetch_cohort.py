@@ -65,6 +65,38 @@ def test_rerun_skips_stored_requests_without_http_or_cache(make_client, fresh, t
     assert len(df) == 8 and df["request_key"].is_unique
 
 
+def signed(m: pd.DataFrame, stamp: str) -> pd.DataFrame:
+    """The manifest's links presigned (SigV4 query parameters) at another moment."""
+    out = m.copy()
+    out["image_url"] = out["image_url"] + (
+        f"?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date={stamp}&X-Amz-Expires=259200"
+        f"&X-Amz-SignedHeaders=host&X-Amz-Signature={stamp}ab12"
+    )
+    return out
+
+
+def test_re_signed_links_of_the_same_images_resume_without_a_request(make_client, fresh, tmp_path):
+    """A manifest rebuilt with fresh presigned links (new X-Amz-Date and -Signature) names the
+    same images: the rerun sends only what is new; a link to another object version is new."""
+    client = make_client()
+    first = signed(manifest(4), "20261127T100000Z")
+    fetch_cohort(first, "classifier", tmp_path / "out", client=client, progress=False)
+    before = fresh.stats()["total"]
+    again = signed(manifest(5), "20261128T090000Z")
+    other = again.iloc[[0]].assign(
+        patient_id="P000", image_url=again["image_url"].iloc[0] + "&versionId=2"
+    )
+    rep = fetch_cohort(again, "classifier", tmp_path / "out", client=client, progress=False)
+    assert (rep.already_stored, rep.sent, rep.stored) == (4, 1, 1)
+    assert fresh.stats()["total"] - before == 1
+    rep = fetch_cohort(other, "classifier", tmp_path / "out", client=client, progress=False)
+    assert (rep.already_stored, rep.sent) == (0, 1)
+    df = read_responses(tmp_path / "out")
+    assert len(df) == 6 and df["request_key"].is_unique
+    # the links stored are the ones that were sent, signature included
+    assert df["image_url"].str.contains("X-Amz-Signature=20261127T100000Zab12").sum() == 4
+
+
 def test_a_new_study_is_served_from_the_http_cache(make_client, fresh, tmp_path):
     client = make_client()
     fetch_cohort(manifest(4), "classifier", tmp_path / "a", client=client, progress=False)

@@ -9,6 +9,8 @@ characters and over-long values (never sent).
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -421,3 +423,42 @@ def test_the_docs_page_lists_every_manifest_column_and_limit():
     assert not missing, f"docs/manifest.md does not list the manifest column(s) {missing}"
     for field, limit in MAX_LENGTH.items():
         assert f"{limit:,} characters" in page, (field, limit)
+
+
+def _sigv4(signed_at: datetime, seconds: int) -> str:
+    return (
+        f"?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Date={signed_at:%Y%m%dT%H%M%SZ}"
+        f"&X-Amz-Expires={seconds}&X-Amz-SignedHeaders=host&X-Amz-Signature=00ff"
+    )
+
+
+def test_an_expired_presigned_link_is_a_problem_of_its_row_and_never_sent(tmp_path, fresh):
+    now = datetime.now(UTC).replace(microsecond=0)
+    past = now - timedelta(hours=73)  # signed for 72 h, three days and an hour ago
+    sas_end = (now - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    m = pd.DataFrame(
+        {
+            "patient_id": ["P1", "P2", "P3", "P4"],
+            "timestamp": ["2024-03-05"] * 4,
+            "image_url": [
+                URL.format(1) + _sigv4(now, 72 * 3600),  # fresh
+                URL.format(2) + _sigv4(past, 72 * 3600),  # expired an hour ago
+                URL.format(3) + f"?sv=2022-11-02&sr=b&sp=r&se={sas_end}&sig=Zm9v",  # Azure SAS
+                URL.format(4) + "?se=2000-01-01",  # no sig: not a SAS token, not checked
+            ],
+        }
+    )
+    plan = plan_requests(m, "classifier")
+    assert plan.problems[["row", "field"]].to_numpy().tolist() == [
+        [2, "image_url"],
+        [3, "image_url"],
+    ]
+    expired_at = past + timedelta(hours=72)
+    assert f"expired at {expired_at:%Y-%m-%d %H:%M} UTC" in plan.problems["reason"].iloc[0]
+    assert "sign the links again" in plan.problems["reason"].iloc[1]
+    assert plan.requests["patient_id"].tolist() == ["P1", "P4"]
+    path = tmp_path / "m.csv"
+    m.assign(endpoint="classifier").to_csv(path, index=False)
+    res = _run(["fetch", str(path), "--out", str(tmp_path / "out"), "--errors", "raise"], fresh)
+    assert res.exit_code == 2 and "manifest row 2" in res.output and "expired" in res.output
+    assert fresh.stats()["total"] == 0

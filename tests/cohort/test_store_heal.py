@@ -149,10 +149,11 @@ def test_truncated_sqlite_cache_file_is_healed_on_open(make_client, fresh, tmp_p
     for suffix in ("-wal", "-shm"):
         (tmp_path / f"http-cache.sqlite{suffix}").unlink(missing_ok=True)
     cache.write_bytes(b"not a database at all" * 10)
-    with pytest.raises(DamagedFileError, match="HTTP cache"):
-        make_client(cache=cache)
-    client = make_client(cache=cache, heal_cache=True)
+    with pytest.raises(DamagedFileError, match=r"HTTP cache.*fetch_cohort.*heal_cache=True"):
+        make_client(cache=cache, heal_cache=False)
+    client = make_client(cache=cache)  # heals by default, as `dentalkit fetch` does
     assert client.quarantined_cache and client.classifier("H000", "t", "https://a.b/c.png").data
+    assert list(tmp_path.glob("http-cache.sqlite.damaged-*"))  # moved aside, not deleted
 
 
 def test_a_cached_body_that_does_not_parse_is_evicted_before_the_retry(make_client, fresh, tmp_path, caplog):  # fmt: skip

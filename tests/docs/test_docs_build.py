@@ -11,7 +11,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,8 @@ import dentalkit.settings as settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-BUILD_BUDGET_S = 60
+#: A hang guard, not a speed test (the build takes ~30 s on a quiet machine).
+HANG_GUARD_S = 600
 
 
 def _clean_env() -> dict[str, str]:
@@ -38,18 +38,15 @@ def test_mkdocs_build_strict(tmp_path: Path):
     pytest.importorskip("material")
     pytest.importorskip("mkdocstrings_handlers.python")
     site = tmp_path / "site"
-    t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
         cwd=ROOT,
         env=_clean_env(),
         capture_output=True,
         text=True,
-        timeout=4 * BUILD_BUDGET_S,
+        timeout=HANG_GUARD_S,
     )
-    elapsed = time.perf_counter() - t0
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-6000:]
-    assert elapsed < BUILD_BUDGET_S, f"the docs build took {elapsed:.0f} s"
     # every page of the nav was rendered, the API reference has real content, and the
     # notebooks are published next to the pages (docs/_hooks.py) for notebooks.md's links
     for page in ("index.html", "configuration/index.html", "publishing/index.html"):

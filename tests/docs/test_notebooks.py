@@ -16,7 +16,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -24,9 +23,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 EXPECTED = [f"{i:02d}" for i in range(1, 8)]
-#: Budgets: one cell < 120 s; all notebooks together < 3 min (each takes ~10–15 s).
+#: Hang guards, not speed tests (speed is measured in benchmarks/): a cell stuck for 120 s,
+#: or all notebooks (each ~10–15 s on a quiet machine) still running after 10 min, fail.
 CELL_TIMEOUT_S = 120
-TOTAL_BUDGET_S = 180
+HANG_GUARD_S = 600
 
 
 def test_all_seven_notebooks_exist():
@@ -148,13 +148,10 @@ def test_notebooks_run(tmp_path: Path):
         os.devnull,
         *map(str, copies),
     ]
-    t0 = time.perf_counter()
     proc = subprocess.run(
-        cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=2 * TOTAL_BUDGET_S
+        cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=HANG_GUARD_S
     )
-    elapsed = time.perf_counter() - t0
     assert proc.returncode == 0, f"notebooks failed:\n{proc.stdout[-8000:]}\n{proc.stderr[-2000:]}"
     assert f"{len(NOTEBOOKS)} passed" in proc.stdout, proc.stdout[-3000:]
-    assert elapsed < TOTAL_BUDGET_S, f"notebooks took {elapsed:.0f} s:\n{proc.stdout[-3000:]}"
     unwanted = [line for path in copies for line in unwanted_outputs(path)]
     assert unwanted == [], "\n".join(unwanted)

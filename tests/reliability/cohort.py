@@ -24,6 +24,16 @@ FIGURES: dict[str, int] = {
     "files recovered (moved aside, their rows stored again)": 0,
     "keys found (canary key in caches, stores, logs, errors after redirects)": 0,
     "second writers refused": 0,
+    "cut-short answers sent (body shorter than its Content-Length, then closed)": 0,
+    "cut-short bodies stored": 0,
+    "bit flips tried in responses parts": 0,
+    "bit flips caught in responses parts (the rest left every row as written)": 0,
+    "bit flips that silently changed stored data": 0,
+    "bit flips tried in the HTTP cache": 0,
+    "bit flips caught in the HTTP cache (the rest served only intact answers)": 0,
+    "bit flips that silently changed cached answers": 0,
+    "trickled requests sent (one byte at a time)": 0,
+    "trickled requests ended by the deadline": 0,
 }
 
 

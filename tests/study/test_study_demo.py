@@ -16,6 +16,7 @@ from dentalkit.fetch.store import read_responses
 from dentalkit.study.demo import sandbox_calibration, sandbox_patients
 
 
+@pytest.mark.timeout(900)  # a hang guard: two demo runs and every figure, on a loaded machine
 def test_demo_runs_the_whole_study_and_a_second_run_is_served_from_its_store(tmp_path, demo_study):
     out, args, first = demo_study  # one run per session (tests/conftest.py)
     assert first.exit_code == 0, first.output
