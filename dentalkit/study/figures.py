@@ -121,8 +121,9 @@ class Draw:
     after: Callable[[Any], Any] | None = None
     note: str | None = None
 
-    def __call__(self, ax: Any) -> None:
-        self.draw(ax)
+    def __call__(self, ax: Any) -> Any:
+        """Draw the figure on ``ax``; return what the figure function returns."""
+        return self._run(ax)[0]
 
     def draw(self, ax: Any) -> str:
         """Draw the figure on ``ax``; return its caption (one paragraph).
@@ -132,17 +133,21 @@ class Draw:
         """
         from dentalkit.plot import caption
 
-        kwargs = dict(self.kwargs)
-        if self.image is not None:
-            kwargs["image"] = self.image()
-        self.func(*self.args, **kwargs, ax=ax)
-        if self.after is not None:
-            self.after(ax)
+        _, kwargs = self._run(ax)
         try:
             return caption(self.func, *self.args, note=self.note, **kwargs)
         except Exception as exc:  # the figure is drawn; its caption only is missing
             log.warning("no caption for figure %s: %s", self.func.__name__, exc)
             return f"(No caption could be written: {exc}.)"
+
+    def _run(self, ax: Any) -> tuple[Any, dict[str, Any]]:
+        kwargs = dict(self.kwargs)
+        if self.image is not None:
+            kwargs["image"] = self.image()
+        out = self.func(*self.args, **kwargs, ax=ax)
+        if self.after is not None:
+            self.after(ax)
+        return out, kwargs
 
 
 def _lateral_session(inputs: FigureInputs) -> tuple[pd.DataFrame, str, str] | None:
