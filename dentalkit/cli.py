@@ -24,6 +24,7 @@ import typer
 
 from dentalkit import settings
 from dentalkit.endpoints import ENDPOINTS
+from dentalkit.sandbox.ai_errors import MODES as AI_ERROR_MODES
 from dentalkit.sandbox.drift import SCENARIOS
 
 app = typer.Typer(
@@ -135,6 +136,10 @@ class ErrorsMode(StrEnum):
 EndpointName = StrEnum("EndpointName", {name: name for name in ENDPOINTS})
 DriftScenario = StrEnum("DriftScenario", {name: name for name in (*SCENARIOS, "all")})
 DRIFT_HELP = f"one of {', '.join(SCENARIOS)}, or all for every one; see docs/real-service.md"
+AIErrorsMode = StrEnum("AIErrorsMode", {name: name for name in AI_ERROR_MODES})
+#: The study's quality-control policies (``dentalkit.study.design.QC_POLICIES``, spelled
+#: here so that the command line starts without importing the study).
+QcPolicy = StrEnum("QcPolicy", {name: name for name in ("flag", "exclude", "ignore")})
 
 #: The addresses ``dentalkit sandbox`` may bind: loopback only.
 LoopbackHost = Literal["127.0.0.1", "localhost", "::1"]
@@ -247,6 +252,14 @@ def sandbox(
             f"{DRIFT_HELP}. Off by default.",
         ),
     ] = None,
+    ai_errors: Annotated[
+        AIErrorsMode,
+        typer.Option(
+            help="Answer with the errors an AI makes (landmarks off their structures, "
+            "swapped tooth numbers, missed and phantom teeth, boxes added or dropped) at the "
+            "declared rates of a mode, each recorded in /_sandbox/truth; see docs/qc.md.",
+        ),
+    ] = AIErrorsMode.off,
 ) -> None:
     """Serve the local sandbox of interface v2 (a simulator; it runs no AI model)."""
     from dentalkit.sandbox import SANDBOX_API_KEY, serve
@@ -257,8 +270,17 @@ def sandbox(
     typer.echo(BANNER)
     if scenarios:
         typer.echo(f"drift mode: answering as a changed service ({', '.join(scenarios)})")
+    if ai_errors.value != "off":
+        typer.echo(f"AI error mode: {ai_errors.value} (every injected error is in the truth)")
     typer.echo(f"base URL: http://{host}:{port}/api/v2   sandbox key: {SANDBOX_API_KEY}")
-    serve(host=host, port=port, noise=noise, faults={"latency": latency}, drift=scenarios)
+    serve(
+        host=host,
+        port=port,
+        noise=noise,
+        faults={"latency": latency},
+        drift=scenarios,
+        ai_errors=ai_errors.value,
+    )
 
 
 def _server_url(value: str | None) -> str | None:
@@ -1047,6 +1069,15 @@ def _read_tables_or_fail(folder: Path) -> dict:
 
 
 #: ``--mm-per-px`` of ``analyze`` and ``figures``: parsed and checked by the framework.
+QcOption = Annotated[
+    QcPolicy | None,
+    typer.Option(
+        help="Pre-specified quality-control policy for the AI's answers: flag (keep and list "
+        "the flagged items), exclude (leave their rows out, list each, and report the main "
+        "results with and without them) or ignore (default: the study file's, else flag; "
+        "docs/qc.md).",
+    ),
+]
 MmPerPxOption = Annotated[
     list[Calibration] | None,
     typer.Option(
@@ -1086,11 +1117,14 @@ def analyze(
             "Python raises."
         ),
     ] = ErrorsMode.collect,
+    qc: QcOption = None,
 ) -> None:
     """Run every cohort analysis the tables allow (ceph, arch, teeth, findings, treatment length).
 
     Writes one Parquet file per analysis table (docs/columns.md lists them), and
     analysis_problems.parquet: the rows each analysis could not use (0 rows when none).
+    The AI's answers are quality-checked first (qc.parquet, qc_summary.parquet; --qc sets
+    the policy, docs/qc.md).
     Millimetres only with --mm-per-px or an image's own mm_per_px (TABLES_DIR's calibration
     table); nothing is guessed. Treatment-length estimates need --store (the /tle answers)
     and --patients with the /tle parameters (docs/tle.md). Without --patients, norms given
@@ -1112,8 +1146,9 @@ def analyze(
         record = study.read_patients(patients)
         with Stage("analyses", _err, "ceph, arch, teeth, findings") as step:
             analyses = study.analyze(
-                tables, cal or None, responses=responses, patients=record, errors=errors.value
-            )
+                tables, cal or None, responses=responses, patients=record,
+                qc=None if qc is None else qc.value, errors=errors.value,
+            )  # fmt: skip
             step.result = f"{len(analyses)} analysis tables"
     except (DentalkitError, FileNotFoundError) as exc:
         text = str(exc)
@@ -1372,6 +1407,7 @@ def study(
     ] = None,
     width: WidthOption = None,
     fmt: FormatOption = None,
+    qc: QcOption = None,
     progress: Annotated[bool, typer.Option(help="Show the progress bars.")] = True,
 ) -> None:
     """Run a whole study on your cohort: fetch, tables, analyses, figures, report.md.
@@ -1402,6 +1438,8 @@ def study(
             changes["width"] = _width(width)
         if fmt:
             changes["formats"] = tuple(fmt)
+        if qc is not None:
+            changes["qc"] = qc.value
         plan = plan.with_(**changes)
         with _study_client(plan.out, sandbox, port, base_url, cache) as client:
             result = _study.run(
@@ -1476,6 +1514,7 @@ def demo(
             f"(repeatable; use a fresh --out): {DRIFT_HELP}.",
         ),
     ] = None,
+    qc: QcOption = None,
 ) -> None:
     """Run a whole study on the embedded sandbox: fetch, tables, analyses, figures, report.
 
@@ -1499,6 +1538,7 @@ def demo(
             drift=scenarios,
             width=_width(width),
             formats=tuple(fmt) if fmt else ("pdf", "png"),
+            qc=None if qc is None else qc.value,
         )
     except (ConfigurationError, InputError) as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -21,7 +21,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Analysis packages: pure functions on tables (docs/DESIGN: "none imports fetch/").
-ANALYSIS = ("convert", "ceph", "arch", "teeth", "findings", "tle", "stats", "agreement", "plot")
+ANALYSIS = (
+    "convert",
+    "qc",
+    "ceph",
+    "arch",
+    "teeth",
+    "findings",
+    "tle",
+    "stats",
+    "agreement",
+    "plot",
+)
 #: Fetch code.
 FETCH = ("dentalkit.fetch",)
 #: At most this many modules at the package root (``.py`` files directly in

@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "conventions.md"
-PACKAGES = ("ceph", "arch", "teeth", "agreement", "findings", "tle", "stats", "images")
+PACKAGES = ("ceph", "arch", "teeth", "agreement", "findings", "tle", "stats", "images", "qc")
 #: Noun forms of the rule's verbs: never a public function name (the drift the rule ends).
 VERB_NOUNS = {
     "measures",

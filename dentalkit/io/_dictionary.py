@@ -99,6 +99,18 @@ ANALYSIS_TABLES: Mapping[str, tuple[str, str]] = MappingProxyType(
         "growth_bands": ("stats.growth(...).bands()", "measure × group × time"),
         "growth_data": ("study.growth_by_group", "session × measure (the modelled rows)"),
         "analysis_problems": ("study.analyze", "problem an analysis met (errors='collect')"),
+        "qc_landmarks": ("qc.landmarks", "session × view"),
+        "qc_teeth": ("qc.teeth", "tooth row of the teeth table"),
+        "qc_arch_points": ("qc.arch_points", "session × arch"),
+        "qc_findings": ("qc.findings", "detection"),
+        "qc_tle_inputs": ("qc.tle_inputs", "row of the treatment-length table"),
+        "qc": ("qc.landmarks, qc.teeth … concatenated", "checked item"),
+        "qc_excluded": ("qc.apply(...).excluded", "item excluded by the qc='exclude' policy"),
+        "qc_summary": ("qc.summarize", "check"),
+        "qc_sensitivity": (
+            "study.analyze(qc='exclude')",
+            "measure (cohort mean with and without the excluded sessions)",
+        ),
     }
 )
 

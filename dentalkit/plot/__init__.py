@@ -30,6 +30,8 @@ Growth (:mod:`dentalkit.plot.growth`)
 Agreement (:mod:`dentalkit.plot.agreement`)
     :func:`landmark_errors`, :func:`agreement_bland_altman`, :func:`bland_altman_grid`,
     :func:`sdr_bars`.
+Quality control (:mod:`dentalkit.plot.qc`)
+    :func:`qc_outliers`.
 
 Examples
 --------
@@ -47,7 +49,7 @@ from __future__ import annotations
 
 # The submodules are imported first; ``style`` then names the context manager (the
 # module stays importable as ``dentalkit.plot.style`` through sys.modules).
-from dentalkit.plot import agreement, arch, ceph, findings, growth, house, teeth, tle
+from dentalkit.plot import agreement, arch, ceph, findings, growth, house, qc, teeth, tle
 from dentalkit.plot._identity import pseudonyms
 from dentalkit.plot._layout import JOURNAL_WIDTHS_MM, figure, savefig
 from dentalkit.plot._render import render
@@ -63,6 +65,7 @@ from dentalkit.plot.ceph import wiggle as ceph_wiggle
 from dentalkit.plot.findings import boxes as finding_boxes
 from dentalkit.plot.findings import prevalence_bars
 from dentalkit.plot.growth import growth_lines
+from dentalkit.plot.qc import qc_outliers
 from dentalkit.plot.style import CATEGORICAL, OKABE_ITO, style
 from dentalkit.plot.teeth import odontogram, tooth_map
 from dentalkit.plot.tle import bland_altman as tle_bland_altman
@@ -95,6 +98,8 @@ __all__ = [
     "odontogram",
     "prevalence_bars",
     "pseudonyms",
+    "qc",
+    "qc_outliers",
     "render",
     "savefig",
     "sdr_bars",

@@ -106,6 +106,7 @@ FIGURE_WIDTHS: Mapping[str, str] = MappingProxyType(
         "tle_by_class": "single",
         "tle_sensitivity_crowding": "single",
         "tle_bland_altman": "single",
+        "qc_outliers": "single",
     }
 )
 

@@ -28,8 +28,12 @@ __all__ = [
 ]
 
 
-def truth(patient_id: str, timestamp: str, image_name: str | None = None) -> dict[str, Any]:
-    """Ground truth the simulator drew for one session (see ``docs/sandbox.md``)."""
+def truth(
+    patient_id: str, timestamp: str, image_name: str | None = None, **options: Any
+) -> dict[str, Any]:
+    """Ground truth the simulator drew for one session (see ``docs/sandbox.md``);
+    ``ai_errors=``, ``ai_errors_seed=``, ``noise=`` as :func:`dentalkit.sandbox.simulate.truth`
+    takes them (with an error mode, the errors it injects into the answers for ``image_name``)."""
     from dentalkit.sandbox import simulate
 
-    return simulate.truth(patient_id, timestamp, image_name)
+    return simulate.truth(patient_id, timestamp, image_name, **options)

@@ -273,7 +273,14 @@ def _simulated_payload(config: SandboxConfig, endpoint: Endpoint, data: Any, roo
                 secret=config.link_secret,
             )
             extra = {"OutputImageUrl": link}
-        payload = simulate.respond_json(endpoint, data, noise=config.noise, extra=extra)
+        payload = simulate.respond_json(
+            endpoint,
+            data,
+            noise=config.noise,
+            extra=extra,
+            ai_errors=config.ai_errors,
+            ai_errors_seed=config.ai_errors_seed,
+        )
     else:
         payload = orjson.dumps(simulate.estimate_tle(data))
     if config.drift:  # a changed service (drift mode, off by default)
@@ -292,7 +299,14 @@ def _add_public_routes(app: FastAPI, config: SandboxConfig) -> None:
     @app.get("/", include_in_schema=False)
     async def banner() -> Response:
         return Response(
-            orjson.dumps({"sandbox": True, "message": BANNER, "drift": list(config.drift)}),
+            orjson.dumps(
+                {
+                    "sandbox": True,
+                    "message": BANNER,
+                    "drift": list(config.drift),
+                    "ai_errors": config.ai_errors,
+                }
+            ),
             media_type="application/json",
         )
 
@@ -327,7 +341,14 @@ def _add_control_routes(
             return error_response(
                 400, "give PatientID and TimeStamp (and optionally ImageName) as query parameters"
             )
-        data = simulate.truth(q["PatientID"], q["TimeStamp"], q.get("ImageName"))
+        data = simulate.truth(
+            q["PatientID"],
+            q["TimeStamp"],
+            q.get("ImageName"),
+            ai_errors=config.ai_errors,
+            ai_errors_seed=config.ai_errors_seed,
+            noise=config.noise,
+        )
         return Response(
             orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json"
         )
@@ -406,7 +427,13 @@ def _add_image_routes(app: FastAPI, config: SandboxConfig) -> None:
             return error_response(403, str(exc))
         except InvalidRequestError as exc:
             return error_response(403, f"link carries an invalid request: {exc}")
-        body = simulate.respond(endpoint, data, noise=config.noise)
+        body = simulate.respond(
+            endpoint,
+            data,
+            noise=config.noise,
+            ai_errors=config.ai_errors,
+            ai_errors_seed=config.ai_errors_seed,
+        )
         png = await asyncio.to_thread(render.output_image, endpoint, data, body)
         return Response(png, media_type="image/png")
 

@@ -104,6 +104,14 @@ class SandboxConfig:
         Drift scenarios (:mod:`dentalkit.sandbox.drift`): answer as a changed service
         could (extra fields, new labels, other wordings …). Empty, the default, answers
         exactly as the registry says; ``("all",)`` turns every scenario on.
+    ai_errors : {"off", "realistic", "gross"}
+        AI error mode (:mod:`dentalkit.sandbox.ai_errors`): landmarks off their
+        structures, teeth with their neighbour's number, missed and phantom teeth,
+        arch points out of order, boxes added or dropped, at the declared rates of the
+        mode, each recorded in the truth. ``"off"``, the default, answers as before.
+    ai_errors_seed : int
+        Seed of the error draws (with the request: the same request, mode and seed give
+        the same errors).
     """
 
     api_key: str = SANDBOX_API_KEY
@@ -116,11 +124,16 @@ class SandboxConfig:
     clock_offset: float = 0.0
     frozen_time: float | None = None
     drift: tuple[str, ...] = ()
+    ai_errors: str = "off"
+    ai_errors_seed: int = 0
 
     def __post_init__(self) -> None:
+        from dentalkit.sandbox.ai_errors import check_mode
         from dentalkit.sandbox.drift import check_scenarios
 
         self.drift = check_scenarios(self.drift)
+        self.ai_errors = check_mode(self.ai_errors)
+        self.ai_errors_seed = int(self.ai_errors_seed)
 
     def now(self) -> float:
         """Current sandbox time (Unix seconds): ``frozen_time`` or the wall clock, plus
@@ -144,6 +157,8 @@ class SandboxConfig:
             "clock_offset": self.clock_offset,
             "frozen_time": self.frozen_time,
             "drift": list(self.drift),
+            "ai_errors": self.ai_errors,
+            "ai_errors_seed": self.ai_errors_seed,
         }
 
     def update(self, changes: dict[str, Any]) -> None:
@@ -156,6 +171,8 @@ class SandboxConfig:
             "faults",
             "frozen_time",
             "drift",
+            "ai_errors",
+            "ai_errors_seed",
         }
         unknown = set(changes) - allowed
         if unknown:
@@ -179,6 +196,12 @@ class SandboxConfig:
             from dentalkit.sandbox.drift import check_scenarios
 
             self.drift = check_scenarios(changes["drift"] or ())
+        if "ai_errors" in changes:
+            from dentalkit.sandbox.ai_errors import check_mode
+
+            self.ai_errors = check_mode(changes["ai_errors"])
+        if "ai_errors_seed" in changes:
+            self.ai_errors_seed = int(changes["ai_errors_seed"])
         if "frozen_time" in changes:
             frozen = changes["frozen_time"]
             self.frozen_time = None if frozen is None else float(frozen)

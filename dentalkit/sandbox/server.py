@@ -68,10 +68,19 @@ class SandboxServer:
         self.reset_stats()
 
     def truth(self, patient_id: str, timestamp: str, image_name: str | None = None) -> dict:
-        """Ground truth of a session (see :func:`dentalkit.sandbox.truth`)."""
+        """Ground truth of a session (see :func:`dentalkit.sandbox.truth`), with the
+        errors this sandbox's error mode injects (``ai_errors`` section) when it is on."""
         from dentalkit.sandbox import simulate
 
-        return simulate.truth(patient_id, timestamp, image_name)
+        cfg = self.config
+        return simulate.truth(
+            patient_id,
+            timestamp,
+            image_name,
+            ai_errors=cfg.ai_errors,
+            ai_errors_seed=cfg.ai_errors_seed,
+            noise=cfg.noise,
+        )
 
     def image_url(self, kind: str, patient_id: str, session: str) -> str:
         """URL of a synthetic input image the sandbox serves (``kind`` as in ``render.IMAGE_KINDS``)."""

@@ -78,6 +78,7 @@ from dentalkit.sandbox._placement import (
     _where,
 )
 from dentalkit.sandbox._rng import generator
+from dentalkit.sandbox.ai_errors import MODELS, check_mode, inject
 
 __all__ = [
     "ANALYSIS_VERSION",
@@ -85,8 +86,10 @@ __all__ = [
     "NOISE_MODEL",
     "TLE_APP",
     "estimate_tle",
+    "injected_errors",
     "respond",
     "respond_json",
+    "respond_with_errors",
     "stored_image_name",
     "truth",
 ]
@@ -130,7 +133,12 @@ def stored_image_name(image_url: str) -> str:
 
 
 def respond(
-    endpoint: Endpoint | str, request: Mapping[str, Any], *, noise: bool = True
+    endpoint: Endpoint | str,
+    request: Mapping[str, Any],
+    *,
+    noise: bool = True,
+    ai_errors: str = "off",
+    ai_errors_seed: int = 0,
 ) -> dict[str, Any]:
     """Success body of one of the 12 POST image endpoints.
 
@@ -145,14 +153,19 @@ def respond(
     noise : bool, default True
         Add the documented measurement noise (see :data:`NOISE_MODEL`).
         ``False`` returns the exact geometry of :func:`truth`.
+    ai_errors : {"off", "realistic", "gross"}, default "off"
+        Answer with the AI errors of this mode (:mod:`dentalkit.sandbox.ai_errors`);
+        ``"off"`` leaves the answer unchanged.
+    ai_errors_seed : int, default 0
+        Seed of the error draws.
 
     Returns
     -------
     dict
         Every field of ``endpoint.response_fields`` in that order except
         ``OutputImageUrl`` (the app appends the signed link). Deterministic: the
-        same (endpoint, PatientID, TimeStamp, ImageName, noise) gives an equal
-        dict.
+        same (endpoint, PatientID, TimeStamp, ImageName, noise, ai_errors,
+        ai_errors_seed) gives an equal dict.
 
     Raises
     ------
@@ -160,7 +173,11 @@ def respond(
         For ``/tle`` (use :func:`estimate_tle`) or a request without the three
         required string fields.
     """
-    return _respond(get_endpoint(endpoint), request, noise, json_results=False)
+    ep = get_endpoint(endpoint)
+    body = _respond(ep, request, noise, json_results=False)
+    if check_mode(ai_errors) != "off":
+        body = _with_errors(ep, body, request, ai_errors, ai_errors_seed)[0]
+    return body
 
 
 def respond_json(
@@ -169,6 +186,8 @@ def respond_json(
     *,
     noise: bool = True,
     extra: Mapping[str, Any] | None = None,
+    ai_errors: str = "off",
+    ai_errors_seed: int = 0,
 ) -> bytes:
     """``orjson.dumps`` of :func:`respond`'s body with ``extra`` fields appended.
 
@@ -176,10 +195,53 @@ def respond_json(
     written straight from the coordinate array, see ``_landmarks_json``). The HTTP app
     answers with this; ``extra`` carries the ``OutputImageUrl`` it signs.
     """
-    body = _respond(get_endpoint(endpoint), request, noise, json_results=True)
+    ep = get_endpoint(endpoint)
+    if check_mode(ai_errors) == "off":
+        body = _respond(ep, request, noise, json_results=True)
+    else:
+        body = respond(ep, request, noise=noise, ai_errors=ai_errors, ai_errors_seed=ai_errors_seed)
     if extra:
         body.update(extra)
     return orjson.dumps(body)
+
+
+def respond_with_errors(
+    endpoint: Endpoint | str,
+    request: Mapping[str, Any],
+    *,
+    ai_errors: str,
+    ai_errors_seed: int = 0,
+    noise: bool = True,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """:func:`respond`'s body with the errors of ``ai_errors``, and a record of each error.
+
+    The records are what the truth reports (see :func:`dentalkit.sandbox.ai_errors.inject`):
+    one per injected error, and for the landmark endpoints one per named landmark with its
+    displacement from the exact position. ``"off"`` gives the plain answer and ``[]``.
+    """
+    ep = get_endpoint(endpoint)
+    body = _respond(ep, request, noise, json_results=False)
+    if check_mode(ai_errors) == "off":
+        return body, []
+    return _with_errors(ep, body, request, ai_errors, ai_errors_seed)
+
+
+def injected_errors(
+    endpoint: Endpoint | str, request: Mapping[str, Any], **options: Any
+) -> list[dict[str, Any]]:
+    """Every error the error mode injects into the answer to ``request`` (the truth): the
+    records of :func:`respond_with_errors` (same options); ``[]`` when the mode is ``"off"``
+    or the endpoint takes no errors."""
+    if not get_endpoint(endpoint).is_image:
+        return []
+    return respond_with_errors(endpoint, request, **options)[1]
+
+
+def _with_errors(
+    ep: Endpoint, body: dict[str, Any], request: Mapping[str, Any], mode: str, seed: int
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    pid, ts, url = _request_fields(ep, request)
+    return inject(ep, body, (pid, ts, url), _image_where(url) or (pid, ts), mode=mode, seed=seed)
 
 
 #: ``response_fields`` of each endpoint without ``OutputImageUrl`` (the app adds it).
@@ -261,7 +323,15 @@ def _teeth_truth(items: list[tuple[str, dict]], mm_per_px: float, dims: tuple[st
     return out
 
 
-def truth(patient_id: str, timestamp: str, image_name: str | None = None) -> dict[str, Any]:
+def truth(
+    patient_id: str,
+    timestamp: str,
+    image_name: str | None = None,
+    *,
+    ai_errors: str = "off",
+    ai_errors_seed: int = 0,
+    noise: bool = True,
+) -> dict[str, Any]:
     """JSON-serialisable ground truth of one session: everything the simulator drew.
 
     Parameters
@@ -273,6 +343,16 @@ def truth(patient_id: str, timestamp: str, image_name: str | None = None) -> dic
         classifier category). For a sandbox image URL the reported transforms are
         those of the image's placement key (its patient and session, see
         ``docs/sandbox.md``), i.e. of the answers to requests naming it.
+    ai_errors : {"off", "realistic", "gross"}, default "off"
+        The sandbox's error mode; any other than ``"off"`` adds an ``ai_errors``
+        section: the declared model and, when ``image_name`` is given, every error
+        injected into the answer of each image endpoint to a request naming that image
+        (errors are drawn per image; see :func:`injected_errors`).
+    ai_errors_seed : int, default 0
+        Seed of the error draws (as configured in the sandbox).
+    noise : bool, default True
+        The sandbox's noise setting (the injected errors are reported relative to the
+        exact geometry, whatever it is).
 
     Returns
     -------
@@ -367,6 +447,10 @@ def truth(patient_id: str, timestamp: str, image_name: str | None = None) -> dic
         "tle_rule": TLE_RULE,
         "noise": NOISE_MODEL,
     }
+    if check_mode(ai_errors) != "off":
+        out["ai_errors"] = _errors_truth(
+            patient_id, timestamp, image_name, ai_errors, ai_errors_seed, noise
+        )
     if image_name is not None:
         parsed = parse_sandbox_url(image_name)
         out["image"] = {
@@ -376,6 +460,24 @@ def truth(patient_id: str, timestamp: str, image_name: str | None = None) -> dic
             "category": CATEGORIES[parsed[0]] if parsed else None,
         }
     return _jsonable(out)
+
+
+def _errors_truth(
+    pid: str, ts: str, image_name: str | None, mode: str, seed: int, noise: bool
+) -> dict[str, Any]:
+    """The ``ai_errors`` section of the truth (see :func:`truth`)."""
+    section: dict[str, Any] = {"mode": mode, "seed": seed, "model": MODELS[mode].describe()}
+    if image_name is None:
+        section["injected"] = None
+        section["note"] = "errors are drawn per image: give ImageName to list them"
+        return section
+    request = {"PatientID": pid, "TimeStamp": ts, "ImageName": image_name}
+    section["injected"] = {
+        ep.name: injected_errors(ep, request, ai_errors=mode, ai_errors_seed=seed, noise=noise)
+        for ep in ENDPOINTS.values()
+        if ep.kind in (Kind.LANDMARKS, Kind.SEGMENTATION, Kind.KEYPOINTS, Kind.FINDINGS)
+    }
+    return section
 
 
 def _jsonable(obj: Any) -> Any:

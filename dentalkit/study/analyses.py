@@ -42,6 +42,7 @@ from dentalkit.study._parts import (
     measure_arches,
     measure_scaled,
 )
+from dentalkit.study._qc import run_qc
 from dentalkit.study._tle import OBSERVED, TLE_ENDPOINT, first_sessions, tle_patients
 from dentalkit.study.calibration import Calibration, calibration_policy
 from dentalkit.study.design import Design
@@ -85,15 +86,23 @@ class _Problems:
 
     def __init__(self) -> None:
         self.parts: list[pd.DataFrame] = []
+        #: Per table the QC policy removed rows from: the position in the table given to
+        #: :func:`analyze` of each row the analyses see (set by the ``qc`` step).
+        self.kept_rows: dict[str, np.ndarray] = {}
 
     def add(self, producer: str, problems: pd.DataFrame, rows: np.ndarray | None = None) -> None:
         """Keep ``problems`` of ``producer``; ``rows`` maps the positions of an analysed
-        subset back to the positions of the table given to :func:`analyze`."""
+        subset back to the positions of the table the analysis was given, and
+        ``kept_rows`` those back to the table given to :func:`analyze`."""
         if problems is None or not len(problems):
             return
         part = problems_frame(problems)[list(PROBLEM_COLUMNS)]
         if rows is not None:
             part["row"] = in_whole(part["row"], rows)
+        for name, kept in self.kept_rows.items():
+            mine = (part["table"].astype(str) == name).to_numpy(dtype=bool)
+            if mine.any():
+                part.loc[mine, "row"] = in_whole(part.loc[mine, "row"], kept)
         self.parts.append(part.assign(producer=producer))
 
     def table(self) -> pd.DataFrame:
@@ -419,6 +428,9 @@ ANALYSES: tuple[AnalysisSpec, ...] = (
     AnalysisSpec("model_versions", _run_versions, writes=("model_versions",), quiet=False),
     AnalysisSpec("calibration", _run_calibration, writes=("calibration_applied",)),
     AnalysisSpec(
+        "qc", run_qc, writes=("qc", "qc_summary", "qc_excluded", "qc_sensitivity"),
+    ),
+    AnalysisSpec(
         "ceph",
         _run_ceph,
         tables=("landmarks",),
@@ -467,8 +479,8 @@ ANALYSIS_PROBLEM_PRODUCERS: tuple[str, ...] = tuple(p for a in ANALYSES for p in
 
 
 def selected_analyses(names: Sequence[str] | None) -> tuple[AnalysisSpec, ...]:
-    """The specs the design names (every one when None); model versions and the
-    calibration record always run."""
+    """The specs the design names (every one when None); model versions, the
+    calibration record and the quality control always run."""
     if names is None:
         return ANALYSES
     known = {a.name for a in ANALYSES}
@@ -478,7 +490,7 @@ def selected_analyses(names: Sequence[str] | None) -> tuple[AnalysisSpec, ...]:
             f"study design: unknown analysis {', '.join(map(repr, unknown))}; the analyses "
             f"are {', '.join(a.name for a in ANALYSES)}"
         )
-    always = ("model_versions", "calibration")
+    always = ("model_versions", "calibration", "qc")
     return tuple(a for a in ANALYSES if a.name in names or a.name in always)
 
 
@@ -536,6 +548,7 @@ def analyze(
     responses: pd.DataFrame | None = None,
     patients: pd.DataFrame | None = None,
     design: Design | None = None,
+    qc: str | None = None,
     errors: Errors = "raise",
 ) -> dict[str, pd.DataFrame]:
     """Run every cohort analysis of :data:`ANALYSES` that the tables allow.
@@ -569,7 +582,16 @@ def analyze(
         z-score (``norm_note`` says why).
     design : Design, optional
         The study design (:class:`~dentalkit.study.Design`): the group column, the session
-        rule, α, the correction and which analyses run (default: :class:`Design` ()).
+        rule, α, the correction, the QC policy and which analyses run (default:
+        :class:`Design` ()).
+    qc : {"flag", "exclude", "ignore"}, optional
+        The pre-specified quality-control policy (default: the design's, ``"flag"``).
+        The checks of :mod:`dentalkit.qc` run first, on the tables as given (``qc``,
+        ``qc_summary``); ``"exclude"`` leaves the rows of flagged items out of every
+        analysis, lists each excluded item with its reason (``qc_excluded``) and gives
+        the main cephalometric means with and without them (``qc_sensitivity``);
+        ``"flag"`` keeps every row (the flagged items are listed in ``qc``);
+        ``"ignore"`` keeps every row and says the checks were not applied.
     errors : {"raise", "collect", "warn"}
         dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`), applied
         to the problems of every analysis run (:data:`ANALYSIS_PROBLEM_PRODUCERS`: absent
@@ -596,7 +618,8 @@ def analyze(
         ``tooth_symmetry_cohort``, ``missing_by_fdi``, ``missing_patterns``,
         ``findings_prevalence``, ``tmj_prevalence`` (unknown TMJ wordings counted apart,
         never as findings) — each present when its input table has rows — and
-        ``model_versions`` (:func:`model_versions`: the ``Version`` labels each endpoint's
+        ``qc`` and ``qc_summary`` (and ``qc_excluded``, ``qc_sensitivity`` under
+        ``qc="exclude"``), ``model_versions`` (:func:`model_versions`: the ``Version`` labels each endpoint's
         rows carry), and the growth analysis of :func:`growth_by_group` (``growth_fixed``,
         ``growth_variance``, ``growth_models``, ``growth_bands``, ``growth_data``) when
         patients have more than one session. With ``errors="collect"`` or ``"warn"``
@@ -626,6 +649,8 @@ def analyze(
     """
     errors = check_errors(errors, "dentalkit.study.analyze")
     design = design or Design()
+    if qc is not None:
+        design = design.with_(qc=qc)
     inputs = AnalysisInputs(
         tables,
         calibration_policy(mm_per_px, tables),

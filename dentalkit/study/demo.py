@@ -173,6 +173,7 @@ def run_demo(
     drift: tuple[str, ...] = (),
     width: str | float | None = None,
     formats: tuple[str, ...] = ("pdf", "png"),
+    qc: str | None = None,
 ) -> dict[str, Path]:
     """Run the whole study on the embedded sandbox and print where everything is.
 
@@ -201,6 +202,8 @@ def run_demo(
         Sandbox drift scenarios (:mod:`dentalkit.sandbox.drift`): the sandbox answers as
         a changed service could, and the contract report shows each difference. Use a
         fresh ``out``: a folder's store and cache hold the answers of earlier runs.
+    qc : {"flag", "exclude", "ignore"}, optional
+        The quality-control policy (default: the design's, ``"flag"``).
 
     Returns
     -------
@@ -212,11 +215,14 @@ def run_demo(
 
     out = Path(out)
     table = demo_patients(patients)
+    design = demo_design(patients, out, dpi, width=width, formats=formats)
+    if qc is not None:
+        design = design.with_(qc=qc)
     with sandbox_service(out, port, echo, drift) as (sb, client):
         result = run(
             demo_manifest(sb, table),
             patients=table,
-            design=demo_design(patients, out, dpi, width=width, formats=formats),
+            design=design,
             client=client,
             echo=echo,
             progress=progress,

@@ -26,6 +26,9 @@ prints the design it ran with (:meth:`Design.lines`). docs/study.md has a worked
     formats = ["pdf", "png"]    # of pdf, svg, png, tiff
     width = "single"            # every figure: "single" (85 mm), "double" (180 mm) or mm
 
+    [qc]
+    policy = "flag"             # flag | exclude | ignore: the AI's answers that fail QC
+
     [calibration]               # endpoint fallback: mm per pixel of images without their own
     ceph_lateral_points = 0.1
 """
@@ -41,7 +44,7 @@ from typing import Any
 from dentalkit.errors import InputError
 from dentalkit.study.calibration import _check_endpoints
 
-__all__ = ["CORRECTIONS", "SESSION_RULES", "Design", "read_design"]
+__all__ = ["CORRECTIONS", "QC_POLICIES", "SESSION_RULES", "Design", "read_design"]
 
 #: The session of each patient a between-group comparison takes (one row per patient).
 SESSION_RULES = ("first", "last")
@@ -57,6 +60,17 @@ CORRECTION_NAMES = {
     "sidak": "Šidák",
     "holm-sidak": "Holm–Šidák",
     "none": "none",
+}
+#: Quality-control policies (:func:`dentalkit.qc.apply`); a study's default is "flag".
+QC_POLICIES = ("flag", "exclude", "ignore")
+#: What each policy does, in the report's words.
+QC_POLICY_WORDS = {
+    "flag": "items that fail a check are flagged and listed, and stay in the analyses",
+    "exclude": (
+        "the rows of items that fail a check are left out of every analysis; each excluded "
+        "item is listed with its reason, and the main results are given with and without them"
+    ),
+    "ignore": "the checks run and are listed, but do not change the analyses",
 }
 #: TLE sensitivity: the factor varied, its levels and how many patients (one request per
 #: patient and level; the demo's setting).
@@ -106,6 +120,11 @@ class Design:
         none (the demo sets :data:`DEMO_SENSITIVITY`).
     intro : str, optional
         The report's first paragraph (default: one written from the cohort).
+    qc : {"flag", "exclude", "ignore"}
+        The pre-specified quality-control policy for the AI's answers (docs/qc.md):
+        ``"flag"`` (default) keeps every row and lists the flagged items, ``"exclude"``
+        leaves their rows out and adds the results without QC beside the main ones,
+        ``"ignore"`` runs the checks without applying them.
     """
 
     title: str = "dentalkit study"
@@ -122,8 +141,11 @@ class Design:
     out: Path = Path("dentalkit-study")
     sensitivity: tuple[str, tuple[str, ...], int] | None = None
     intro: str | None = None
+    qc: str = "flag"
 
     def __post_init__(self) -> None:
+        if self.qc not in QC_POLICIES:
+            raise InputError(f"study design: qc={self.qc!r} is not one of {', '.join(QC_POLICIES)}")
         if self.session not in SESSION_RULES:
             raise InputError(
                 f"study design: session={self.session!r} is not one of {', '.join(SESSION_RULES)}"
@@ -194,6 +216,8 @@ class Design:
             + f" ({self.dpi} dpi; {', '.join(f.upper() for f in self.formats)}; "
             + f"{self.width_text()}).",
             f"Endpoint fallback calibration: {cal} (an image's own mm_per_px goes first).",
+            f"Quality control of the AI's answers (pre-specified): qc = {self.qc!r}: "
+            f"{QC_POLICY_WORDS[self.qc]}.",
         ]
 
     def width_text(self) -> str:
@@ -223,12 +247,13 @@ def _names(value: Any, key: str, where: Path) -> tuple[str, ...] | None:
 #: The keys a study file may hold, by section ("" = top level).
 KEYS = {
     "": {"title", "out", "intro", "groups", "statistics", "analyses", "figures", "calibration",
-         "tle"},
+         "tle", "qc"},
     "groups": {"column"},
     "statistics": {"session", "alpha", "correction"},
     "analyses": {"run"},
     "figures": {"draw", "dpi", "formats", "width"},
     "tle": {"sensitivity", "levels", "patients"},
+    "qc": {"policy"},
 }  # fmt: skip
 
 
@@ -285,6 +310,8 @@ def read_design(path: str | Path) -> Design:
         "figures": _names(figures.get("draw"), "[figures] draw", path),
         "mm_per_px": calibration,
     }
+    if "policy" in _table(data, "qc", path):
+        changes["qc"] = data["qc"]["policy"]
     for key in ("title", "intro"):
         if key in data:
             changes[key] = str(data[key])

@@ -347,6 +347,24 @@ def _plan_tle_bland_altman(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     return Draw(plot.tle_bland_altman, (estimates, "observed_months"))
 
 
+def _plan_qc_outliers(inputs: FigureInputs) -> Callable[[Any], Any] | None:
+    # each lateral session's Procrustes distance from the cohort's mean shape, the
+    # flagged ones marked (geomorph's plotOutliers); none without the cohort model
+    from dentalkit import plot
+
+    checks = inputs.analyses["qc"]
+    if "procrustes_distance" not in checks.columns:
+        return None
+    rows = checks[
+        (checks["check"].astype(str) == "landmarks")
+        & (checks["view"].astype(str) == "lateral")
+        & checks["procrustes_distance"].notna()
+    ]
+    if not len(rows):
+        return None
+    return lambda ax: plot.qc_outliers(rows, view="lateral", ax=ax)
+
+
 #: The standard figure set, in the order :func:`make_figures` draws it.
 FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("ceph_tracing", _plan_ceph_tracing, ("landmarks",), (), ("ceph_measures",)),
@@ -377,6 +395,7 @@ FIGURES: tuple[FigureSpec, ...] = (
         analyses=("tle_sensitivity",),
     ),
     FigureSpec("tle_bland_altman", _plan_tle_bland_altman, analyses=("tle_estimates",)),
+    FigureSpec("qc_outliers", _plan_qc_outliers, analyses=("qc",)),
 )
 
 
@@ -514,7 +533,8 @@ def write_captions(path: str | Path, captions: Mapping[str, str | None]) -> Path
         The Markdown file to write.
     captions : mapping of str to str or None
         Figure name → caption, in the order the figures are listed; ``None`` for a
-        figure without one (an ``extra`` figure of :func:`make_figures`), said as such.
+        figure without one (an ``extra`` figure of :func:`make_figures`, or a plan that
+        returns a plain function), said as such.
 
     Returns
     -------
@@ -533,7 +553,7 @@ def write_captions(path: str | Path, captions: Mapping[str, str | None]) -> Path
         lines += [
             f"## {name}",
             "",
-            text or "(No caption: a figure drawn by a caller's function.)",
+            text or "(No caption: this figure is not drawn through a Draw record.)",
             "",
         ]
     path.write_text("\n".join(lines), encoding="utf-8")

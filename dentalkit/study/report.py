@@ -15,12 +15,13 @@ import numpy as np
 import pandas as pd
 
 from dentalkit.study.analyses import problems_summary
-from dentalkit.study.design import CORRECTION_NAMES, Design
+from dentalkit.study.design import CORRECTION_NAMES, QC_POLICY_WORDS, Design
 
 __all__ = [
     "default_intro",
     "problems_line",
     "px_arches_note",
+    "qc_section",
     "sections",
     "tle_note",
     "write_report",
@@ -186,6 +187,82 @@ def _design_section(design: Design, analyses: Mapping[str, pd.DataFrame]) -> str
     return "\n".join(lines)
 
 
+#: Most excluded or flagged items the report lists one by one (the Parquet tables list all).
+QC_LISTED = 50
+
+
+def _qc_items(items: pd.DataFrame, what: str, table: str) -> str:
+    """The first :data:`QC_LISTED` items (patient, session, item, reason) as a table."""
+    cols = [
+        c for c in ("check", "patient_id", "timestamp", "item", "reason", "n_rows") if c in items
+    ]
+    shown = _markdown(items[cols].head(QC_LISTED).astype(object))
+    more = len(items) - QC_LISTED
+    tail = f"\n\n… and {more} more {what} in `analyses/{table}.parquet`." if more > 0 else ""
+    return shown + tail
+
+
+def qc_section(analyses: Mapping[str, pd.DataFrame], design: Design | None) -> str | None:
+    """The report's "Quality control of the AI's answers" section, or None without ``qc``.
+
+    Counts per check, the method each used and why, the pre-specified policy, the patients
+    affected; under ``qc="exclude"`` every excluded item (up to :data:`QC_LISTED`, the rest
+    in ``qc_excluded``) and the main results with and without them (``qc_sensitivity``).
+    """
+    checks, summary = analyses.get("qc"), analyses.get("qc_summary")
+    if checks is None or summary is None or not len(checks):
+        return None
+    policy = (design or Design()).qc
+    flagged = checks[checks["flagged"].astype(bool)]
+    n_pat = checks["patient_id"].astype(str).nunique()
+    n_hit = flagged["patient_id"].astype(str).nunique()
+    counts = summary.assign(methods=summary["methods"].map(lambda m: "; ".join(m)))
+    counts = counts[
+        ["check", "n_items", "n_not_checked", "n_flagged", "n_patients", "n_patients_flagged",
+         "methods"]
+    ]  # fmt: skip
+    why = checks.drop_duplicates(["check", "method", "method_reason"])
+    methods = "\n".join(
+        f"- `{c}`: {m} — {r}"
+        for c, m, r in zip(why["check"], why["method"], why["method_reason"], strict=True)
+    )
+    text = (
+        "Every answer of the AI was checked before the analyses (`dentalkit.qc`, "
+        "docs/qc.md): landmarks by a cohort shape model (generalised Procrustes "
+        "superimposition and a robust model that predicts each landmark from the others) "
+        "where a view has enough sessions, and by plausible human ranges of the measures; "
+        "teeth, arch points, findings boxes and treatment-length inputs by rules. "
+        f"**Policy (pre-specified): qc = `{policy}`** — {QC_POLICY_WORDS[policy]}. "
+        f"**{n_hit} of {n_pat} patients** have at least one flagged item "
+        f"({len(flagged)} of {len(checks)} items; unit: patient).\n\n"
+        + _markdown(counts)
+        + "\n\nMethod of each check, and why:\n\n"
+        + methods
+    )
+    excluded = analyses.get("qc_excluded")
+    if policy == "exclude" and excluded is not None:
+        text += (
+            f"\n\n**Excluded items** ({len(excluded)}; every row of each left out of the "
+            "analyses, with its reason):\n\n"
+            + (_qc_items(excluded, "items", "qc_excluded") if len(excluded) else "none.")
+        )
+        sens = analyses.get("qc_sensitivity")
+        if sens is not None and len(sens):
+            cols = ["measure", "unit", "n_without_qc", "mean_without_qc", "n_with_qc",
+                    "mean_with_qc", "difference"]  # fmt: skip
+            text += (
+                "\n\n**Sensitivity analysis: main results with and without the excluded "
+                f"items.** Cohort means, one session per patient ({sens['method'].iloc[0]}; "
+                "unit: patient):\n\n" + _markdown(sens[cols])
+            )
+    elif len(flagged):
+        text += (
+            f"\n\n**Flagged items** ({len(flagged)}; kept in the analyses under "
+            f"qc = `{policy}`):\n\n" + _qc_items(flagged, "flagged items", "qc")
+        )
+    return text
+
+
 def sections(
     tables: Mapping[str, pd.DataFrame],
     analyses: Mapping[str, pd.DataFrame],
@@ -217,6 +294,9 @@ def sections(
         sections.append(("Model versions per endpoint", _versions_section(versions)))
     if contract is not None and len(contract):
         sections.append(("Service contract", _contract_section(contract)))
+    qc_text = qc_section(analyses, design)
+    if qc_text:
+        sections.append(("Quality control of the AI's answers", qc_text))
     classes = analyses.get("ceph_classes")
     changes = analyses.get("ceph_class_changes")
     if classes is not None and len(classes):

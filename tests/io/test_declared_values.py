@@ -23,6 +23,7 @@ from dentalkit.convert import schemas
 from dentalkit.errors import SEVERITIES, DentalkitWarning, InputError
 from dentalkit.io import data_dictionary
 from dentalkit.io._dictionary import _declared_type, _lookup, load_catalogue
+from dentalkit.qc import _table as qc_table
 from dentalkit.stats import _compare
 from dentalkit.study import ANALYSIS_PROBLEM_PRODUCERS, CALIBRATION_LEVELS
 
@@ -83,6 +84,13 @@ def _classes_csv() -> dict[str, list[str]]:
 TEETH_SOURCES = schemas.categories("teeth", "source")
 FINDINGS_SOURCES = schemas.categories("findings", "source")
 
+#: The qc tables with a ``method`` column (one per check, and their concatenation), and
+#: all the qc tables with a ``check`` column.
+QC_CHECK_TABLES = (
+    "qc_landmarks", "qc_teeth", "qc_arch_points", "qc_findings", "qc_tle_inputs", "qc",
+)  # fmt: skip
+QC_TABLES = (*QC_CHECK_TABLES, "qc_excluded", "qc_summary")
+
 # (table, column, the vocabulary the producing code uses, in its order)
 FROM_CONSTANTS = [
     ("*", "arch", schemas.categories("teeth", "arch")),
@@ -110,6 +118,12 @@ FROM_CONSTANTS = [
     ("analysis_problems", "severity", SEVERITIES),
     ("analysis_problems", "producer", ANALYSIS_PROBLEM_PRODUCERS),
     ("calibration_applied", "calibration", CALIBRATION_LEVELS),
+    *((t, "check", qc_table.CHECKS) for t in QC_TABLES),
+    *((t, "method", qc_table.METHODS) for t in QC_CHECK_TABLES),
+    ("qc_teeth", "source", TEETH_SOURCES),
+    ("qc_findings", "source", FINDINGS_SOURCES),
+    ("qc", "source", tuple(dict.fromkeys(TEETH_SOURCES + FINDINGS_SOURCES))),
+    ("qc", "view", schemas.categories("landmarks", "view")),
 ]
 
 
@@ -135,6 +149,9 @@ def test_class_vocabularies_are_the_shipped_class_bands():
         ("comparisons", "difference_name", "dentalkit/stats/_tests.py", "difference_name"),
         ("growth_fixed", "statistic_name", "dentalkit/stats/_growth_fit.py", "statistic_name"),
         ("tmj_prevalence", "unit_of_analysis", "dentalkit/findings/_tmj.py", "unit_of_analysis"),
+        ("qc_sensitivity", "unit_of_analysis", "dentalkit/study/_qc.py", "unit_of_analysis"),
+        ("qc_landmarks", "unit", "dentalkit/qc/_landmarks.py", "unit"),
+        ("qc", "unit", "dentalkit/qc/_landmarks.py", "unit"),
     ],
 )
 def test_vocabulary_holds_every_literal_the_code_writes(table, column, module, key):
@@ -201,6 +218,9 @@ def test_every_vocabulary_is_checked_here_or_open_by_design():
         ("growth_fixed", "statistic_name"),
         ("tle_calibration", "statistic"),
         ("tmj_prevalence", "unit_of_analysis"),
+        ("qc_sensitivity", "unit_of_analysis"),
+        ("qc_landmarks", "unit"),
+        ("qc", "unit"),
         *((t, "unit_of_analysis") for t in MISSING_TABLES),
         # values the study below shows (computed names: "up-lo", "box_" prefix removed)
         ("arch_measures", "arch"),
