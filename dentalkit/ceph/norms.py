@@ -357,30 +357,48 @@ def _why_no_z(
     include_unverified: bool,
     group: str | list[str] | None,
 ) -> list[str]:
-    """Why each of ``rows`` (no z and no note yet) got no z-score, in words."""
+    """Why each of ``rows`` (no z and no note yet) got no z-score, in words.
+
+    The reason depends on the row only through its measure, unit, whether its value is
+    finite and (for a norm without an SD) the norm chosen for it, so the norm tables are
+    searched once per (measure, unit), not once per row.
+    """
     chosen = best.set_index("_row")
-    out = []
-    for pos, (_, row) in zip(positions, rows.iterrows(), strict=True):
-        m, unit = str(row["measure"]), str(row["unit"])
-        value = pd.to_numeric(pd.Series([row["value"]]), errors="coerce").iloc[0]
+    values = pd.to_numeric(rows["value"], errors="coerce").to_numpy(dtype=float)
+    by_pair: dict[tuple[str, str], str | None] = {}
+
+    def reason(m: str, unit: str) -> str | None:
+        """The reason shared by every row of ``m`` in ``unit``; None: look at the chosen norm."""
         mine = full[full["measure"] == m]
         kept = usable[usable["measure"] == m]
         same_unit = kept[(kept["unit"] == "") | (kept["unit"] == unit)]
         groups = ", ".join(dict.fromkeys(mine["group"].astype(str)))
-        if not np.isfinite(value):
-            out.append("no z: the value is missing (the measure could not be computed)")
-        elif mine.empty:
-            out.append(f"no z: the norm table has no norm for {m}")
-        elif not include_unverified and not mine["verified"].any():
-            out.append(
+        if mine.empty:
+            return f"no z: the norm table has no norm for {m}"
+        if not include_unverified and not mine["verified"].any():
+            return (
                 f"no z: the {groups} norm of {m} is not verified in a retrieved source "
                 "(include_unverified=True uses it, with a warning)"
             )
-        elif kept.empty:
-            out.append(f"no z: no norm of {m} in the norm group(s) {group!r}")
-        elif same_unit.empty:
+        if kept.empty:
+            return f"no z: no norm of {m} in the norm group(s) {group!r}"
+        if same_unit.empty:
             units = ", ".join(dict.fromkeys(kept["unit"].astype(str)))
-            out.append(f"no z: the norm of {m} is in {units}, the value in {unit}")
+            return f"no z: the norm of {m} is in {units}, the value in {unit}"
+        return None
+
+    out = []
+    measures = rows["measure"].astype(str).to_numpy()
+    units = rows["unit"].astype(str).to_numpy()
+    for pos, m, unit, value in zip(positions, measures, units, values, strict=True):
+        if not np.isfinite(value):
+            out.append("no z: the value is missing (the measure could not be computed)")
+            continue
+        if (m, unit) not in by_pair:
+            by_pair[m, unit] = reason(m, unit)
+        shared = by_pair[m, unit]
+        if shared is not None:
+            out.append(shared)
         elif pos in chosen.index and not np.isfinite(chosen.loc[pos, "sd"]):
             g = chosen.loc[pos, "group"]
             out.append(
