@@ -1180,18 +1180,57 @@ def analyze(
         raise typer.Exit(EXIT_INCOMPLETE)
 
 
+#: ``--width`` of the figure commands: a journal width name or millimetres.
+WidthOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="WIDTH",
+        help="One width for every figure: single (85 mm), double (180 mm) or millimetres "
+        "(default: each figure's declared width, the panoramic tooth map double).",
+    ),
+]
+#: ``--format`` of the figure commands (repeatable).
+FormatOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--format",
+        metavar="FORMAT",
+        help="File format of the figures, repeatable: pdf, svg, png, tiff (TIFF at --dpi for "
+        "journals that ask for it). Default: pdf and png.",
+    ),
+]
+
+
+def _width(value: str | None) -> str | float | None:
+    """``--width``: ``single``, ``double`` or a number of millimetres (checked later)."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
 @app.command()
 def figures(
     tables_dir: Annotated[Path, typer.Argument(help="Folder written by `dentalkit tables`.")],
     analyses_dir: Annotated[Path, typer.Argument(help="Folder written by `dentalkit analyze`.")],
-    out: Annotated[Path, typer.Option(help="Folder for the figures (PDF and PNG).")],
+    out: Annotated[Path, typer.Option(help="Folder for the figures and captions.md.")],
     mm_per_px: MmPerPxOption = None,
     dpi: Annotated[
-        int, typer.Option(min=300, max=1200, help="Resolution of the PNGs (and PDF images).")
+        int,
+        typer.Option(
+            min=300,
+            max=1200,
+            help="Resolution of PNG and TIFF files (and images in PDF and SVG files).",
+        ),
     ] = 600,
+    width: WidthOption = None,
+    fmt: FormatOption = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
-    """Draw the standard figure set (85 mm single column, PDF + PNG) on blank canvases.
+    """Draw the standard figure set (PDF + PNG unless --format says otherwise) on blank
+    canvases, with captions.md beside them (each figure's caption, ready to paste).
 
     Exit status 0 when done, 1 when no figure could be drawn (the tables and analyses
     have no rows to show), 2 when TABLES_DIR holds no tables written by dentalkit tables
@@ -1199,7 +1238,7 @@ def figures(
     """
     from dentalkit import study
     from dentalkit._progress import Stage
-    from dentalkit.errors import DentalkitError
+    from dentalkit.errors import DentalkitError, InputError
 
     cal = _calibration(mm_per_px)
     try:
@@ -1214,11 +1253,17 @@ def figures(
             f"{analyses_dir} holds no analysis tables (no .parquet file): run "
             f"`dentalkit analyze {tables_dir} --out {analyses_dir}` first"
         )
-    with Stage("figures", _err, f"drawing PDF and PNG at {dpi} dpi") as step:
-        written = study.make_figures(
-            tables, analyses, out, mm_per_px=cal or None, dpi=dpi, progress=progress
-        )
-        step.result = f"{len(written)} drawn"
+    formats = tuple(fmt) if fmt else ("pdf", "png")
+    kinds = " and ".join(f.upper().lstrip(".") for f in formats)
+    try:
+        with Stage("figures", _err, f"drawing {kinds} at {dpi} dpi") as step:
+            written = study.make_figures(
+                tables, analyses, out, mm_per_px=cal or None, dpi=dpi, progress=progress,
+                formats=formats, width=_width(width),
+            )  # fmt: skip
+            step.result = f"{len(written)} drawn"
+    except InputError as exc:  # a wrong --format or --width: nothing was drawn
+        raise _fail(str(exc)) from None
     for name, paths in written.items():
         typer.echo(f"{name:28s} " + " ".join(p.name for p in paths))
     if not written:
@@ -1351,6 +1396,17 @@ def study(
         int | None,
         typer.Option(min=300, max=1200, help="Figure resolution (default: the study file's)."),
     ] = None,
+    figure: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--figure",
+            metavar="NAME",
+            help="Draw this figure (repeatable; default: the study file's, else every one the "
+            "data allow). Names: dentalkit.study.FIGURES (docs/figures.md).",
+        ),
+    ] = None,
+    width: WidthOption = None,
+    fmt: FormatOption = None,
     qc: QcOption = None,
     progress: Annotated[bool, typer.Option(help="Show the progress bars.")] = True,
 ) -> None:
@@ -1376,6 +1432,12 @@ def study(
             changes["out"] = out
         if dpi is not None:
             changes["dpi"] = dpi
+        if figure:
+            changes["figures"] = tuple(figure)
+        if width is not None:
+            changes["width"] = _width(width)
+        if fmt:
+            changes["formats"] = tuple(fmt)
         if qc is not None:
             changes["qc"] = qc.value
         plan = plan.with_(**changes)
@@ -1437,8 +1499,13 @@ def demo(
         bool, typer.Option(help="Show the progress bars (fetch, tables and figures).")
     ] = True,
     dpi: Annotated[
-        int, typer.Option(min=300, max=1200, help="Figure resolution (PNG, images in PDFs).")
+        int,
+        typer.Option(
+            min=300, max=1200, help="Figure resolution (PNG and TIFF, images in PDF and SVG)."
+        ),
     ] = 600,
+    width: WidthOption = None,
+    fmt: FormatOption = None,
     drift: Annotated[
         list[DriftScenario] | None,
         typer.Option(
@@ -1454,7 +1521,7 @@ def demo(
     The sandbox is a simulator of interface v2 (synthetic anatomy, no AI model). A second
     run finds every response already stored and redraws the outputs.
     """
-    from dentalkit.errors import ConfigurationError
+    from dentalkit.errors import ConfigurationError, InputError
     from dentalkit.sandbox.drift import check_scenarios
     from dentalkit.study.demo import run_demo
 
@@ -1469,9 +1536,11 @@ def demo(
             progress=progress,
             dpi=dpi,
             drift=scenarios,
+            width=_width(width),
+            formats=tuple(fmt) if fmt else ("pdf", "png"),
             qc=None if qc is None else qc.value,
         )
-    except ConfigurationError as exc:
+    except (ConfigurationError, InputError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
 

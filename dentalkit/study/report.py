@@ -746,6 +746,14 @@ def write_report(
         lines += [f"## {heading}", "", body, ""]
     if figures:
         lines += ["## Figures", ""]
+        captions = next(iter(figures.values()))[0].parent / "captions.md"
+        if captions.exists():
+            rel = (
+                captions.relative_to(path.parent)
+                if captions.is_relative_to(path.parent)
+                else captions
+            )
+            lines += [f"Captions, ready to paste: [{rel.as_posix()}]({rel.as_posix()}).", ""]
         for name, files in figures.items():
             png = next((f for f in files if f.suffix == ".png"), files[0])
             pdf = next((f for f in files if f.suffix == ".pdf"), None)
