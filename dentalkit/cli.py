@@ -1182,18 +1182,57 @@ def analyze(
         raise typer.Exit(EXIT_INCOMPLETE)
 
 
+#: ``--width`` of the figure commands: a journal width name or millimetres.
+WidthOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="WIDTH",
+        help="One width for every figure: single (85 mm), double (180 mm) or millimetres "
+        "(default: each figure's declared width, the panoramic tooth map double).",
+    ),
+]
+#: ``--format`` of the figure commands (repeatable).
+FormatOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--format",
+        metavar="FORMAT",
+        help="File format of the figures, repeatable: pdf, svg, png, tiff (TIFF at --dpi for "
+        "journals that ask for it). Default: pdf and png.",
+    ),
+]
+
+
+def _width(value: str | None) -> str | float | None:
+    """``--width``: ``single``, ``double`` or a number of millimetres (checked later)."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
 @app.command()
 def figures(
     tables_dir: Annotated[Path, typer.Argument(help="Folder written by `dentalkit tables`.")],
     analyses_dir: Annotated[Path, typer.Argument(help="Folder written by `dentalkit analyze`.")],
-    out: Annotated[Path, typer.Option(help="Folder for the figures (PDF and PNG).")],
+    out: Annotated[Path, typer.Option(help="Folder for the figures and captions.md.")],
     mm_per_px: MmPerPxOption = None,
     dpi: Annotated[
-        int, typer.Option(min=300, max=1200, help="Resolution of the PNGs (and PDF images).")
+        int,
+        typer.Option(
+            min=300,
+            max=1200,
+            help="Resolution of PNG and TIFF files (and images in PDF and SVG files).",
+        ),
     ] = 600,
+    width: WidthOption = None,
+    fmt: FormatOption = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ) -> None:
-    """Draw the standard figure set (85 mm single column, PDF + PNG) on blank canvases.
+    """Draw the standard figure set (PDF + PNG unless --format says otherwise) on blank
+    canvases, with captions.md beside them (each figure's caption, ready to paste).
 
     Exit status 0 when done, 1 when no figure could be drawn (the tables and analyses
     have no rows to show), 2 when TABLES_DIR holds no tables written by dentalkit tables
@@ -1201,7 +1240,7 @@ def figures(
     """
     from dentalkit import study
     from dentalkit._progress import Stage
-    from dentalkit.errors import DentalkitError
+    from dentalkit.errors import DentalkitError, InputError
 
     cal = _calibration(mm_per_px)
     try:
@@ -1216,11 +1255,17 @@ def figures(
             f"{analyses_dir} holds no analysis tables (no .parquet file): run "
             f"`dentalkit analyze {tables_dir} --out {analyses_dir}` first"
         )
-    with Stage("figures", _err, f"drawing PDF and PNG at {dpi} dpi") as step:
-        written = study.make_figures(
-            tables, analyses, out, mm_per_px=cal or None, dpi=dpi, progress=progress
-        )
-        step.result = f"{len(written)} drawn"
+    formats = tuple(fmt) if fmt else ("pdf", "png")
+    kinds = " and ".join(f.upper().lstrip(".") for f in formats)
+    try:
+        with Stage("figures", _err, f"drawing {kinds} at {dpi} dpi") as step:
+            written = study.make_figures(
+                tables, analyses, out, mm_per_px=cal or None, dpi=dpi, progress=progress,
+                formats=formats, width=_width(width),
+            )  # fmt: skip
+            step.result = f"{len(written)} drawn"
+    except InputError as exc:  # a wrong --format or --width: nothing was drawn
+        raise _fail(str(exc)) from None
     for name, paths in written.items():
         typer.echo(f"{name:28s} " + " ".join(p.name for p in paths))
     if not written:
@@ -1353,6 +1398,17 @@ def study(
         int | None,
         typer.Option(min=300, max=1200, help="Figure resolution (default: the study file's)."),
     ] = None,
+    figure: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--figure",
+            metavar="NAME",
+            help="Draw this figure (repeatable; default: the study file's, else every one the "
+            "data allow). Names: dentalkit.study.FIGURES (docs/figures.md).",
+        ),
+    ] = None,
+    width: WidthOption = None,
+    fmt: FormatOption = None,
     qc: QcOption = None,
     progress: Annotated[bool, typer.Option(help="Show the progress bars.")] = True,
 ) -> None:
@@ -1380,6 +1436,12 @@ def study(
             changes["out"] = out
         if dpi is not None:
             changes["dpi"] = dpi
+        if figure:
+            changes["figures"] = tuple(figure)
+        if width is not None:
+            changes["width"] = _width(width)
+        if fmt:
+            changes["formats"] = tuple(fmt)
         if qc is not None:
             changes["qc"] = qc.value
         plan = plan.with_(**changes)
@@ -1441,8 +1503,13 @@ def demo(
         bool, typer.Option(help="Show the progress bars (fetch, tables and figures).")
     ] = True,
     dpi: Annotated[
-        int, typer.Option(min=300, max=1200, help="Figure resolution (PNG, images in PDFs).")
+        int,
+        typer.Option(
+            min=300, max=1200, help="Figure resolution (PNG and TIFF, images in PDF and SVG)."
+        ),
     ] = 600,
+    width: WidthOption = None,
+    fmt: FormatOption = None,
     drift: Annotated[
         list[DriftScenario] | None,
         typer.Option(
@@ -1458,7 +1525,7 @@ def demo(
     The sandbox is a simulator of interface v2 (synthetic anatomy, no AI model). A second
     run finds every response already stored and redraws the outputs.
     """
-    from dentalkit.errors import ConfigurationError
+    from dentalkit.errors import ConfigurationError, InputError
     from dentalkit.sandbox.drift import check_scenarios
     from dentalkit.study.demo import run_demo
 
@@ -1473,11 +1540,126 @@ def demo(
             progress=progress,
             dpi=dpi,
             drift=scenarios,
+            width=_width(width),
+            formats=tuple(fmt) if fmt else ("pdf", "png"),
             qc=None if qc is None else qc.value,
         )
-    except ConfigurationError as exc:
+    except (ConfigurationError, InputError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+
+
+def _numbers(text: str | None, what: str, kind: type = float) -> list | None:
+    """``"0,1,2,3"`` → numbers; a wrong value is a usage error naming the option."""
+    if text is None:
+        return None
+    try:
+        values = [kind(v) for v in text.replace(" ", "").split(",") if v]
+    except ValueError:
+        raise typer.BadParameter(
+            f"'{text}' is not a comma-separated list of numbers", param_hint=what
+        ) from None
+    if not values:
+        raise typer.BadParameter(f"'{text}' gives no number", param_hint=what)
+    return values
+
+
+@app.command()
+def plan(
+    pilot: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Pilot study folder (written by dentalkit study, demo or analyze): its "
+            "growth tables give the variance components. Leave out to give them as numbers."
+        ),
+    ] = None,
+    measure: Annotated[
+        str | None,
+        typer.Option(help="The pilot's measure (e.g. SN_MP); needed when it has several."),
+    ] = None,
+    effect: Annotated[
+        float,
+        typer.Option(
+            help="Difference in the rate of change to detect, in the measure's unit per year."
+        ),
+    ] = ...,
+    n_per_group: Annotated[
+        str | None,
+        typer.Option(help="Patients per group (one number, or two as 12,15): prints the power."),
+    ] = None,
+    power: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0, max=1.0, help="Target power (e.g. 0.8): prints the patients per group."
+        ),
+    ] = None,
+    times: Annotated[
+        str, typer.Option(help="Planned session times in years, comma-separated.")
+    ] = "0,1,2,3",
+    alpha: Annotated[float, typer.Option(min=0.0, max=1.0, help="Two-sided level.")] = 0.05,
+    n_sims: Annotated[int, typer.Option(min=1, help="Simulated studies.")] = 2000,
+    seed: Annotated[int, typer.Option(help="Random seed (the same seed repeats the result).")] = 0,
+    sd_intercept: Annotated[
+        float | None, typer.Option(help="Between-patient SD of the level.")
+    ] = None,
+    sd_slope: Annotated[
+        float | None, typer.Option(help="Between-patient SD of the yearly rate.")
+    ] = None,
+    correlation: Annotated[
+        float, typer.Option(min=-1.0, max=1.0, help="Correlation of level and rate.")
+    ] = 0.0,
+    sd_residual: Annotated[float | None, typer.Option(help="Residual (within-patient) SD.")] = None,
+    unit: Annotated[
+        str | None, typer.Option(help="Unit of --effect with given SDs, e.g. deg/year.")
+    ] = None,
+) -> None:
+    """Power of a planned two-group growth study, or the patients per group it needs.
+
+    Simulates the study (dentalkit.stats.simulate_power) from a pilot's variance components:
+    the growth tables of a pilot study folder, or --sd-intercept, --sd-slope, --correlation
+    and --sd-residual. Give --n-per-group for the power, or --power for the patients per
+    group; prints the Monte Carlo interval and the closed form of Diggle et al. (2002)
+    beside it. See docs/statistics.md, Planning. Exit status 0 when done, 2 when the pilot
+    or an option cannot be used.
+    """
+    from dentalkit.errors import DentalkitError
+    from dentalkit.study import plan as plan_study
+    from dentalkit.study import power_lines
+
+    given = {"sd_intercept": sd_intercept, "sd_slope": sd_slope, "sd_residual": sd_residual}
+    if pilot is None:
+        missing = [f"--{k.replace('_', '-')}" for k, v in given.items() if v is None]
+        if missing:
+            raise _fail(
+                f"give a pilot folder, or the variance components ({', '.join(missing)} missing)"
+            )
+        source: Path | dict = {**given, "correlation": correlation}
+    elif any(v is not None for v in given.values()):
+        raise _fail("give a pilot folder or the variance components, not both")
+    else:
+        source = pilot
+    sizes = _numbers(n_per_group, "--n-per-group", int)
+    if (sizes is None) == (power is None):
+        raise _fail(
+            "give --n-per-group (prints the power) or --power (prints the patients per group)"
+        )
+    try:
+        result = plan_study(
+            source,
+            effect=effect,
+            measure=measure,
+            n_per_group=(sizes[0] if len(sizes) == 1 else sizes) if sizes else None,
+            power=power,
+            times=_numbers(times, "--times"),
+            alpha=alpha,
+            n_sims=n_sims,
+            seed=seed,
+            unit=unit,
+        )
+    except (DentalkitError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    for line in power_lines(result):
+        typer.echo(line)
 
 
 def _help_as_sentences(typer_app: typer.Typer) -> None:

@@ -7,8 +7,12 @@ applied only inside ``with plot.style():``. Pixel data are drawn the right way u
 (image coordinates, y axis inverted). Gallery and calls: ``docs/figures.md``.
 
 House style and output
-    :func:`style`, :func:`figure`, :func:`savefig`, :data:`OKABE_ITO`,
-    :data:`CATEGORICAL`, :data:`JOURNAL_WIDTHS_MM`.
+    :mod:`dentalkit.plot.house` (the house style as data: text sizes, widths, maximum
+    height, line weights, units, intervals, group order and colours), :func:`style`,
+    :func:`figure`, :func:`savefig`, :func:`render` (draw, save and close one figure at a
+    declared width), :func:`caption` (the figure's caption: what, n, units, method),
+    :func:`pseudonyms` (one "patient k" per patient for ``identity=`` across a study),
+    :data:`OKABE_ITO`, :data:`CATEGORICAL`, :data:`JOURNAL_WIDTHS_MM`.
 Cephalometrics (:mod:`dentalkit.plot.ceph`)
     :func:`ceph_tracing`, :func:`ceph_wiggle`, :func:`ceph_superimposition`,
     :func:`sn_register`.
@@ -45,12 +49,15 @@ from __future__ import annotations
 
 # The submodules are imported first; ``style`` then names the context manager (the
 # module stays importable as ``dentalkit.plot.style`` through sys.modules).
-from dentalkit.plot import agreement, arch, ceph, findings, growth, qc, teeth, tle
+from dentalkit.plot import agreement, arch, ceph, findings, growth, house, qc, teeth, tle
+from dentalkit.plot._identity import pseudonyms
 from dentalkit.plot._layout import JOURNAL_WIDTHS_MM, figure, savefig
+from dentalkit.plot._render import render
 from dentalkit.plot.agreement import bland_altman as agreement_bland_altman
 from dentalkit.plot.agreement import bland_altman_grid, landmark_errors, sdr_bars
 from dentalkit.plot.arch import forms as arch_forms
 from dentalkit.plot.arch import mean_forms as mean_arch_forms
+from dentalkit.plot.captions import caption
 from dentalkit.plot.ceph import sn_register
 from dentalkit.plot.ceph import superimposition as ceph_superimposition
 from dentalkit.plot.ceph import tracing as ceph_tracing
@@ -75,6 +82,7 @@ __all__ = [
     "arch",
     "arch_forms",
     "bland_altman_grid",
+    "caption",
     "ceph",
     "ceph_superimposition",
     "ceph_tracing",
@@ -84,12 +92,15 @@ __all__ = [
     "findings",
     "growth",
     "growth_lines",
+    "house",
     "landmark_errors",
     "mean_arch_forms",
     "odontogram",
     "prevalence_bars",
+    "pseudonyms",
     "qc",
     "qc_outliers",
+    "render",
     "savefig",
     "sdr_bars",
     "sn_register",

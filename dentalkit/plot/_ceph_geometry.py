@@ -14,12 +14,15 @@ from dentalkit.ceph import load_measures, load_points
 from dentalkit.errors import InputError
 from dentalkit.landmark_map import key_to_name
 from dentalkit.plot._common import require_columns
+from dentalkit.plot.house import with_unit
 
 __all__ = [
     "CLOSED_CONTOURS",
     "UNIT_TEXT",
     "Primitive",
+    "compact_label",
     "contour_groups",
+    "landmark_text",
     "measure_primitives",
     "resolve_names",
     "short_label",
@@ -256,8 +259,9 @@ def _shared_vertex_difference(rec: pd.Series, by_id: pd.DataFrame, point) -> tup
     return prims, [pa[1], pa[2], pb[2]]
 
 
-#: How values of each unit are written after the number.
-UNIT_TEXT = {"deg": "°", "mm": " mm", "px": " px", "%": " %"}
+#: How values of each unit are written after the number (the house style's spelling,
+#: :func:`dentalkit.plot.house.with_unit`, with its leading space).
+UNIT_TEXT = {u: with_unit("", u) for u in ("deg", "mm", "px", "%")}
 
 
 def view_rows(landmarks: pd.DataFrame, view: str) -> pd.DataFrame:
@@ -277,6 +281,20 @@ def short_label(catalog: pd.DataFrame, measure: str) -> str:
         return measure
     short = str(hit.iloc[0]).split(" (")[0]
     return measure if short.lower().startswith(measure.lower()) else short
+
+
+def compact_label(catalog: pd.DataFrame, measure: str) -> str:
+    """The shortest readable name: ids made of abbreviations joined ("SN–MP", "U1–SN",
+    "IMPA"), else :func:`short_label` ("Lower lip to E-line")."""
+    parts = measure.split("_")
+    if all(p[:1].isupper() or p[:1].isdigit() for p in parts):
+        return "–".join(parts)
+    return short_label(catalog, measure)
+
+
+def landmark_text(name: str) -> str:
+    """A landmark name as printed: ``U1_tip`` → "U1 tip"."""
+    return str(name).replace("_", " ")
 
 
 # --- S–N registration ---------------------------------------------------------------

@@ -18,7 +18,15 @@ from dentalkit.plot._ceph_geometry import (
     sn_frame,
     view_rows,
 )
-from dentalkit.plot._common import catmull_rom, new_axes, place_legend
+from dentalkit.plot._common import (
+    catmull_rom,
+    fit_height_to_view,
+    new_axes,
+    owns_figure,
+    place_legend,
+)
+from dentalkit.plot._identity import Identity, check_identity, patient_label, session_label
+from dentalkit.plot.house import LINE_PT, fontsize
 from dentalkit.plot.style import CATEGORICAL
 
 __all__ = ["DEFAULT_ARROWS", "sn_register", "superimposition"]
@@ -159,6 +167,7 @@ def superimposition(
     arrows: Sequence[str] | None = DEFAULT_ARROWS,
     landmark_map: str | Path | pd.DataFrame | None = None,
     legend: str | None = "above",
+    identity: Identity = "pseudonym",
     ax: Any = None,
 ) -> Any:
     """Two or more sessions of one patient superimposed on S–N at S.
@@ -183,15 +192,25 @@ def superimposition(
         an arrow (default :data:`DEFAULT_ARROWS`; ``None`` for none).
     landmark_map : path or DataFrame, optional
     legend : {"above", "right", "inside"} or None
+    identity : "pseudonym", "raw", None or mapping
+        How the patient and the sessions are named: "patient 3" and "session 2
+        (12 months)" (default: never an identifier or a timestamp), the stored
+        ``patient_id`` and timestamps (``"raw"``), nothing, or ``{patient_id: label}``.
     ax : matplotlib Axes, optional
+        When it is the only Axes of its figure (or none is given), the figure's height
+        is fitted to the tracings.
 
     Returns
     -------
     matplotlib Axes
         In the S–N frame: origin S, x anterior along S–N, y superior (not image
         coordinates, so y is **not** inverted), equal aspect, one colour per session.
+        The legend explains every mark: the sessions (time from the first), S (+) and
+        the S–N line of the first session, and the arrows (displacement of the named
+        landmarks from the first to the last session).
     """
-    rows = view_rows(landmarks, "lateral")
+    check_identity(identity)
+    rows = every = view_rows(landmarks, "lateral")
     if patient_id is None:
         pids = rows["patient_id"].astype(str).unique() if "patient_id" in rows else []
         if len(pids) != 1:
@@ -227,6 +246,7 @@ def superimposition(
     reg = sn_register(rows, scale=scale, mm_per_px=mm_per_px, landmark_map=landmark_map)
     unit = "mm" if mm_per_px is not None else "px"
 
+    created = ax is None
     ax = new_axes(ax, (85.0, 75.0))
     closed_set = CLOSED_CONTOURS if closed is None else frozenset(closed)
     for ts in sessions:
@@ -239,18 +259,19 @@ def superimposition(
         for g, pos in groups.items():
             in_contour[pos] = True
             c = catmull_rom(pxy[pos], closed=g in closed_set)
-            ax.plot(*c.T, color=colour, lw=0.8, zorder=2, gid=f"contour:{ts}:{g}")
+            ax.plot(*c.T, color=colour, lw=LINE_PT["reference"] + 0.2, zorder=2,
+                    gid=f"contour:{ts}:{g}")  # fmt: skip
         solo = ~in_contour & pd.notna(names)
         ax.scatter(*pxy[solo].T, s=5, color=colour, zorder=3, linewidths=0, gid=f"landmarks:{ts}")
     ref = reg[reg["timestamp"].astype(str) == sessions[0]]
     n_x = float(ref.loc[ref["name"] == "N", "x_sn"].iloc[0])
-    ax.plot([0.0, n_x], [0.0, 0.0], color="black", lw=0.8, zorder=4, gid="SN")
-    ax.plot([0.0], [0.0], marker="+", ms=6, color="black", zorder=4)
+    ax.plot([0.0, n_x], [0.0, 0.0], color="black", lw=LINE_PT["reference"], zorder=4, gid="SN")
+    ax.plot([0.0], [0.0], marker="+", ms=6, color="black", zorder=4, gid="S")
     ax.annotate(
-        "S", (0, 0), xytext=(-4, 3), textcoords="offset points", ha="right", fontsize="x-small"
-    )
-    if arrows:
-        _arrows(ax, reg, sessions[0], sessions[-1], arrows)
+        "S", (0, 0), xytext=(-4, 3), textcoords="offset points", ha="right",
+        fontsize=fontsize("note"),
+    )  # fmt: skip
+    moved = _arrows(ax, reg, sessions[0], sessions[-1], arrows) if arrows else []
     ax.set_aspect("equal")
     ax.set_xlabel(f"along S–N, anterior ({unit})")
     ax.set_ylabel(f"superior ({unit})")
@@ -263,17 +284,29 @@ def superimposition(
             marker="o",
             ms=2.5,
             lw=0.8,
-            label=ts,
+            label=session_label(rows, patient_id, ts, identity, with_patient=False) or f"{i + 1}",
         )
-        for ts in sessions
+        for i, ts in enumerate(sessions)
     ]
-    place_legend(
-        ax, legend, ncols=min(len(handles), 4), handles=handles, title=f"{patient_id}, {note}"
-    )
+    handles.append(
+        Line2D([], [], color="black", marker="+", ms=5, lw=LINE_PT["reference"],
+               label="S (+) and S–N of the first session")
+    )  # fmt: skip
+    if moved:
+        handles.append(
+            Line2D([], [], color="black", marker=">", ms=3, lw=0.7,
+                   label="movement, first to last session")
+        )  # fmt: skip
+    who = patient_label(every, patient_id, identity)
+    place_legend(ax, legend, ncols=2, handles=handles, title=f"{who}, {note}" if who else note)
+    if owns_figure(ax, created):
+        fit_height_to_view(ax)
     return ax
 
 
-def _arrows(ax: Any, reg: pd.DataFrame, first: str, last: str, names: Sequence[str]) -> None:
+def _arrows(ax: Any, reg: pd.DataFrame, first: str, last: str, names: Sequence[str]) -> list[str]:
+    """Arrows from each named landmark's first to its last position; the names drawn."""
+
     def at(ts: str) -> pd.DataFrame:
         part = reg[(reg["timestamp"].astype(str) == ts) & reg["name"].isin(list(names))]
         return part.drop_duplicates("name").set_index("name")[["x_sn", "y_sn"]]
@@ -296,3 +329,4 @@ def _arrows(ax: Any, reg: pd.DataFrame, first: str, last: str, names: Sequence[s
             },
             gid=f"arrow:{n}",
         )
+    return common

@@ -11,7 +11,14 @@ import numpy as np
 import pandas as pd
 
 from dentalkit.errors import InputError
-from dentalkit.plot._layout import MM_PER_INCH, PIXEL_VIEWS, axes_box_inches, figure
+from dentalkit.plot._layout import (
+    MM_PER_INCH,
+    PIXEL_VIEWS,
+    axes_box_inches,
+    figure,
+    images_hidden,
+    pin_pixel_view,
+)
 from dentalkit.plot.style import DIVERGING_CMAP, MISSING_COLOUR, SEQUENTIAL_CMAP
 from dentalkit.stats._tables import require_columns
 
@@ -23,11 +30,14 @@ __all__ = [
     "load_image",
     "new_axes",
     "number",
+    "owns_figure",
     "place_legend",
     "require_columns",
     "scale_bar",
     "select_session",
+    "set_height",
     "show_image",
+    "text_colour_on",
     "value_norm",
 ]
 
@@ -83,6 +93,22 @@ def value_norm(values: np.ndarray, vmin: float | None, vmax: float | None, cente
     return Normalize(vmin=lo, vmax=hi)
 
 
+def text_colour_on(face: Any) -> str:
+    """Black or white, whichever reads better on the colour ``face`` (WCAG 2 contrast).
+
+    The relative luminance L of the (linearised) sRGB colour decides: black text has
+    contrast (L + 0.05)/0.05, white text 1.05/(L + 0.05); the larger wins (W3C, Web
+    Content Accessibility Guidelines 2.0, definitions of relative luminance and contrast
+    ratio).
+    """
+    from matplotlib.colors import to_rgb
+
+    c = np.asarray(to_rgb(face), dtype=float)
+    lin = np.where(c <= 0.03928, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    lum = float(lin @ [0.2126, 0.7152, 0.0722])
+    return "black" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "white"
+
+
 def number(value: float, spec: str = ".1f") -> str:
     """Format a number with a typographic minus sign (U+2212), as matplotlib's ticks do.
 
@@ -98,8 +124,11 @@ def _legend_above(ax: Any, handles: list, labels: list, most: int, **kw: Any) ->
 
     The legend is measured with the figure's renderer; columns are dropped until it is
     no wider than the axes (a legend wider than its axes would make constrained layout
-    squeeze the axes). Without a renderer, one column per 30 characters is a guess.
+    squeeze the axes). A title wider than the axes is broken into lines first, so that
+    it does not decide the number of columns. Without a renderer, one column per 30
+    characters is a guess.
     """
+    import textwrap
 
     def make(n: int) -> Any:
         return ax.legend(
@@ -122,6 +151,13 @@ def _legend_above(ax: Any, handles: list, labels: list, most: int, **kw: Any) ->
         longest = max(len(str(t)) for t in labels)
         return make(max(1, min(n, 90 // max(longest, 1))))
     available = ax.get_window_extent(renderer).width
+    title = kw.get("title")
+    if title:
+        legend = make(1)
+        wide = legend.get_title().get_window_extent(renderer).width
+        if wide > available:
+            chars = max(12, int(len(title) * available / wide) - 2)
+            kw["title"] = textwrap.fill(title, chars, break_on_hyphens=False)
     while True:
         legend = make(n)
         if n == 1 or legend.get_window_extent(renderer).width <= available:
@@ -212,8 +248,11 @@ def _read(source: Any) -> np.ndarray:
         return np.asarray(img)
 
 
-def show_image(ax: Any, image: Any) -> np.ndarray:
-    """Draw ``image`` in pixel coordinates (pixel centres at integers, y down); return it."""
+def show_image(ax: Any, image: Any, scale: float = 1.0) -> np.ndarray:
+    """Draw ``image`` in pixel coordinates (pixel centres at integers, y down); return it.
+
+    ``scale`` multiplies the coordinates (millimetres per pixel draws it in mm).
+    """
     arr = load_image(image)
     h, w = arr.shape[:2]
     kw: dict[str, Any] = {}
@@ -223,7 +262,8 @@ def show_image(ax: Any, image: Any) -> np.ndarray:
             kw.update(vmin=0, vmax=np.iinfo(arr.dtype).max)
         elif np.nanmin(arr) >= 0 and np.nanmax(arr) <= 1:
             kw.update(vmin=0.0, vmax=1.0)  # decoded 8-bit data: keep the exposure
-    ax.imshow(arr, extent=(-0.5, w - 0.5, h - 0.5, -0.5), origin="upper", zorder=0, **kw)
+    extent = tuple(scale * v for v in (-0.5, w - 0.5, h - 0.5, -0.5))
+    ax.imshow(arr, extent=extent, origin="upper", zorder=0, **kw)
     return arr
 
 
@@ -237,8 +277,12 @@ def finish_pixel_axes(
     unit: str = "px",
     margin: float = 0.06,
     show_axes: bool = True,
+    scale: float = 1.0,
 ) -> None:
     """Image coordinates: equal aspect, y pointing down, the view on the data or the image.
+
+    ``scale`` is the size of an image pixel in data units (mm per pixel when the image is
+    drawn in millimetres).
 
     The view is the data's bounding box plus a margin, or with ``crop=False`` the whole
     image. It is set as the axes' data limits with autoscaling on and
@@ -253,7 +297,7 @@ def finish_pixel_axes(
     ok = np.isfinite(x) & np.isfinite(y)
     if image_shape is not None and (not crop or not ok.any()):
         h, w = image_shape[:2]
-        box = [[-0.5, -0.5], [w - 0.5, h - 0.5]]
+        box = [[-0.5 * scale, -0.5 * scale], [(w - 0.5) * scale, (h - 0.5) * scale]]
     elif ok.any():
         x0, x1, y0, y1 = x[ok].min(), x[ok].max(), y[ok].min(), y[ok].max()
         pad = margin * max(x1 - x0, y1 - y0, 1.0)
@@ -277,33 +321,63 @@ def finish_pixel_axes(
         ax.set_axis_off()
 
 
-def fit_height_to_view(ax: Any, *, min_mm: float = 50.0, max_mm: float = 230.0) -> None:
-    """Give a figure made for ``ax`` the height its pixel view needs: no blank bands.
+def owns_figure(ax: Any, created: bool) -> bool:
+    """Whether a figure function may size ``ax``'s figure: it made it, or ``ax`` is its only
+    Axes (a figure made for this one plot, as the study's figure set makes them)."""
+    if created:
+        return True
+    fig = ax.get_figure(root=False)
+    return fig is ax.get_figure(root=True) and len(fig.axes) == 1
 
-    :func:`finish_pixel_axes` keeps the aspect with ``adjustable="datalim"``, so when the
-    layout's axes box is flatter than the view the view grows sideways (blank bands left
-    and right of a radiograph), and when it is taller the view grows up and down. Changing
-    the figure's height until the axes box has the view's aspect removes the bands; the
-    width (the journal column) stays. Call it for a figure you created, after everything
-    that takes layout space (legend, labels outside the axes) is in place.
+
+def set_height(ax: Any, height_mm: float) -> None:
+    """Set the height of ``ax``'s figure (mm), kept within the house style's maximum."""
+    from dentalkit.plot.house import MAX_HEIGHT_MM
+
+    fig = ax.get_figure(root=True)
+    fig.set_figheight(min(max(height_mm, 20.0), MAX_HEIGHT_MM) / MM_PER_INCH)
+
+
+def fit_height_to_view(ax: Any, *, min_mm: float = 40.0, max_mm: float | None = None) -> None:
+    """Give a figure made for ``ax`` the height its equal-aspect view needs: no blank bands.
+
+    The view is the pixel view :func:`finish_pixel_axes` registered, else the axes' current
+    limits (an equal-aspect plot such as a superimposition or an odontogram). An axes of
+    equal aspect in a box of another shape shows blank bands (pixel views grow sideways
+    with ``adjustable="datalim"``; other axes shrink their box with ``"box"``). Changing
+    the figure's height until the layout's box has the view's aspect removes them; the
+    width (the journal column) stays, and the height stays within ``min_mm`` … ``max_mm``
+    (default the house style's maximum, :data:`dentalkit.plot.house.MAX_HEIGHT_MM`). Call
+    it after everything that takes layout space (legend, labels outside the axes).
     """
-    fig = ax.figure
+    from dentalkit.plot.house import MAX_HEIGHT_MM
+
+    max_mm = MAX_HEIGHT_MM if max_mm is None else max_mm
+    fig = ax.get_figure(root=True)
     view = PIXEL_VIEWS.get(ax)  # the view finish_pixel_axes set
-    if view is None or not (view[2] > view[0] and view[3] > view[1]):
+    if view is None:
+        (x0, x1), (y0, y1) = sorted(ax.get_xlim()), sorted(ax.get_ylim())
+        view = (x0, y0, x1, y1)
+    if not (view[2] > view[0] and view[3] > view[1]):
         return
     want = (view[3] - view[1]) / (view[2] - view[0])  # equal aspect: display aspect too
-    for _ in range(3):  # constrained layout moves the axes box a little with every size
-        # every layout pass widens the view to the box it is given, and the widening
-        # accumulates over passes: start each round from the view itself
-        ax.autoscale_view()
-        fig.draw_without_rendering()
-        width_in, height_in = axes_box_inches(ax)
-        delta = width_in * want - height_in
-        if abs(delta) < 0.005 * fig.get_figheight():
-            break
-        height = fig.get_figheight() + delta
-        fig.set_figheight(min(max(height, min_mm / MM_PER_INCH), max_mm / MM_PER_INCH))
-    ax.autoscale_view()  # the view again; the box now has its aspect, so it stays
+    with images_hidden(fig):
+        for _ in range(4):  # constrained layout moves the axes box a little with every size
+            # every layout pass widens the view to the box it is given, and the widening
+            # accumulates over passes: start each round from the view itself
+            if ax in PIXEL_VIEWS:
+                ax.autoscale_view()
+            fig.draw_without_rendering()
+            width_in, height_in = axes_box_inches(ax)
+            delta = width_in * want - height_in
+            if abs(delta) < 0.005 * fig.get_figheight():
+                break
+            height = fig.get_figheight() + delta
+            fig.set_figheight(min(max(height, min_mm / MM_PER_INCH), max_mm / MM_PER_INCH))
+    if ax in PIXEL_VIEWS:
+        # the view itself, pinned: the box has its aspect now, and with free limits every
+        # later layout pass would widen the view a little more (both ways, accumulating)
+        pin_pixel_view(ax)
 
 
 def scale_bar(

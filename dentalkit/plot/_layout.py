@@ -13,7 +13,8 @@ from __future__ import annotations
 import io
 import logging
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,8 @@ __all__ = [
     "axes_box_inches",
     "clipped_text",
     "figure",
+    "images_hidden",
+    "pin_pixel_view",
     "root_figure",
     "savefig",
     "settle_pixel_views",
@@ -40,6 +43,8 @@ MM_PER_INCH = 25.4
 #: (publishers differ by a few mm, e.g. Elsevier's artwork guide gives 90/190 mm and
 #: Springer's 84/174 mm); pass a number of millimetres for a journal's exact width.
 JOURNAL_WIDTHS_MM: dict[str, float] = {"single": 85.0, "double": 180.0}
+#: Largest figure height in millimetres (the house style's; see :mod:`dentalkit.plot.house`).
+MAX_HEIGHT_MM = 225.0
 
 
 def width_mm(width: str | float) -> float:
@@ -115,7 +120,9 @@ def savefig(
     width : {"single", "double"}, float or None
         Final width: 85 mm, 180 mm, or millimetres. ``None`` keeps the figure's size.
     height : float, optional
-        Final height in millimetres; default keeps the figure's aspect ratio.
+        Final height in millimetres; default keeps the figure's aspect ratio. A figure
+        taller than :data:`MAX_HEIGHT_MM` (225 mm) is saved at that height, with a
+        warning.
     dpi : int
         Resolution of the raster formats (and of images embedded in vector
         formats), 300–1200; default 600 (combination artwork; line art may need
@@ -168,6 +175,17 @@ def savefig(
         fig.set_size_inches(w, h)
     elif height is not None:
         fig.set_size_inches(old[0], height / MM_PER_INCH)
+    if fig.get_figheight() * MM_PER_INCH > MAX_HEIGHT_MM + 0.05:
+        import warnings
+
+        warnings.warn(
+            f"the figure is {fig.get_figheight() * MM_PER_INCH:.0f} mm tall at "
+            f"{fig.get_figwidth() * MM_PER_INCH:.0f} mm; it is saved {MAX_HEIGHT_MM:g} mm tall, "
+            "the house style's largest height (give height= or a wider width)",
+            DentalkitWarning,
+            stacklevel=2,
+        )
+        fig.set_figheight(MAX_HEIGHT_MM / MM_PER_INCH)
     settle_pixel_views(fig)
     from dentalkit import __version__
 
@@ -220,9 +238,29 @@ PIXEL_VIEWS: weakref.WeakKeyDictionary[Any, tuple[float, float, float, float]] =
 _SETTLED: weakref.WeakKeyDictionary[Any, tuple[tuple, tuple]] = weakref.WeakKeyDictionary()
 
 
+@contextmanager
+def images_hidden(fig: Any) -> Iterator[None]:
+    """Hide the figure's images while it is only laid out (``draw_without_rendering``).
+
+    A layout pass draws every artist with a null renderer, and an image is resampled even
+    then (a radiograph: 5 megapixels, every pass). Images take no part in the layout, so
+    passes run without them; they are shown again on exit.
+    """
+    from matplotlib.image import AxesImage
+
+    shown = [im for im in fig.findobj(AxesImage) if im.get_visible()]
+    for im in shown:
+        im.set_visible(False)
+    try:
+        yield
+    finally:
+        for im in shown:
+            im.set_visible(True)
+
+
 def axes_box_inches(ax: Any) -> tuple[float, float]:
-    """Width and height (inches) of ``ax``'s box as last laid out."""
-    pos = ax.get_position()
+    """Width and height (inches) of ``ax``'s box as last laid out (before an aspect shrank it)."""
+    pos = ax.get_position(original=True)
     return pos.width * ax.figure.get_figwidth(), pos.height * ax.figure.get_figheight()
 
 
@@ -246,6 +284,31 @@ def settle_pixel_views(fig: Any) -> None:
     pixel = [(ax, PIXEL_VIEWS[ax]) for ax in fig.axes if ax in PIXEL_VIEWS]
     if not pixel:  # nothing to settle: no layout passes for other figures
         return
+    with images_hidden(fig):
+        _settle(fig, pixel)
+
+
+def pin_pixel_view(ax: Any) -> None:
+    """Set ``ax``'s limits to its registered pixel view exactly, and keep them.
+
+    For a figure sized to the view (:func:`dentalkit.plot._common.fit_height_to_view`):
+    its axes box has the view's shape already, so the view is shown as it is — no
+    widening, which would accumulate over constrained layout's passes at every later
+    draw. The axes keeps the aspect with ``adjustable="box"`` (the box gives way by the
+    hair a later pass moves it), and the limits count as :func:`settle_pixel_views`' own:
+    saved at another size, the view is widened to the new box, centred.
+    """
+    view = PIXEL_VIEWS.get(ax)
+    if view is None:
+        return
+    x0, y0, x1, y1 = view
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y1, y0)  # y down
+    ax.set_adjustable("box")
+    _SETTLED[ax] = (ax.get_xlim(), ax.get_ylim())
+
+
+def _settle(fig: Any, pixel: list) -> None:
     for _ in range(3):  # the layout at this size, the limits for it; new ticks move it a bit
         fig.draw_without_rendering()
         for ax, view in pixel:
@@ -310,7 +373,8 @@ def clipped_text(fig: Any, tolerance_pt: float = 0.5) -> list[str]:
     from matplotlib.text import Text
 
     fig = root_figure(fig)
-    fig.draw_without_rendering()
+    with images_hidden(fig):
+        fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
     tol = tolerance_pt / 72.0 * fig.dpi  # display units (pixels)
     box = fig.bbox

@@ -10,7 +10,16 @@ from matplotlib.collections import PolyCollection
 from matplotlib.patches import Patch
 
 from dentalkit.errors import InputError
-from dentalkit.plot._common import colormap, new_axes, require_columns, value_norm
+from dentalkit.plot._common import (
+    colormap,
+    fit_height_to_view,
+    new_axes,
+    owns_figure,
+    require_columns,
+    text_colour_on,
+    value_norm,
+)
+from dentalkit.plot.house import LINE_PT, fontsize
 from dentalkit.plot.style import MISSING_COLOUR
 
 __all__ = ["ODONTOGRAM_LAYOUT", "odontogram"]
@@ -77,15 +86,19 @@ def odontogram(
     annotate : bool
         Write each tooth's value in its cell.
     label : str, optional
-        Colour bar label.
+        Colour bar label (default: the value's name, its unit and that the cells show it,
+        e.g. "Prevalence (%), in the cells").
     ax : matplotlib Axes, optional
+        When it is the only Axes of its figure (or none is given), the figure's height is
+        fitted to the chart.
 
     Returns
     -------
     matplotlib Axes
-        R and L mark the patient's right and left. Cells form a ``PolyCollection`` (gid ``"odontogram"``) in the order of
-        :data:`ODONTOGRAM_LAYOUT`; teeth absent from ``table`` or with a NaN value
-        are grey ("not assessed").
+        R and L mark the patient's right and left. Cells form a ``PolyCollection`` (gid
+        ``"odontogram"``) in the order of :data:`ODONTOGRAM_LAYOUT`; teeth absent from
+        ``table`` or with a NaN value are grey ("not assessed"). The values written in
+        the cells are in the colour bar's unit (per cent for proportions).
     """
     require_columns(table, [fdi, value], "table")
     t = table[[fdi, value]].copy()
@@ -110,6 +123,7 @@ def odontogram(
         percent = value == "prevalence" or is_prop
     if vmin is None and is_prop and center is None:
         vmin = 0.0
+    created = ax is None
     ax = new_axes(ax, (85.0, 32.0))
     w, h = 0.86, 0.8
     x0 = lay["x"].to_numpy() - w / 2
@@ -118,7 +132,7 @@ def odontogram(
         np.array([[a, b], [a + w, b], [a + w, b + h], [a, b + h]])
         for a, b in zip(x0, y0, strict=True)
     ]
-    coll = PolyCollection(verts, edgecolors="#333333", linewidths=0.5)
+    coll = PolyCollection(verts, edgecolors="#333333", linewidths=LINE_PT["individual"])
     coll.set_gid("odontogram")
     coll.set_array(vals)
     coll.set_cmap(colormap(cmap, center))
@@ -132,21 +146,20 @@ def odontogram(
             str(int(r["fdi"])),
             ha="center",
             va="bottom" if r["row"] == 0 else "top",
-            fontsize="x-small",
+            fontsize=fontsize("note"),
             color="#333333",
         )
         if annotate and np.isfinite(vals[i]):
             v = vals[i] * (100 if percent else 1)
             text = f"{v:.0f}" if percent or abs(v) >= 10 else f"{v:.2g}"
-            lum = 0.2126 * colours[i][0] + 0.7152 * colours[i][1] + 0.0722 * colours[i][2]
             ax.text(
                 r["x"],
                 r["row"],
                 text,
                 ha="center",
                 va="center",
-                fontsize="small",
-                color="black" if lum > 0.5 else "white",
+                fontsize=fontsize("note"),
+                color=text_colour_on(colours[i]),
             )
     left, right = -0.55, 15.9  # outer edges of the outermost cells (+ a little)
     ax.plot([7.675, 7.675], [-0.75, 1.75], color="black", lw=0.8)  # midline
@@ -154,18 +167,18 @@ def odontogram(
     ax.text(left - 0.15, 0.5, "R", ha="right", va="center", fontweight="bold")
     ax.text(right + 0.15, 0.5, "L", ha="left", va="center", fontweight="bold")
     ax.set_xlim(left - 1.0, right + 1.0)
-    ax.set_ylim(1.9, -0.9)  # upper arch on top
+    ax.set_ylim(2.15, -1.15)  # upper arch on top; the FDI numbers inside the view
     ax.set_aspect("equal")
     ax.set_axis_off()
-    cax = ax.inset_axes([0.3, -0.12, 0.4, 0.07])
+    cax = ax.inset_axes([0.3, -0.1, 0.4, 0.06])
     cb = ax.get_figure().colorbar(coll, cax=cax, orientation="horizontal")
     default = value.replace("_", " ") + (" (%)" if percent else "")
-    cb.set_label(label or default[0].upper() + default[1:])
+    default = default[0].upper() + default[1:] + (", in the cells" if annotate else "")
+    cb.set_label(label or default)
     if percent:
         from matplotlib.ticker import PercentFormatter
 
-        cb.ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-        cb.set_label(label or (value.replace("_", " ").capitalize()))
+        cb.ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0, symbol=" %"))
     if np.isnan(vals).any():
         ax.legend(
             handles=[Patch(facecolor=MISSING_COLOUR, edgecolor="#333333", label="not assessed")],
@@ -173,4 +186,6 @@ def odontogram(
             bbox_to_anchor=(1.0, 1.0),
             frameon=False,
         )
+    if owns_figure(ax, created):  # as tall as the chart (and its colour bar) needs
+        fit_height_to_view(ax, min_mm=20.0)
     return ax

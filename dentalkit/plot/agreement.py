@@ -36,6 +36,7 @@ from scipy import stats as sps
 from dentalkit.errors import InputError
 from dentalkit.plot._common import new_axes, text_scale
 from dentalkit.plot._layout import figure
+from dentalkit.plot.house import ci_text, fontsize, unit_text, with_unit
 from dentalkit.plot.style import OKABE_ITO
 
 __all__ = [
@@ -185,7 +186,7 @@ def landmark_errors(
                 edgecolor=OKABE_ITO["vermillion"],
                 lw=1.0,
                 zorder=3,
-                label=f"{level:.0%} ellipse" if n_ell == 0 else None,
+                label=f"{level * 100:g} % ellipse" if n_ell == 0 else None,
             )
         )
         n_ell += 1
@@ -201,17 +202,19 @@ def landmark_errors(
                 (x, y),
                 xytext=(4, 4),
                 textcoords="offset points",
-                fontsize="x-small",
+                fontsize=fontsize("note"),
                 zorder=5,
             )
     ax.set_aspect("equal", adjustable="datalim")
     if result.frame == "image":
         ax.invert_yaxis()
-        ax.set_xlabel(f"x ({unit}, image)")
-        ax.set_ylabel(f"y ({unit}, image, down)")
+        ax.set_xlabel(f"x ({unit_text(unit)}, image)")
+        ax.set_ylabel(f"y ({unit_text(unit)}, image, down)")
     else:
-        ax.set_xlabel(f"{'anterior' if view == 'lateral' else 'patient left'} → ({unit})")
-        ax.set_ylabel(f"superior → ({unit})")
+        ax.set_xlabel(
+            f"{'anterior' if view == 'lateral' else 'patient left'} → ({unit_text(unit)})"
+        )
+        ax.set_ylabel(f"superior → ({unit_text(unit)})")
     ax.set_title(f"Landmark offsets, test − reference\n({view}; offsets ×{magnify:g})")
     ax.legend(frameon=False, loc="best")
     _tidy(ax)
@@ -284,15 +287,14 @@ def bland_altman(
         pts["mean"], pts["difference"], s=14, color="black", alpha=0.7, linewidths=0, zorder=3
     )
     if label:
-        u = f" {unit}" if unit else ""
 
-        def num(v: float) -> str:
-            return f"{v:.2f}".replace("-", "−")  # typographic minus, as on the axes
+        def num(v: float) -> str:  # typographic minus, as on the axes; the house's unit
+            return with_unit(f"{v:.2f}".replace("-", "−"), unit)
 
         texts = [
-            (row["bias"], f"bias {num(row['bias'])}{u}", blue),
-            (row["loa_high"], f"+{z:g} SD {num(row['loa_high'])}{u}", red),
-            (row["loa_low"], f"−{z:g} SD {num(row['loa_low'])}{u}", red),
+            (row["bias"], f"bias {num(row['bias'])}", blue),
+            (row["loa_high"], f"+{z:g} SD {num(row['loa_high'])}", red),
+            (row["loa_low"], f"−{z:g} SD {num(row['loa_low'])}", red),
         ]
         for y, text, colour in texts:
             if np.isfinite(y):
@@ -304,13 +306,13 @@ def bland_altman(
                     textcoords="offset points",
                     ha="right",
                     va="bottom",
-                    fontsize="x-small",
+                    fontsize=fontsize("note"),
                     color=colour,
                 )
-    u = f" ({unit})" if unit else ""
+    u = f" ({unit_text(unit)})" if unit else ""
     ax.set_xlabel(f"Mean of reference and test{u}")
     ax.set_ylabel(f"Test − reference{u}")
-    ax.set_title(f"{measure} (n = {row['n']}; bands: {conf:.0%} CI)")
+    ax.set_title(f"{measure} (n = {row['n']}; bands: {ci_text(conf)})")
     _tidy(ax)
     return ax
 
@@ -416,13 +418,13 @@ def sdr_bars(
             error_kw={"elinewidth": 0.6, "capsize": 0, "ecolor": "#333333"},
             zorder=2,
         )
-    ax.set_xticks(x, [str(i) for i in items], rotation=60, ha="right", fontsize="small")
+    ax.set_xticks(x, [str(i) for i in items], rotation=60, ha="right", fontsize=fontsize("tick"))
     ax.set_ylim(0, 105)
     ax.set_ylabel("SDR (%)")
     ax.yaxis.grid(True, color="#E5E5E5", lw=0.6, zorder=0)
     ax.set_axisbelow(True)
     ax.set_title(
-        f"Success detection rate ({view}; Wilson {result.confidence:.0%} CI)",
+        f"Success detection rate ({view}; Wilson {ci_text(result.confidence)})",
         loc="left",
     )
     ax.legend(

@@ -19,10 +19,21 @@ from dentalkit.plot._common import (
     finish_pixel_axes,
     fit_height_to_view,
     new_axes,
+    owns_figure,
     place_legend,
     require_columns,
     select_session,
     show_image,
+)
+from dentalkit.plot._identity import Identity, check_identity, session_label
+from dentalkit.plot.house import (
+    LINE_PT,
+    ci_text,
+    fontsize,
+    group_colours,
+    group_order,
+    unit_text,
+    variable_label,
 )
 from dentalkit.plot.style import CATEGORICAL
 
@@ -30,6 +41,15 @@ __all__ = ["forms", "mean_forms"]
 
 _ARCH_NAME = {"up": "upper", "lo": "lower"}
 _MODEL_ORDER = ("catenary", "beta", "poly4", "poly6", "parabola")
+#: Line style of each model, so that curves that coincide stay visible (dashes show the
+#: curve drawn under them); the catenary, solid, is drawn on top.
+MODEL_STYLES = {
+    "catenary": "-",
+    "beta": (0, (5.0, 2.0)),
+    "poly4": (0, (1.2, 1.6)),
+    "poly6": (0, (5.0, 1.5, 1.2, 1.5)),
+    "parabola": (0, (2.5, 2.5)),
+}
 
 
 def _curves_from(fits_or_curves: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
@@ -59,9 +79,10 @@ def forms(
     number_points: bool = False,
     show_axes: bool = True,
     legend: str | None = "above",
+    identity: Identity = "pseudonym",
     ax: Any = None,
 ) -> Any:
-    """Catenary points of one arch with the fitted curve of each model, in image pixels.
+    """Catenary points of one arch with the fitted curve of each model.
 
     Parameters
     ----------
@@ -72,8 +93,9 @@ def forms(
         Output of :func:`dentalkit.arch.fit` (curves are evaluated with
         :func:`dentalkit.arch.curve` in image pixels, and the legend gives each
         model's RMSE in brackets), or a curve table with ``model``, ``x_image``,
-        ``y_image``.
-        Without it only the points are drawn.
+        ``y_image``. Without it only the points are drawn. When the fits are in mm
+        (their ``scale`` column holds the image's mm per pixel) the axes are in mm too,
+        the unit of the RMSE.
     session : str, tuple or mapping, optional
         Which session (see :func:`dentalkit.plot.ceph.tracing`).
     arch : {"up", "lo"}, optional
@@ -87,6 +109,8 @@ def forms(
         Write each point's ``index`` next to it.
     show_axes : bool
     legend : {"above", "right", "inside"} or None
+    identity : "pseudonym", "raw", None or mapping
+        How the legend's title names the session (see :func:`dentalkit.plot.ceph_tracing`).
     ax : matplotlib Axes, optional
         Where to draw. When it is the only Axes of its figure, the figure's height is
         fitted to the view (as for a figure made here), so the axes show the data
@@ -95,11 +119,15 @@ def forms(
     Returns
     -------
     matplotlib Axes
-        Image coordinates, equal aspect, **y inverted**; one line per model.
+        Image coordinates (pixels, or mm with calibrated fits), equal aspect, **y
+        inverted**; one line per model, each with its own dash pattern
+        (:data:`MODEL_STYLES`) so that coinciding curves stay visible.
     """
+    check_identity(identity)
     require_columns(arch_points, ["arch", "x", "y"], "arch_points")
+    every = _one_arch(arch_points, arch)
     pts = select_session(
-        _one_arch(arch_points, arch),
+        every,
         session,
         what="arch_points",
         keys=("patient_id", "timestamp", "arch"),
@@ -109,12 +137,8 @@ def forms(
         pts = pts.sort_values("index", kind="stable")
     created = ax is None
     ax = new_axes(ax, (85.0, 75.0))
-    has_image = image is not None
-    shape = None
-    if has_image:
-        shape = show_image(ax, image).shape
-    xs, ys = [pts["x"].to_numpy(float)], [pts["y"].to_numpy(float)]
-    fit_table = None
+    curves = fit_table = None
+    k, unit = 1.0, "px"
     if fits is not None:
         curves, fit_table = _curves_from(fits)
         mask = np.ones(len(curves), dtype=bool)
@@ -122,6 +146,13 @@ def forms(
             if c in curves.columns:
                 mask &= (curves[c].astype(str) == str(v)).to_numpy()
         curves = curves[mask]
+        k, unit = _scale(fit_table, key)
+    has_image = image is not None
+    shape = None
+    if has_image:
+        shape = show_image(ax, image, scale=k).shape
+    xs, ys = [pts["x"].to_numpy(float) * k], [pts["y"].to_numpy(float) * k]
+    if curves is not None:
         present = [m for m in _MODEL_ORDER if m in set(curves["model"].astype(str))]
         present += sorted(set(curves["model"].astype(str)) - set(present))
         chosen = present if models is None else list(models)
@@ -132,19 +163,20 @@ def forms(
             c = curves[curves["model"].astype(str) == m]
             label = m + _rmse_text(fit_table, key, m)
             ax.plot(
-                c["x_image"],
-                c["y_image"],
+                c["x_image"] * k,
+                c["y_image"] * k,
                 color=CATEGORICAL[i % len(CATEGORICAL)],
-                lw=1.0,
+                lw=LINE_PT["data"],
+                ls=MODEL_STYLES.get(m, "-"),
                 label=label,
-                zorder=3,
+                zorder=3.5 if m == "catenary" else 3,
                 gid=f"model:{m}",
             )
-            xs.append(c["x_image"].to_numpy(float))
-            ys.append(c["y_image"].to_numpy(float))
+            xs.append(c["x_image"].to_numpy(float) * k)
+            ys.append(c["y_image"].to_numpy(float) * k)
     ax.scatter(
-        pts["x"],
-        pts["y"],
+        pts["x"] * k,
+        pts["y"] * k,
         s=9,
         color="white" if has_image else "black",
         edgecolors="black",
@@ -154,24 +186,30 @@ def forms(
         gid="arch_points",
     )
     if number_points and "index" in pts.columns:
-        for x, y, i in zip(pts["x"], pts["y"], pts["index"], strict=True):
+        for x, y, i in zip(pts["x"] * k, pts["y"] * k, pts["index"], strict=True):
             ax.annotate(
-                str(i), (x, y), xytext=(2, 2), textcoords="offset points", fontsize="xx-small"
-            )
+                str(i), (x, y), xytext=(2, 2), textcoords="offset points",
+                fontsize=fontsize("note"),
+            )  # fmt: skip
     finish_pixel_axes(
         ax,
         np.concatenate(xs),
         np.concatenate(ys),
         image_shape=shape,
         crop=False,
+        unit=unit,
+        scale=k,
         show_axes=show_axes,
     )
     arch_name = _ARCH_NAME.get(str(key.get("arch")), key.get("arch"))
     # compact: the RMSE in brackets after each model, said once in the title
     rmse = fit_table is not None and "rmse" in fit_table.columns
     title = f"{arch_name} arch" + (" (model: RMSE)" if rmse else "")
+    if {"patient_id", "timestamp"} <= set(key):
+        who = session_label(every, key["patient_id"], key["timestamp"], identity)
+        title = f"{who}\n{title}" if who else title
     place_legend(ax, legend, ncols=3, title=title)
-    if created or len(ax.figure.axes) == 1:
+    if owns_figure(ax, created):
         # our figure, or one holding just this plot: as tall as the view needs (the
         # legend's space included), so the axes show the data, not blank bands
         fit_height_to_view(ax)
@@ -187,6 +225,21 @@ def _one_arch(table: pd.DataFrame, arch: str | None) -> pd.DataFrame:
     return table
 
 
+def _scale(fits: pd.DataFrame | None, key: dict) -> tuple[float, str]:
+    """Millimetres per pixel of the session's fits when they are in mm, else (1, "px")."""
+    if fits is None or not {"scale", "unit"} <= set(fits.columns):
+        return 1.0, "px"
+    mask = np.ones(len(fits), dtype=bool)
+    for c, v in key.items():
+        if c in fits.columns:
+            mask &= (fits[c].astype(str) == str(v)).to_numpy()
+    hit = fits.loc[mask & (fits["unit"].astype(str) == "mm").to_numpy(), "scale"]
+    scale = pd.to_numeric(hit, errors="coerce").dropna().unique()
+    if len(scale) == 1 and np.isfinite(scale[0]) and scale[0] > 0:
+        return float(scale[0]), "mm"
+    return 1.0, "px"
+
+
 def _rmse_text(fits: pd.DataFrame | None, key: dict, model: str) -> str:
     if fits is None or "rmse" not in fits.columns:
         return ""
@@ -197,7 +250,7 @@ def _rmse_text(fits: pd.DataFrame | None, key: dict, model: str) -> str:
     hit = fits.loc[mask]
     if not len(hit) or not np.isfinite(hit["rmse"].iloc[0]):
         return ""
-    unit = str(hit["unit"].iloc[0]) if "unit" in hit.columns else ""
+    unit = unit_text(hit["unit"].iloc[0]) if "unit" in hit.columns else ""
     return f" ({hit['rmse'].iloc[0]:.2g} {unit})".replace(" )", ")")
 
 
@@ -227,7 +280,8 @@ def mean_forms(
         Shade the pointwise confidence band ``y_lower`` … ``y_upper`` (at fixed x, as
         ``mean_form`` computes it).
     legend : {"above", "right", "inside"} or None
-        Where each panel's legend goes (its title names the arch).
+        Where the legend goes (one for both panels, at the first; each panel names its
+        arch in its top left corner).
     ax : matplotlib Axes, optional
         Where to draw. With both arches present its place in the figure is split
         into two panels (upper arch above, lower below).
@@ -264,8 +318,13 @@ def mean_forms(
     count = next(
         (c for c in ("n_units", "n_patients", "n", "n_arches") if c in table.columns), None
     )
-    groups = [(None, table)] if by is None else list(table.groupby(by, observed=True, sort=True))
-    colours = {g: CATEGORICAL[i % len(CATEGORICAL)] for i, (g, _) in enumerate(groups)}
+    if by is None:
+        groups = [(None, table)]
+        colours = {None: CATEGORICAL[0]}
+    else:  # the house style's order and colours (skeletal classes I, II, III)
+        levels = group_order(table[by].dropna().unique(), by)
+        groups = [(g, table[table[by] == g]) for g in levels]
+        colours = group_colours(levels, by)
     # one view for every panel: the curves and their bands, plus a margin
     ys = table[["y_mean", "y_lower", "y_upper"] if band else ["y_mean"]].to_numpy(float)
     xs = table["x"].to_numpy(float)
@@ -275,7 +334,11 @@ def mean_forms(
     view = (x0 - pad, x1 + pad, y0 - pad, y1 + pad)
     axes = _panels(ax, len(arches), view)
     level = table["level"].iloc[0] if "level" in table.columns else None
-    what = f"{models[0]} mean" + (f", {level:.0%} CI" if band and level is not None else "")
+    what = f"{models[0].capitalize()} mean" + (
+        f" and {ci_text(level)}" if band and level is not None else ""
+    )
+    if by is not None:
+        what = f"{what} by {variable_label(by).lower()}"
     for pa, a in zip(axes, arches, strict=True):
         pa.set_gid(f"panel:{a}")
         for g, part in groups:
@@ -285,9 +348,9 @@ def mean_forms(
             colour = colours[g]
             n = seg[count].iloc[0] if count is not None else None
             name = "mean" if g is None else str(g)
-            label = name + (f" (n = {n})" if n is not None else "")
+            label = name + (f" (n = {n} patients)" if n is not None else "")
             pa.plot(
-                seg["x"], seg["y_mean"], color=colour, lw=1.1, label=label, zorder=3,
+                seg["x"], seg["y_mean"], color=colour, lw=LINE_PT["data"], label=label, zorder=3,
                 gid=f"mean:{g}:{a}",
             )  # fmt: skip
             if band:
@@ -299,27 +362,33 @@ def mean_forms(
         pa.set_xlim(view[0], view[1])
         pa.set_ylim(view[3], view[2])  # posterior down: incisors on top
         pa.axvline(0.0, color="#9A9A9A", lw=0.5, ls=":", zorder=1)
-        pa.set_ylabel(f"y, posterior ({unit})")
-        place_legend(pa, legend, ncols=3, title=f"{_ARCH_NAME.get(a, a)} arch: {what}")
+        pa.set_ylabel(f"y, posterior ({unit_text(unit)})")
+        pa.text(
+            0.02, 0.98, f"{_ARCH_NAME.get(a, a)} arch", transform=pa.transAxes, ha="left",
+            va="top", fontsize=fontsize("legend"), fontweight="bold",
+        )  # fmt: skip  # the corner beside the incisors is empty: the arch opens downward
+    # one legend for both panels (the groups are the same), above the first
+    place_legend(axes[0], legend, ncols=3, title=what)
     for pa in axes[:-1]:
         pa.tick_params(labelbottom=False)
-    axes[-1].set_xlabel(f"patient's right ← x → patient's left ({unit})")
+    axes[-1].set_xlabel(f"patient's right ← x → patient's left ({unit_text(unit)})")
     return axes[0]
 
 
 def _panels(ax: Any, k: int, view: tuple[float, float, float, float]) -> list[Any]:
     """k panels stacked vertically: a new figure sized to the view, or ``ax``'s place split."""
     from dentalkit.plot._common import text_scale
-    from dentalkit.plot._layout import MM_PER_INCH, figure
+    from dentalkit.plot._layout import MAX_HEIGHT_MM, MM_PER_INCH, figure
 
     # each panel's axes as tall as the view's aspect asks at the figure's width (less
-    # ~23 mm of tick labels), plus room for its legend (and the x label under the last)
+    # ~23 mm of tick labels), plus the gap between panels, the legend above the first and
+    # the x label under the last
     aspect = (view[3] - view[2]) / (view[1] - view[0])
     t = text_scale()
 
     def height(width_mm: float) -> float:
-        h = k * ((width_mm - 23.0 * t) * aspect + 16.0 * t) + 10.0 * t
-        return min(max(h, 50.0), 230.0)
+        h = k * ((width_mm - 23.0 * t) * aspect + 6.0 * t) + 26.0 * t
+        return min(max(h, 50.0), MAX_HEIGHT_MM)
 
     if ax is None:
         fig = figure("single")

@@ -25,11 +25,11 @@ from dentalkit import ceph as _ceph
 from dentalkit.errors import DentalkitWarning, InputError
 from dentalkit.plot._ceph_geometry import (
     CLOSED_CONTOURS,
-    UNIT_TEXT,
+    compact_label,
     contour_groups,
+    landmark_text,
     measure_primitives,
     resolve_names,
-    short_label,
     view_rows,
 )
 from dentalkit.plot._ceph_superimposition import DEFAULT_ARROWS, sn_register, superimposition
@@ -40,12 +40,16 @@ from dentalkit.plot._common import (
     fit_height_to_view,
     new_axes,
     number,
+    owns_figure,
     place_legend,
     scale_bar,
     select_session,
     show_image,
 )
-from dentalkit.plot.style import CATEGORICAL, OKABE_ITO
+from dentalkit.plot._identity import Identity, check_identity, session_label
+from dentalkit.plot._labels import compass, place_labels
+from dentalkit.plot.house import LINE_PT, fontsize, with_unit
+from dentalkit.plot.style import CATEGORICAL
 
 __all__ = [
     "CLOSED_CONTOURS",
@@ -79,6 +83,7 @@ def tracing(
     crop: bool = True,
     show_axes: bool = True,
     legend: str | None = "above",
+    identity: Identity = "pseudonym",
     ax: Any = None,
 ) -> Any:
     """Cephalometric tracing of one session: landmarks, contours and measurement lines.
@@ -119,14 +124,22 @@ def tracing(
         Pixel axes with labels (default) or no axes (a clean tracing).
     legend : {"above", "right", "inside"} or None
         Where the legend of measures goes.
+    identity : "pseudonym", "raw", None or mapping
+        How the legend's title names the session: "patient 3, session 2 (12 months)"
+        (default: ranks among the table's patients and the patient's sessions, never an
+        identifier or a timestamp), the stored ``patient_id`` and ``timestamp``
+        (``"raw"``), nothing, or ``{patient_id: label}``.
     ax : matplotlib Axes, optional
+        Where to draw. When it is the only Axes of its figure (or none is given), the
+        figure's height is fitted to the view: no blank bands beside the tracing.
 
     Returns
     -------
     matplotlib Axes
         In image coordinates: equal aspect, **y axis inverted** (y down). The legend
         lists each measure with its value, as :func:`dentalkit.ceph.measure`
-        computes it.
+        computes it. Landmark names are written on white boxes placed where they cover
+        no other name and as few measure lines and landmarks as can be.
 
     Notes
     -----
@@ -155,9 +168,12 @@ def tracing(
     >>> ax = tracing(t, measures=["SNA"])
     >>> [h.get_text() for h in ax.get_legend().get_texts()]
     ['SNA 90.0°']
+    >>> ax.get_legend().get_title().get_text()
+    'patient 1, session 1 (baseline)'
     >>> bool(ax.yaxis_inverted())
     True
     """
+    check_identity(identity)
     catalog = _ceph.load_measures()
     if measures is None:
         measures = DEFAULT_MEASURES.get(view, ())
@@ -169,7 +185,8 @@ def tracing(
         isinstance(mm_per_px, int | float) and np.isfinite(mm_per_px) and mm_per_px > 0
     ):
         raise InputError(f"mm_per_px must be a positive number (mm per pixel), got {mm_per_px!r}")
-    rows = select_session(view_rows(landmarks, view), session, what="landmarks")
+    every = view_rows(landmarks, view)
+    rows = select_session(every, session, what="landmarks")
     names = resolve_names(rows, view, landmark_map)
     xy = rows[["x", "y"]].to_numpy(dtype=float)
     known = pd.notna(names)
@@ -188,7 +205,6 @@ def tracing(
     if has_image:
         shape = show_image(ax, image).shape
     line_colour = "#EDEDED" if has_image else "#4D4D4D"
-    point_colour = OKABE_ITO["yellow"] if has_image else "black"
 
     groups = contour_groups(names) if contours else {}
     closed_set = CLOSED_CONTOURS if closed is None else frozenset(closed)
@@ -199,22 +215,35 @@ def tracing(
         ax.plot(
             *curve.T,
             color=line_colour,
-            lw=0.8,
+            lw=LINE_PT["reference"],
             solid_capstyle="round",
             zorder=2,
             gid=f"contour:{g}",
         )
     solo = known & ~in_contour & np.isfinite(xy).all(axis=1)
-    ax.scatter(*xy[solo].T, s=6, color=point_colour, zorder=4, linewidths=0, gid="landmarks")
+    ax.scatter(
+        *xy[solo].T,
+        s=7,
+        color="white" if has_image else "black",
+        edgecolors="black",
+        linewidths=0.3,
+        zorder=4,
+        gid="landmarks",
+    )
 
     values = _values(rows, measures, mm_per_px, landmark_map, view)
     used = _draw_measures(ax, measures, points, catalog, values)
     finish_pixel_axes(ax, xy[:, 0], xy[:, 1], image_shape=shape, crop=crop, show_axes=show_axes)
-    place_legend(ax, legend)
-    if created:  # our figure: as tall as the view needs (the legend's space included)
+    keyed = {"patient_id", "timestamp"} <= set(rows.columns)
+    pid, ts = (rows["patient_id"].iloc[0], rows["timestamp"].iloc[0]) if keyed else ("", "")
+    who = session_label(every, pid, ts, identity) if keyed else ""
+    place_legend(ax, legend, ncols=3, title=who or None)
+    if legend is None and who:
+        ax.set_title(who, fontsize=fontsize("legend"), fontweight="normal")
+    if owns_figure(ax, created):  # as tall as the view needs (the legend's space included)
         fit_height_to_view(ax)
     # labels after the limits and the size: their placement is decided in display space
-    _label_points(ax, points, _label_names(label, used, names, in_contour), point_colour)
+    _label_points(ax, points, _label_names(label, used, names, in_contour), xy[solo])
     if mm_per_px is not None:
         scale_bar(
             ax,
@@ -245,7 +274,7 @@ def _draw_measures(
         used += [u for u in m_used if u not in used]
         colour = CATEGORICAL[i % len(CATEGORICAL)]
         val, unit = values.get(m, (np.nan, ""))
-        text = f"{short_label(catalog, m)} {number(val)}{UNIT_TEXT.get(unit, ' ' + unit)}"
+        text = f"{compact_label(catalog, m)} {with_unit(number(val), unit)}"
         drawable = [
             pr
             for pr in prims
@@ -272,7 +301,7 @@ def _draw_measures(
             ax.plot(
                 *xy.T,
                 color=colour,
-                lw=0.6 if pr.role == "construction" else 1.0,
+                lw=LINE_PT["construction"] if pr.role == "construction" else LINE_PT["data"],
                 ls="--" if pr.role == "construction" else "-",
                 zorder=3,
                 label=text if pr is labelled else None,
@@ -315,49 +344,51 @@ def _label_names(
     return list(label)
 
 
-def _label_points(ax: Any, points: dict, names: list[str], colour: str) -> None:
-    """Name the landmarks, each label placed where it overlaps no earlier label.
+def _label_points(ax: Any, points: dict, names: list[str], dots: np.ndarray) -> None:
+    """Name the landmarks: each label on a white box, covering no other label.
 
-    A label first goes outward (away from the centre of the labelled landmarks), then
-    tries the other seven compass directions; the first placement whose text box meets
-    no placed label wins, else the outward one. Greedy, in display space, so it needs
-    the axes limits set.
+    Candidates are the eight compass directions at two distances, outward (away from
+    the centre of the labelled landmarks) first; the placement that crosses the fewest
+    measure lines and hides the fewest landmarks wins (:func:`place_labels`). Decided in
+    display space, so it needs the axes limits and the figure size set.
     """
     names = [n for n in names if n in points]
     if not names:
         return
     xy = np.array([points[n] for n in names], dtype=float)
-    to_display = ax.transData.transform
-    centre = to_display(xy).mean(axis=0)
-    renderer = ax.figure.canvas.get_renderer()
-    placed: list[Any] = []
-    angles = np.deg2rad(np.arange(0, 360, 45))
-    for name, (x, y) in zip(names, xy, strict=True):
-        out = to_display([(x, y)])[0] - centre
+    centre = xy.mean(axis=0)
+    candidates = []
+    for x, y in xy:
+        options = compass((x, y), radii=(3.5, 8.0))
+        out = np.array([x - centre[0], -(y - centre[1])])  # y down in the data
         start = np.arctan2(out[1], out[0]) if np.hypot(*out) > 1e-9 else np.pi / 4
-        order = start + np.concatenate([[0.0], angles[1:]])
-        best = None
-        for a in order:
-            dx, dy = 4.0 * np.cos(a), 4.0 * np.sin(a)
-            text = ax.annotate(
-                name,
-                (x, y),
-                xytext=(dx, dy),
-                textcoords="offset points",
-                ha="left" if dx > 1 else ("right" if dx < -1 else "center"),
-                va="bottom" if dy > 1 else ("top" if dy < -1 else "center"),
-                fontsize="x-small",
-                color=colour,
-                zorder=5,
-            )
-            box = text.get_window_extent(renderer)
-            if not any(box.overlaps(other) for other in placed):
-                if best is not None:
-                    best.remove()
-                best = text
-                break
-            if best is None:
-                best = text  # the outward placement, kept if nothing is free
-            else:
-                text.remove()
-        placed.append(best.get_window_extent(renderer))
+        options.sort(key=lambda c: (np.hypot(*c.offset) > 5, _turn(c.offset, start)))
+        candidates.append(options)
+    segments = [
+        np.column_stack(line.get_data())
+        for line in ax.get_lines()
+        if str(line.get_gid() or "").startswith("measure:")
+    ]
+    segs = (
+        np.concatenate([np.stack([s[:-1], s[1:]], axis=1) for s in segments if len(s) > 1])
+        if segments
+        else None
+    )
+    place_labels(
+        ax,
+        [landmark_text(n) for n in names],
+        candidates,
+        segments=segs,
+        points=np.vstack([dots, xy]) if len(dots) else xy,
+        pad_pt=0.8,
+        fontsize=fontsize("note"),
+        color="black",
+        zorder=5,
+        bbox={"boxstyle": "round,pad=0.12", "fc": "white", "ec": "none", "alpha": 0.8},
+    )
+
+
+def _turn(offset: tuple[float, float], start: float) -> float:
+    """Angle (radians, 0 … π) between an offset's direction and the direction ``start``."""
+    a = np.arctan2(offset[1], offset[0]) - start
+    return float(abs((a + np.pi) % (2 * np.pi) - np.pi))

@@ -22,11 +22,16 @@ from dentalkit.plot._common import (
     finish_pixel_axes,
     fit_height_to_view,
     new_axes,
+    owns_figure,
     place_legend,
     require_columns,
     select_session,
     show_image,
+    text_colour_on,
 )
+from dentalkit.plot._identity import Identity, check_identity, session_label
+from dentalkit.plot._labels import Candidate, place_labels
+from dentalkit.plot.house import LINE_PT, ci_text, fontsize, group_colours, variable_label
 from dentalkit.plot.style import CATEGORICAL, colour_for
 
 __all__ = ["boxes", "prevalence_bars"]
@@ -45,6 +50,7 @@ def boxes(
     crop: bool = False,
     show_axes: bool = True,
     legend: str | None = "above",
+    identity: Identity = "pseudonym",
     ax: Any = None,
 ) -> Any:
     """Detection boxes of one image, coloured by class.
@@ -66,20 +72,29 @@ def boxes(
         classes in ``findings``, so a class keeps its colour across the images of one
         table.
     labels : bool
-        Write the class name above each box (underscores shown as spaces).
+        Write the class name at each box (underscores shown as spaces): above its top
+        left corner, or at another corner, inside or outside, wherever it covers no
+        other label and as few box edges as can be.
     crop : bool
         With an image, show only the boxes' region.
     show_axes : bool
     legend : {"above", "right", "inside"} or None
+    identity : "pseudonym", "raw", None or mapping
+        How the legend's title names the image's session (see
+        :func:`dentalkit.plot.ceph_tracing`).
     ax : matplotlib Axes, optional
+        When it is the only Axes of its figure (or none is given), the figure's height is
+        fitted to the view, so the axes end where the image ends.
 
     Returns
     -------
     matplotlib Axes
         Image coordinates, **y inverted**; the boxes of each class form one unfilled
         ``PolyCollection`` (gid ``"boxes:<class_name>"``, corners TopLeft, TopRight,
-        BottomRight, BottomLeft) and the legend gives each class's number of boxes.
+        BottomRight, BottomLeft); the legend's title names the session and its entries
+        give each class's number of boxes.
     """
+    check_identity(identity)
     require_columns(findings, ["class_name", *_BOX], "findings")
     keys = [k for k in ("patient_id", "timestamp", "source", "image_name") if k in findings]
     all_classes = sorted(findings["class_name"].dropna().astype(str).unique())
@@ -119,23 +134,10 @@ def boxes(
             facecolors="none",
             zorder=3,
             edgecolors=palette.get(cls, "black"),
-            linewidths=1.0,
+            linewidths=LINE_PT["data"],
         )
         coll.set_gid(f"boxes:{cls}")
         ax.add_collection(coll)
-    if labels:
-        for (x0, y0), cls in zip(xy[:, :2], classes_drawn, strict=True):
-            ax.text(
-                x0,
-                y0,
-                cls.replace("_", " "),
-                color="white",
-                fontsize="xx-small",
-                va="bottom",
-                ha="left",
-                zorder=4,
-                bbox={"boxstyle": "square,pad=0.1", "lw": 0, "fc": palette.get(cls, "black")},
-            )
     finish_pixel_axes(
         ax,
         np.r_[xy[:, 0], xy[:, 2]],
@@ -155,10 +157,57 @@ def boxes(
         for c in order
         if c in counts
     ]
-    place_legend(ax, legend, handles=handles)
-    if created:  # our figure: as tall as the view needs (the legend's space included)
+    keyed = {"patient_id", "timestamp"} <= set(rows.columns)
+    who = (
+        session_label(findings, rows["patient_id"].iloc[0], rows["timestamp"].iloc[0], identity)
+        if keyed
+        else ""
+    )
+    place_legend(ax, legend, handles=handles, title=who or None)
+    if legend is None and who:
+        ax.set_title(who, fontsize=fontsize("legend"), fontweight="normal")
+    if owns_figure(ax, created):  # as tall as the view needs (the legend's space included)
         fit_height_to_view(ax)
+    if labels:  # after the limits and the size: placed in display space
+        _label_boxes(ax, xy, classes_drawn, palette)
     return ax
+
+
+def _label_boxes(ax: Any, xy: np.ndarray, classes: np.ndarray, palette: dict) -> None:
+    """Class names at the boxes, each where it covers no other name (see ``boxes``)."""
+    if not len(xy):
+        return
+    edges = np.concatenate(
+        [np.stack([xy[:, [0, 1]], xy[:, [2, 1]]], 1), np.stack([xy[:, [2, 1]], xy[:, [2, 3]]], 1),
+         np.stack([xy[:, [2, 3]], xy[:, [0, 3]]], 1), np.stack([xy[:, [0, 3]], xy[:, [0, 1]]], 1)]
+    )  # fmt: skip
+    # y grows downward in the data but upward in points: +dy moves a label up the screen
+    occupied: list[np.ndarray] = []  # every name placed so far, whatever its class
+    for b in np.argsort(xy[:, 1], kind="stable"):  # top boxes first
+        x0, y0, x1, y1 = xy[b]
+        colour = palette.get(classes[b], "black")
+        options = [
+            Candidate((x0, y0), (0.0, 1.5), "left", "bottom"),  # above, top left
+            Candidate((x1, y0), (0.0, 1.5), "right", "bottom"),  # above, top right
+            Candidate((x0, y1), (0.0, -1.5), "left", "top"),  # below, bottom left
+            Candidate((x1, y1), (0.0, -1.5), "right", "top"),  # below, bottom right
+            Candidate((x0, y0), (1.5, -1.5), "left", "top"),  # inside, top left
+            Candidate((x0, y1), (1.5, 1.5), "left", "bottom"),  # inside, bottom left
+            Candidate((x1, y0), (2.0, 0.0), "left", "top"),  # right of the box
+            Candidate((x0, y0), (-2.0, 0.0), "right", "top"),  # left of the box
+        ]
+        place_labels(
+            ax,
+            [str(classes[b]).replace("_", " ")],
+            [options],
+            segments=edges,
+            fontsize=fontsize("note"),
+            color=text_colour_on(colour),
+            zorder=4,
+            bbox={"boxstyle": "square,pad=0.15", "lw": 0, "fc": colour},
+            pad_pt=1.0,
+            occupied=occupied,
+        )
 
 
 def prevalence_bars(
@@ -191,7 +240,9 @@ def prevalence_bars(
     value : str
         The proportion column.
     ci : (str, str) or None
-        Lower and upper CI columns (e.g. Wilson intervals), drawn as whiskers.
+        Lower and upper CI columns (e.g. Wilson intervals), drawn as whiskers (named in
+        the legend's title, with the level when a ``level``, ``confidence`` or
+        ``ci_level`` column gives it).
     percent : bool
         Axis in percent.
     sort : bool
@@ -207,7 +258,8 @@ def prevalence_bars(
     -------
     matplotlib Axes
         One ``BarContainer`` per group (``ax.containers``); bar widths are the values
-        (× 100 with ``percent``).
+        (× 100 with ``percent``). Groups keep the house style's colours
+        (:func:`dentalkit.plot.house.group_colours`).
     """
     labels = [label] if isinstance(label, str) else list(label)
     need = [*labels, value] + (list(ci) if ci else []) + ([by] if by else [])
@@ -225,6 +277,7 @@ def prevalence_bars(
     cats = cats.sort_values(ascending=True, kind="stable") if sort else cats.iloc[::-1]
     order = list(cats.index)  # bottom to top
     groups = [None] if group_col is None else list(pd.unique(t[group_col]))
+    colours = group_colours(groups, group_col) if group_col else {None: CATEGORICAL[0]}
     k = len(groups)
     height = 0.8 / k
     scale = 100.0 if percent else 1.0
@@ -236,7 +289,7 @@ def prevalence_bars(
         part = part.set_index("_label").reindex(order)
         y = base - (gi - (k - 1) / 2) * height  # first group on top within a category
         v = part[value].to_numpy(dtype=float) * scale
-        colour = CATEGORICAL[gi % len(CATEGORICAL)]
+        colour = colours[g]
         bars = ax.barh(y, v, height=height * 0.9, color=colour, label=None if g is None else str(g))
         for patch in bars:
             patch.set_gid(f"bar:{g}")
@@ -258,7 +311,7 @@ def prevalence_bars(
                         xytext=(2, 0),
                         textcoords="offset points",
                         va="center",
-                        fontsize="x-small",
+                        fontsize=fontsize("note"),
                     )
     ax.set_yticks(base, [o.replace("_", " ") for o in order])
     ax.tick_params(axis="y", length=0)
@@ -266,5 +319,14 @@ def prevalence_bars(
     ax.set_xlim(0, (right or 1.0) * 1.15)  # room for the counts at the bar ends
     ax.set_xlabel(xlabel or (f"{value.replace('_', ' ').capitalize()} (%)" if percent else value))
     if group_col is not None:
-        place_legend(ax, "above", title=str(by))
+        whiskers = f"; whiskers: {_interval(t)}" if ci else ""
+        place_legend(ax, "above", title=f"{variable_label(by)}{whiskers}")
     return ax
+
+
+def _interval(table: pd.DataFrame) -> str:
+    """The interval's name: "95 % CI" when the table says its level, else "CI"."""
+    for col in ("level", "confidence", "ci_level"):
+        if col in table.columns and table[col].notna().any():
+            return ci_text(float(table[col].dropna().iloc[0]))
+    return "CI"

@@ -13,8 +13,16 @@ import numpy as np
 import pandas as pd
 
 from dentalkit.errors import InputError
-from dentalkit.plot._common import new_axes, require_columns
-from dentalkit.plot.style import OKABE_ITO, colour_for
+from dentalkit.plot._common import new_axes, place_legend, require_columns
+from dentalkit.plot.house import (
+    LINE_PT,
+    OKABE_ITO,
+    ci_text,
+    group_colours,
+    group_order,
+    unit_text,
+    variable_label,
+)
 
 __all__ = ["growth_lines"]
 
@@ -56,8 +64,10 @@ def growth_lines(
     -------
     matplotlib Axes
         Thin lines: patients (coloured by group); thick line and shaded band: the
-        population-average fit and its pointwise 95 % Wald band. The legend gives each
-        group's number of patients.
+        population-average fit and its pointwise 95 % Wald band. Groups come in the house
+        style's order and colours (:func:`dentalkit.plot.house.group_order`: skeletal
+        classes I, II, III). The legend, above the axes, names the group variable and
+        gives each group's number of patients.
     """
     require_columns(data, [unit, "measure", value, *([group] if group else [])], "data")
     require_columns(bands, ["measure", "group", "time", "estimate", "ci_low", "ci_high"], "bands")
@@ -68,14 +78,17 @@ def growth_lines(
     t = _years(rows, time, unit)
     rows = rows.assign(_t=t).dropna(subset=["_t"])
     ax = new_axes(ax)
-    levels = list(pd.unique(fit["group"])) if group else [None]
-    colours = colour_for(levels) if group else {None: OKABE_ITO[5]}
+    levels = group_order(pd.unique(fit["group"]), group) if group else [None]
+    colours = group_colours(levels, group) if group else {None: OKABE_ITO["blue"]}
     for level in levels:
         colour = colours[level]
         sub = rows if level is None else rows[rows[group] == level]
         n_units = sub[unit].nunique()
         for _, one in sub.sort_values("_t").groupby(unit, sort=False, observed=True):
-            ax.plot(one["_t"], one[value], color=colour, lw=0.5, alpha=0.35, zorder=1)
+            ax.plot(
+                one["_t"], one[value], color=colour, lw=LINE_PT["individual"], alpha=0.45,
+                zorder=1,
+            )  # fmt: skip
         band = fit if level is None else fit[fit["group"] == level]
         ax.fill_between(
             band["time"], band["ci_low"], band["ci_high"], color=colour, alpha=0.25, lw=0, zorder=2
@@ -85,18 +98,19 @@ def growth_lines(
             band["time"],
             band["estimate"],
             color=colour,
-            lw=1.6,
+            lw=LINE_PT["emphasis"],
             zorder=3,
             label=f"{label} (n = {n_units} patients)",
         )
     unit_label = ""
     if "unit" in rows.columns and unit != "unit":
         units = pd.unique(rows["unit"].dropna().astype(str))
-        unit_label = f" ({units[0]})" if len(units) == 1 else ""
+        unit_label = f" ({unit_text(units[0])})" if len(units) == 1 else ""
     ax.set_xlabel("Years since first session" if time == "years" else time)
     ax.set_ylabel(f"{measure}{unit_label}")
-    ax.legend(loc="best", frameon=False, fontsize="small", title=group)
-    ax.set_title(f"{measure}: patients, model fit and 95 % CI", loc="left")
+    what = f"model fit and {ci_text(0.95)}; thin lines: patients"
+    title = f"{variable_label(group)}: {what}" if group else what
+    place_legend(ax, "above", ncols=3, title=title)
     return ax
 
 

@@ -40,6 +40,7 @@ from dentalkit.plot._layout import clipped_text as clipped_text
 from dentalkit.plot._layout import root_figure as root_figure
 from dentalkit.plot._layout import settle_pixel_views as settle_pixel_views
 from dentalkit.plot._layout import width_mm as width_mm
+from dentalkit.plot.house import CATEGORICAL, LINE_PT, OKABE_ITO, TEXT_PT
 
 __all__ = [
     "CATEGORICAL",
@@ -55,35 +56,6 @@ __all__ = [
     "style",
 ]
 
-#: The Okabe–Ito palette: eight colours that stay distinct under the common
-#: colour-vision deficiencies (Okabe M, Ito K. *Color Universal Design (CUD): how to
-#: make figures and presentations that are friendly to colorblind people*, 2002/2008;
-#: Wong B. Points of view: Color blindness. *Nat Methods* 2011;8:441).
-OKABE_ITO: dict[str, str] = {
-    "black": "#000000",
-    "orange": "#E69F00",
-    "sky_blue": "#56B4E9",
-    "bluish_green": "#009E73",
-    "yellow": "#F0E442",
-    "blue": "#0072B2",
-    "vermillion": "#D55E00",
-    "reddish_purple": "#CC79A7",
-}
-
-#: Order in which categories (groups, models, classes, sessions) receive colours:
-#: the Okabe–Ito colours with the best contrast on white first; black (also used for
-#: reference lines and norms) and yellow (weak on white) come last.
-CATEGORICAL: tuple[str, ...] = (
-    OKABE_ITO["blue"],
-    OKABE_ITO["orange"],
-    OKABE_ITO["bluish_green"],
-    OKABE_ITO["vermillion"],
-    OKABE_ITO["reddish_purple"],
-    OKABE_ITO["sky_blue"],
-    OKABE_ITO["black"],
-    OKABE_ITO["yellow"],
-)
-
 #: Sequential colour map for magnitudes (prevalence, area): viridis, perceptually
 #: uniform and readable with colour-vision deficiencies and in greyscale (van der Walt
 #: S, Smith N. matplotlib colormaps, SciPy 2015).
@@ -95,31 +67,33 @@ DIVERGING_CMAP = "RdBu_r"
 #: Fill of cells and teeth without a value (not assessed, no data).
 MISSING_COLOUR = "#D9D9D9"
 
-#: The house rcParams applied by :func:`style`: 7 pt sans-serif text (journals ask
-#: for 6–8 pt at final size), thin lines, no top/right spines, Okabe–Ito colour cycle,
+#: The house rcParams applied by :func:`style`, from the declared house style
+#: (:mod:`dentalkit.plot.house`): 7 pt sans-serif text, tick and legend text 6.5 pt, none
+#: under 6 pt at final size; thin lines, no top/right spines, Okabe–Ito colour cycle,
 #: embedded TrueType fonts in PDF/PS (editable text, never Type 3 bitmaps), text kept
 #: as text in SVG, deterministic SVG ids, constrained layout. :func:`style` adds the
 #: colour cycle (``axes.prop_cycle`` = :data:`CATEGORICAL`).
 RC_PARAMS: dict[str, Any] = {
     "font.family": "sans-serif",
     "font.sans-serif": ["Arial", "Helvetica", "Liberation Sans", "DejaVu Sans"],
-    "font.size": 7.0,
-    "axes.titlesize": 8.0,
-    "axes.labelsize": 7.0,
-    "xtick.labelsize": 6.5,
-    "ytick.labelsize": 6.5,
-    "legend.fontsize": 6.5,
-    "figure.titlesize": 8.0,
-    "axes.linewidth": 0.6,
+    "font.size": TEXT_PT["body"],
+    "axes.titlesize": TEXT_PT["title"],
+    "axes.labelsize": TEXT_PT["body"],
+    "xtick.labelsize": TEXT_PT["tick"],
+    "ytick.labelsize": TEXT_PT["tick"],
+    "legend.fontsize": TEXT_PT["legend"],
+    "legend.title_fontsize": TEXT_PT["legend"],
+    "figure.titlesize": TEXT_PT["title"],
+    "axes.linewidth": LINE_PT["axis"],
     "axes.spines.top": False,
     "axes.spines.right": False,
     "axes.titleweight": "bold",
     "axes.titlelocation": "left",
-    "xtick.major.width": 0.6,
-    "ytick.major.width": 0.6,
+    "xtick.major.width": LINE_PT["axis"],
+    "ytick.major.width": LINE_PT["axis"],
     "xtick.major.size": 2.5,
     "ytick.major.size": 2.5,
-    "lines.linewidth": 1.0,
+    "lines.linewidth": LINE_PT["data"],
     "lines.markersize": 3.0,
     "patch.linewidth": 0.5,
     "hatch.linewidth": 0.6,

@@ -24,12 +24,17 @@ from dentalkit.plot._common import (
     finish_pixel_axes,
     fit_height_to_view,
     new_axes,
+    owns_figure,
     require_columns,
     select_session,
     show_image,
+    text_colour_on,
     value_norm,
 )
+from dentalkit.plot._identity import Identity, check_identity, session_label
+from dentalkit.plot._labels import Candidate, place_labels
 from dentalkit.plot._odontogram import ODONTOGRAM_LAYOUT, odontogram
+from dentalkit.plot.house import fontsize, unit_text
 from dentalkit.teeth import TOOTH_DIGIT
 
 __all__ = ["ODONTOGRAM_LAYOUT", "missing_placeholders", "odontogram", "tooth_map"]
@@ -104,6 +109,7 @@ def tooth_map(
     image: Any = None,
     crop: bool = True,
     show_axes: bool = True,
+    identity: Identity = "pseudonym",
     ax: Any = None,
 ) -> Any:
     """Tooth outlines of one image, coloured by a value; missing teeth hatched.
@@ -132,13 +138,18 @@ def tooth_map(
         Colour bar label (default: the value name and its unit from a ``unit``
         column; areas get unit²).
     numbers : bool
-        Write each tooth's FDI number.
+        Write each tooth's FDI number (black or white, whichever reads better on the
+        tooth's colour).
     image : array, PIL image, PNG bytes or path, optional
         The photograph or radiograph underneath.
     crop : bool
         Limit the view to the teeth (with a margin) rather than the whole image.
     show_axes : bool
+    identity : "pseudonym", "raw", None or mapping
+        How the title names the image's session (see :func:`dentalkit.plot.ceph_tracing`).
     ax : matplotlib Axes, optional
+        When it is the only Axes of its figure (or none is given), the figure's height is
+        fitted to the view.
 
     Returns
     -------
@@ -153,6 +164,7 @@ def tooth_map(
     require_columns(
         teeth, ["source", "tooth", "tooth_type", "side", "arch", "missing", "geometry"], "teeth"
     )
+    check_identity(identity)
     rows = select_session(teeth, session, what="teeth", keys=_IMAGE_KEY).copy()
     vals, unit = _value_column(rows, value, values)
     missing = rows["missing"].fillna(False).astype(bool).to_numpy()
@@ -202,8 +214,6 @@ def tooth_map(
                 gid=f"missing:{rows.loc[idx, 'tooth']}",
             )
         )
-    if numbers:
-        _numbers(ax, rows, geoms, present, placed)
     xs = [v[:, 0] for v in verts] + [
         placed["x"].to_numpy() + s * placed["r"].to_numpy() for s in (-1, 1)
     ]
@@ -223,6 +233,12 @@ def tooth_map(
         cax = ax.inset_axes([1.03, 0.0, 0.035, 1.0])  # as tall as the (equal-aspect) image
         cb = fig.colorbar(coll, cax=cax)
         cb.set_label(label or _value_label(value, unit))
+    keyed = {"patient_id", "timestamp"} <= set(rows.columns)
+    who = (
+        session_label(teeth, rows["patient_id"].iloc[0], rows["timestamp"].iloc[0], identity)
+        if keyed
+        else ""
+    )
     if len(placed):
         ax.legend(
             handles=[
@@ -237,9 +253,16 @@ def tooth_map(
             loc="lower left",
             bbox_to_anchor=(0.0, 1.0),
             borderaxespad=0.2,
+            title=who or None,
+            alignment="left",
         )
-    if created:  # our figure: as tall as the view needs (legend and colour bar included)
+    elif who:
+        ax.set_title(who, fontsize=fontsize("legend"), fontweight="normal")
+    if owns_figure(ax, created):  # as tall as the view needs (legend and colour bar included)
         fit_height_to_view(ax)
+    if numbers:  # after the view and the size: placed in display space, clear of each other
+        faces = coll.to_rgba(vals[owner]) if vals is not None else None
+        _numbers(ax, rows, geoms, present, placed, faces, owner)
     return ax
 
 
@@ -292,39 +315,64 @@ def _first(table: pd.DataFrame, col: str) -> str | None:
 def _value_label(value: str | None, unit: str | None) -> str:
     if unit is None or value is None:
         return str(value)
-    sq = "²" if value == "area" else ""
-    return f"{value.replace('_', ' ')} ({unit}{sq})" if value not in ("compactness",) else value
+    if value in ("compactness",):
+        return value
+    text = unit_text(unit) + ("²" if value == "area" and "²" not in unit_text(unit) else "")
+    return f"{value.replace('_', ' ')} ({text})"
 
 
 def _numbers(
-    ax: Any, rows: pd.DataFrame, geoms: np.ndarray, present: np.ndarray, placed: pd.DataFrame
+    ax: Any,
+    rows: pd.DataFrame,
+    geoms: np.ndarray,
+    present: np.ndarray,
+    placed: pd.DataFrame,
+    faces: np.ndarray | None = None,
+    owner: np.ndarray | None = None,
 ) -> None:
+    """FDI numbers in the teeth, each clear of the others.
+
+    A number sits in its tooth (in black or white, whichever reads better on the tooth's
+    colour); where a narrow tooth cannot hold it beside its neighbours' numbers (lower
+    incisors in a single-column panoramic view), it moves up or down along the tooth, on
+    a white box, to the first place that covers no other number.
+    """
     if "fdi" not in rows.columns:
         return
     rp = shapely.point_on_surface(np.where(present, geoms, None))
     fdi = rows["fdi"].to_numpy()
-    for i in np.flatnonzero(present):
-        if pd.notna(fdi[i]):
-            ax.text(
-                shapely.get_x(rp[i]),
-                shapely.get_y(rp[i]),
-                str(int(fdi[i])),
-                ha="center",
-                va="center",
-                fontsize="x-small",
-                zorder=3,
-            )
-    for idx, h in placed.iterrows():
-        f = rows.loc[idx, "fdi"]
-        if pd.notna(f):
-            ax.text(
-                h["x"],
-                h["y"],
-                str(int(f)),
-                ha="center",
-                va="center",
-                fontsize="x-small",
-                color="#555555",
-                zorder=3,
-                bbox={"boxstyle": "round,pad=0.1", "fc": "white", "lw": 0},
-            )
+    colour_of = {}
+    if faces is not None and owner is not None:
+        for row, face in zip(owner, faces, strict=True):
+            colour_of.setdefault(int(row), text_colour_on(face))
+    todo = [
+        (
+            shapely.get_x(rp[i]),
+            shapely.get_y(rp[i]),
+            str(int(fdi[i])),
+            colour_of.get(int(i), "black"),
+        )
+        for i in np.flatnonzero(present)
+        if pd.notna(fdi[i])
+    ]
+    todo += [
+        (h["x"], h["y"], str(int(rows.loc[idx, "fdi"])), "#333333")
+        for idx, h in placed.iterrows()
+        if pd.notna(rows.loc[idx, "fdi"])
+    ]
+    occupied: list[np.ndarray] = []
+    steps = (0.0, 5.0, -5.0, 9.0, -9.0, 13.0, -13.0)
+    for x, y, text, colour in todo:
+        (artist,) = place_labels(
+            ax,
+            [text],
+            [[Candidate((x, y), (0.0, dy), "center", "center") for dy in steps]],
+            pad_pt=0.3,
+            occupied=occupied,
+            fontsize=fontsize("note"),
+            color=colour,
+            zorder=3,
+        )
+        if artist.get_position() != (0.0, 0.0) or colour == "#333333":  # off its tooth
+            artist.set_color("black" if colour != "#333333" else colour)
+            artist.set_bbox({"boxstyle": "round,pad=0.1", "fc": "white", "lw": 0, "alpha": 0.85})

@@ -16,12 +16,23 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from dentalkit import tle as _tle
 from dentalkit.errors import InputError
-from dentalkit.plot._common import new_axes, number, require_columns
+from dentalkit.plot._common import new_axes, number, place_legend, require_columns
 from dentalkit.plot._layout import figure
-from dentalkit.plot.style import CATEGORICAL, OKABE_ITO
+from dentalkit.plot.house import (
+    LINE_PT,
+    MIN_N_BOX,
+    OKABE_ITO,
+    ci_text,
+    fontsize,
+    group_colours,
+    group_order,
+    variable_label,
+)
 from dentalkit.tle.stats import PREDICTED, paired_months
 
 __all__ = ["bland_altman", "calibration_plot", "distribution", "sensitivity"]
@@ -63,9 +74,13 @@ def distribution(
     Returns
     -------
     matplotlib Axes
-        One box per group (median, quartiles by linear interpolation as in
-        ``summary``, whiskers to the furthest value within 1.5 IQR of the box — Tukey
-        1977), the points, and the mean as a diamond with its bootstrap CI.
+        One box per group of at least :data:`dentalkit.plot.house.MIN_N_BOX` patients
+        (median, quartiles by linear interpolation as in ``summary``, whiskers to the
+        furthest value within 1.5 IQR of the box — Tukey 1977); smaller groups are
+        drawn as their points only (a box of a handful of values misleads). Every
+        estimate is a point, and the mean is a diamond with its bootstrap CI. Groups come
+        in the house style's order and colours (malocclusion classes I, II/1, II/2, III).
+        The legend, above the axes, explains each mark.
     """
     require_columns(estimates, [value] + ([by] if by else []), "estimates")
     table = estimates[estimates[value].notna()]
@@ -85,42 +100,47 @@ def distribution(
         cats = (
             list(col.cat.categories)
             if isinstance(col.dtype, pd.CategoricalDtype)
-            else sorted(col.dropna().unique().tolist())
+            else group_order(col.dropna().unique().tolist(), by)
         )
         groups = [(c, table[col == c]) for c in cats if (col == c).any()]
         stats = summary.assign(_g=summary[by])
+    colours = group_colours([g for g, _ in groups], by)
     ax = new_axes(ax, (85.0, 65.0))
     data = [g[value].to_numpy(dtype=float) for _, g in groups]
     pos = np.arange(1, len(groups) + 1)
-    bp = ax.boxplot(
-        data,
-        positions=pos,
-        widths=0.55,
-        whis=1.5,
-        showfliers=not points,
-        patch_artist=True,
-        medianprops={"color": "black", "lw": 1.0},
-        boxprops={"lw": 0.6},
-        whiskerprops={"lw": 0.6},
-        capprops={"lw": 0.6},
-    )
-    for i, box in enumerate(bp["boxes"]):
-        box.set_facecolor(_light(CATEGORICAL[i % len(CATEGORICAL)]))
-        box.set_gid(f"box:{groups[i][0]}")
-    if points:
-        rng = np.random.default_rng(0)
-        for i, d in enumerate(data):
-            jitter = rng.uniform(-0.16, 0.16, d.size)
-            ax.scatter(
-                pos[i] + jitter,
-                d,
-                s=4,
-                color=CATEGORICAL[i % len(CATEGORICAL)],
-                alpha=0.7,
-                linewidths=0,
-                zorder=3,
-                gid=f"points:{groups[i][0]}",
-            )
+    boxed = [i for i, d in enumerate(data) if d.size >= MIN_N_BOX]
+    if boxed:
+        lw = LINE_PT["reference"]
+        bp = ax.boxplot(
+            [data[i] for i in boxed],
+            positions=pos[boxed],
+            widths=0.55,
+            whis=1.5,
+            showfliers=False,
+            patch_artist=True,
+            medianprops={"color": "black", "lw": LINE_PT["data"]},
+            boxprops={"lw": lw},
+            whiskerprops={"lw": lw},
+            capprops={"lw": lw},
+        )
+        for i, box in zip(boxed, bp["boxes"], strict=True):
+            box.set_facecolor(_light(colours[groups[i][0]]))
+            box.set_gid(f"box:{groups[i][0]}")
+    rng = np.random.default_rng(0)
+    for i, d in enumerate(data):
+        if not points and i in boxed:
+            continue  # the box shows it; small groups always show their points
+        jitter = rng.uniform(-0.16, 0.16, d.size)
+        ax.scatter(
+            pos[i] + jitter,
+            d,
+            s=5 if i in boxed else 9,
+            color=colours[groups[i][0]],
+            alpha=0.75,
+            linewidths=0,
+            zorder=3,
+            gid=f"points:{groups[i][0]}",
+        )
     for i, (g, _) in enumerate(groups):
         row = stats[stats["_g"].astype(str) == str(g)]
         if len(row):
@@ -141,9 +161,18 @@ def distribution(
     ax.set_xlim(0.4, len(groups) + 0.75)
     ax.set_ylabel(_MONTHS if value == PREDICTED else value)
     if by:
-        ax.set_xlabel(by.replace("_", " "))
-    ax.plot([], [], "D", ms=3, color="black", label="mean, 95% bootstrap CI")
-    ax.legend(loc="upper left", bbox_to_anchor=(0.0, 1.02), borderaxespad=0.0)
+        ax.set_xlabel(variable_label(by) + " (n patients)")
+    handles = [Line2D([], [], ls="", marker="o", ms=2.5, color="#555555", label="patients")]
+    if boxed:
+        handles.append(
+            Patch(facecolor="#E0E0E0", edgecolor="black", lw=0.6,
+                  label=f"box: median, quartiles, 1.5 IQR (n ≥ {MIN_N_BOX})")
+        )  # fmt: skip
+    handles.append(
+        Line2D([], [], ls="", marker="D", ms=3, color="black",
+               label=f"mean, {ci_text(0.95, 'bootstrap')}")
+    )  # fmt: skip
+    place_legend(ax, "above", ncols=2, handles=handles)
     return ax
 
 
@@ -231,12 +260,13 @@ def _one_factor(curves: pd.DataFrame, ax: Any, individuals: bool) -> None:
     if individuals:
         for _, c in curves[kind == "patient"].groupby("patient", sort=False):
             ax.plot(c["value"].map(pos), c[PREDICTED], color="#A8A8A8", lw=0.4, alpha=0.7, zorder=2)
+
     n = mean["n_patients"].max() if "n_patients" in mean.columns else None
     ax.plot(
         mean["value"].map(pos),
         mean[PREDICTED],
         color=OKABE_ITO["blue"],
-        lw=1.4,
+        lw=LINE_PT["emphasis"],
         marker="o",
         ms=3,
         zorder=3,
@@ -246,9 +276,12 @@ def _one_factor(curves: pd.DataFrame, ax: Any, individuals: bool) -> None:
     if not numeric:
         ax.set_xticks(list(pos.values()), [str(v) for v in values])
         ax.set_xlim(-0.4, len(values) - 0.6)
-    ax.set_xlabel(column.replace("_", " "))
+    ax.set_xlabel(variable_label(column))
     ax.set_ylabel(_MONTHS)
-    ax.legend(loc="best")
+    handles, _ = ax.get_legend_handles_labels()
+    if individuals:
+        handles.append(Line2D([], [], color="#A8A8A8", lw=0.6, label="patients"))
+    place_legend(ax, "above", ncols=2, handles=handles)
 
 
 def bland_altman(
@@ -317,16 +350,16 @@ def bland_altman(
             xytext=(2, 0),
             textcoords="offset points",
             va="center",
-            fontsize="x-small",
+            fontsize=fontsize("note"),
         )
     ax.axhline(0.0, color="#7F7F7F", lw=0.5, ls=":", zorder=1)
     ax.set_xlabel("Mean of predicted and observed (months)")
     ax.set_ylabel("Predicted − observed (months)")
     n = int(s.loc["n_pairs", "estimate"])
     ax.set_title(
-        f"n = {n}; bands: {confidence_level:.0%} CIs",
+        f"n = {n} patients; shaded: {ci_text(confidence_level)} of each line",
         loc="left",
-        fontsize="small",
+        fontsize=fontsize("legend"),
         fontweight="normal",
     )
     return ax
@@ -384,5 +417,9 @@ def calibration_plot(
     ax.set_aspect("equal")
     ax.set_xlabel(_MONTHS)
     ax.set_ylabel("Observed treatment length (months)")
-    ax.legend(loc="upper left")
+    handles, _ = ax.get_legend_handles_labels()
+    handles.append(
+        Line2D([], [], ls="", marker="o", ms=2.5, color=OKABE_ITO["blue"], label="patients")
+    )
+    place_legend(ax, "above", ncols=2, handles=handles)
     return ax

@@ -31,6 +31,7 @@ from dentalkit.landmark_map import load_landmark_map
 
 __all__ = [
     "CONTOUR_NOISE_SD_MM",
+    "FOLLOWED_NORMS",
     "FRONTAL_NAMES",
     "FRONTAL_NOISE_SD_MM",
     "LATERAL_NAMES",
@@ -62,6 +63,26 @@ LATERAL_NOISE_SD_MM: dict[str, float] = {
     "G'": 0.8, "N'": 0.6, "Prn": 0.4, "Cm": 0.6, "Sn": 0.5, "A'": 0.7, "Ls": 0.4,
     "Stms": 0.4, "Stmi": 0.4, "Li": 0.4, "B'": 0.7, "Pog'": 0.6, "Gn'": 0.7, "Me'": 0.8,
 }  # fmt: skip
+#: The published norms the synthetic cohort follows: (measure id of
+#: ``dentalkit/data/ceph_measures.csv``, norm group of ``ceph_norms.csv``). Every norm
+#: there with an SD whose age band covers the simulated ages (8–17 years) is listed; the
+#: adult norms (McNamara's Co–A, Co–Gn, ANS–Me; the nasolabial angle) are not followed.
+#: Over the demo's patients the mean z-score of each, per sex, lies within ±0.5
+#: (``tests/sandbox/test_sandbox_norms.py``; ``docs/sandbox.md``).
+FOLLOWED_NORMS: tuple[tuple[str, str], ...] = (
+    ("saddle_angle", "Jarabak"),
+    ("articular_angle", "Jarabak"),
+    ("gonial_angle", "Jarabak"),
+    ("Bjork_sum", "Jarabak"),
+    ("facial_axis", "Ricketts"),
+    ("convexity_A_NPog", "Ricketts"),
+    ("L1_APog_mm", "Ricketts"),
+    ("lower_facial_height_angle", "Ricketts"),
+    ("E_line_lower_lip", "Ricketts"),
+    ("ODI", "Kim"),
+    ("APDI", "Kim"),
+    ("soft_convexity_angle", "Legan"),
+)
 #: SD (mm) of every contour point (names ``{group}_{NN}``), both views.
 CONTOUR_NOISE_SD_MM = 0.8
 #: Per-landmark noise SD in mm of the frontal (PA) view.
@@ -284,6 +305,25 @@ def _angle(a: complex, b: complex) -> float:
     return abs(math.degrees(cmath.phase(b / a)))
 
 
+def _xi(centre: complex, ans: complex, pm: complex, lfh: float) -> complex:
+    """Xi: the point nearest ``centre`` (the ramus centre) where ANS–Xi–Pm is ``lfh`` degrees.
+
+    The points that see the chord ANS–Pm under the angle θ lie on a circle arc through
+    both (inscribed-angle theorem): centre of the circle on the chord's perpendicular
+    bisector, (L/2)/tan θ from its midpoint on the side of the ramus, radius L/(2 sin θ).
+    """
+    chord = pm - ans
+    length = abs(chord)
+    theta = math.radians(lfh)
+    m = 0.5 * (ans + pm)
+    n = 1j * chord / length
+    if ((centre - m) * n.conjugate()).real < 0:
+        n = -n  # the normal pointing back, towards the ramus
+    o = m + n * (0.5 * length / math.tan(theta))
+    radius = 0.5 * length / math.sin(theta)
+    return o + radius * (centre - o) / abs(centre - o)
+
+
 def mandible_chain(c: Mapping[str, float]) -> dict[str, float | complex]:
     """Skeletal chain of the lateral view (mm frame, S at the origin, FH along x).
 
@@ -353,9 +393,9 @@ def lateral_mm(
     Ba = c["S_Ba"] * _u(phi - c["NSBa"])
     PNS = ANS + c["ANS_PNS"] * _u(180.0 + phi - c["SN_PP"])
     Ptm = PNS + complex(0.4, 2.5)
-    Pt = PNS + complex(-1.5, 19.5)
+    Pt = PNS + complex(-3.0, 19.5)
     ramus = c["Ar_Go"]
-    Xi = Ar + 0.5 * ramus * d + 13.0 * ant
+    Xi = _xi(0.5 * (Ar + Go) + 15.0 * ant, ANS, Pm, c["lower_facial_height"])
     cc = Co + 5.0 * d + 3.0 * ant  # condyle centre
     bn = (N - Ba) / abs(N - Ba)
     DC = Ba + ((cc - Ba) / bn).real * bn  # foot of the perpendicular on Ba–N
@@ -388,7 +428,7 @@ def lateral_mm(
     gap = c["lip_gap"]
     stm_x = ut.real + 0.6 * c["soft_Ls"]
     P.update({
-        "N'": Ns, "G'": Ns + complex(1.5, 14.0), "Prn": Prn, "Sn": Sn,
+        "N'": Ns, "G'": Ns + complex(3.5, 14.0), "Prn": Prn, "Sn": Sn,
         "Cm": Sn + complex(0.5 * (Prn - Sn).real, 0.3 * (Prn - Sn).imag),
         "A'": A + c["soft_A"], "Ls": P["U1_labial"] + c["soft_Ls"],
         "Stms": complex(stm_x, ut.imag + 2.5 + gap / 2),
@@ -465,6 +505,7 @@ def lateral_mm(
         "molar_relation_mm": c["molar_relation"],
         "SN_OP": c["SN_OP"],
         "SN_PP": c["SN_PP"],
+        "lower_facial_height_angle": _angle(ANS - Xi, Pm - Xi),
     }
     return points, measures
 

@@ -232,7 +232,7 @@ _ROWS: tuple[tuple[str, _Mean | None, float, float, float, str | None], ...] = (
     # name, mean, sd, lo, hi, growth-rate key
     ("ANB", None, 0.0, -_INF, _INF, None),  # by skeletal class, see _ANB
     ("FH_SN", 7.0, 2.5, 2.0, 12.0, None),
-    ("SN_MP", 33.0, 5.0, 22.0, 45.0, None),
+    ("SN_MP", 35.0, 5.0, 24.0, 47.0, None),
     ("saddle_angle", 123.0, 4.0, 112.0, 134.0, None),
     ("S_N", (67.0, 69.5), 2.8, -_INF, _INF, "S_N"),
     ("Ar_Go", (42.0, 44.0), 3.0, -_INF, _INF, "Ar_Go"),
@@ -267,7 +267,7 @@ _ROWS: tuple[tuple[str, _Mean | None, float, float, float, str | None], ...] = (
     ("soft_N", 6.5, 1.0, 4.0, 9.0, None),
     ("soft_A", 14.0, 1.5, 10.0, 18.0, None),
     ("soft_Ls", 13.0, 1.5, 9.0, 17.0, None),
-    ("soft_Li", 14.0, 1.5, 10.0, 18.0, None),
+    ("soft_Li", (14.0, 15.0), 1.5, 10.0, 19.0, None),
     ("soft_B", 11.5, 1.3, 8.0, 15.0, None),
     ("soft_Pog", 12.0, 1.5, 8.0, 16.0, None),
     ("soft_Me", 7.5, 1.0, 5.0, 10.0, None),
@@ -296,6 +296,9 @@ _ROWS: tuple[tuple[str, _Mean | None, float, float, float, str | None], ...] = (
     ("ldm_extra", 0.0, 0.8, -3.0, 3.0, None),
     ("mand_cant", 0.0, 1.5, -5.0, 5.0, None),
     ("max_cant", 0.0, 0.8, -3.0, 3.0, None),
+    # appended last, so every earlier row keeps its normal: Ricketts' lower facial height
+    # ANS–Xi–Pm (47 ± 4°, constant with age); Xi is placed to give it (_anatomy_ceph)
+    ("lower_facial_height", 47.0, 3.5, 38.0, 56.0, None),
 )
 #: ANB by skeletal class: (mean, sd, lo, hi).
 _ANB = {"I": (2.5, 1.2, 0.5, 4.0), "II": (6.0, 1.5, 4.2, 10.0), "III": (-2.0, 1.5, -6.0, -0.3)}
@@ -335,8 +338,8 @@ _NAMES = tuple(r[0] for r in _ROWS)
 _N_NORMALS = 160  # normals reserved for the rows (the unused rest keeps the stream layout)
 _I = {name: i for i, name in enumerate(_NAMES)}
 _CEPH_NAMES = _NAMES[: _I["gonial_angle"] + 1]
-assert len(_ROWS) == 64
-_FRONTAL_NAMES = _NAMES[_I["NC"] :]
+assert len(_ROWS) == 65
+_FRONTAL_NAMES = _NAMES[_I["NC"] : _I["max_cant"] + 1]
 
 
 def _row_arrays(sex: str, klass: str) -> tuple[np.ndarray, ...]:
@@ -420,6 +423,7 @@ def patient(patient_id: str) -> Patient:
     )
     ceph = dict(zip(_CEPH_NAMES, vals[: i_go + 1], strict=True))
     ceph["Go_Me"] += _GO_ME_BY_CLASS[klass]
+    ceph["lower_facial_height"] = vals[_I["lower_facial_height"]]
     # SNA, SNB and N–Me follow from the chain at each session's age (session()); nothing
     # reads them at the baseline, so the patient's chain is not built here
 
@@ -462,7 +466,7 @@ def _later_draws(d: _Draws) -> _Later:
             missing.update(keys)
 
     sm = 0.0 if next(u) < 0.5 else 1.0  # half of the patients have a visible shift
-    frontal = dict(zip(_FRONTAL_NAMES, d.rows[_I["NC"] :], strict=True))
+    frontal = dict(zip(_FRONTAL_NAMES, d.rows[_I["NC"] : _I["max_cant"] + 1], strict=True))
     frontal["mand_shift"] *= sm
 
     def prevalence(classes: dict[str, tuple[float, float]]) -> dict[str, float]:

@@ -62,6 +62,7 @@ def simulate_power(
     seed: int = 0,
     analysis: str = "slopes",
     max_n: int = 2000,
+    unit: str | None = None,
 ) -> pd.DataFrame:
     """Power of a planned two-group growth study, or the patients it needs, by simulation.
 
@@ -70,7 +71,10 @@ def simulate_power(
     pilot : GrowthResult or mapping
         A fitted growth model (:func:`dentalkit.stats.growth` on pilot data; its
         variance components of ``measure`` are used), or the components themselves:
-        ``sd_intercept``, ``sd_slope``, ``correlation``, ``sd_residual``.
+        ``sd_intercept``, ``sd_slope``, ``correlation``, ``sd_residual``. A
+        :class:`~dentalkit.stats.GrowthResult` rebuilt from a study's saved tables
+        (``GrowthResult(fixed, variance, models, per=["measure"])``, as ``dentalkit plan``
+        does) works too: its ``models`` rows with status ``ok`` name the fitted measures.
     effect : float
         The difference in the rate of change between the two groups to detect, in the
         measure's unit per unit of time (per year with ``time="years"``); ``unit`` of
@@ -94,6 +98,9 @@ def simulate_power(
         :func:`~dentalkit.stats.growth` fit (slow; for checking).
     max_n : int
         Largest number per group the search for ``power`` tries.
+    unit : str, optional
+        The unit of ``effect`` for a pilot given as components (e.g. ``"deg/year"``); a
+        fitted pilot's unit comes from its ``models`` table.
 
     Returns
     -------
@@ -146,7 +153,8 @@ def simulate_power(
         raise InputError(f"times={list(times)!r}: a rate needs ≥ 2 distinct, finite times")
     if not np.isfinite(effect) or n_sims < 1:
         raise InputError("effect must be a finite number and n_sims ≥ 1")
-    comp, unit, label, notes = _components(pilot, measure)
+    comp, fitted_unit, label, notes = _components(pilot, measure)
+    unit = fitted_unit if fitted_unit is not None else unit
     xi = comp["sd_slope"] ** 2 + comp["sd_residual"] ** 2 / ((t - t.mean()) ** 2).sum()
     z_a = stats.norm.ppf(1 - alpha / 2)
 
@@ -226,10 +234,15 @@ def _components(
     if isinstance(pilot, GrowthResult):
         key = () if measure is None else (measure if isinstance(measure, tuple) else (measure,))
         per = pilot.per
-        if measure is None and len(pilot._fits) == 1:
-            key = next(iter(pilot._fits))
-        if key not in pilot._fits:
-            fitted = [k[0] if len(k) == 1 else k for k in pilot._fits]
+        # a result rebuilt from its saved tables (a study's growth_* Parquet files) has no
+        # fits: its models rows with status "ok" say which measures were fitted
+        fitted_keys = list(pilot._fits) or [
+            tuple(k) for k in pilot.models.loc[pilot.models["status"] == "ok", per].to_numpy()
+        ]
+        if measure is None and len(fitted_keys) == 1:
+            key = fitted_keys[0]
+        if key not in fitted_keys:
+            fitted = [k[0] if len(k) == 1 else k for k in fitted_keys]
             raise InputError(
                 f"the pilot has no fitted model for measure={measure!r}; fitted: {fitted[:10]}"
             )

@@ -37,6 +37,7 @@ from dentalkit.study.calibration import CALIBRATION_LEVELS, Calibration, calibra
 from dentalkit.study.design import Design, read_design
 from dentalkit.study.figures import FIGURES, FigureInputs, FigureSpec, make_figures
 from dentalkit.study.groups import GROWTH_ARCH, GROWTH_CEPH, growth_by_group
+from dentalkit.study.planning import SMALL_GROUP, plan, power_lines, read_pilot
 from dentalkit.study.report import write_report
 from dentalkit.study.run import StudyResult, read_patients, run, sandbox_service
 
@@ -50,6 +51,7 @@ __all__ = [
     "GROWTH_ARCH",
     "GROWTH_CEPH",
     "NOT_RUN",
+    "SMALL_GROUP",
     "AnalysisInputs",
     "AnalysisSpec",
     "Calibration",
@@ -63,10 +65,13 @@ __all__ = [
     "left_out",
     "make_figures",
     "model_versions",
+    "plan",
+    "power_lines",
     "problems_summary",
     "read_analyses",
     "read_design",
     "read_patients",
+    "read_pilot",
     "run",
     "sandbox_service",
     "tle_inputs",

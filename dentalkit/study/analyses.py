@@ -58,6 +58,7 @@ from dentalkit.study._tle import OBSERVED, TLE_ENDPOINT, first_sessions, tle_pat
 from dentalkit.study.calibration import Calibration, calibration_policy
 from dentalkit.study.design import Design
 from dentalkit.study.groups import (
+    CLASS_DEFINED_BY,
     default_groups,
     groups_from_patients,
     growth_by_group,
@@ -350,6 +351,9 @@ def _run_arch_groups(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
 
 def _run_growth(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
     why: list[str] = []
+    # Default groups (skeletal class of the first session) carry that session's ANB tracing
+    # error: every measure is modelled baseline-adjusted for it (regression to the mean).
+    design, default = inputs.design, inputs.given_groups is None and inputs.design.groups is None
     out = growth_by_group(
         inputs.results.get("ceph_measures"),
         inputs.results.get("arch_measures"),
@@ -357,6 +361,7 @@ def _run_growth(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
         correction=inputs.design.adjust,
         confidence=inputs.design.confidence,
         why=why,
+        group_defined_by=CLASS_DEFINED_BY if default and design.session == "first" else None,
     )
     if not out and {"ceph_measures", "arch_measures"} <= inputs.unasked:
         inputs.unasked.update(_GROWTH_TABLES)  # neither input given: not asked
@@ -755,11 +760,8 @@ def analyze(
                 warnings.simplefilter("ignore", DentalkitWarning)
             inputs.results.update(spec.run(inputs))
         for name in spec.writes:  # nothing silently missing: a table made, or a reason
-            if (
-                name not in inputs.results
-                and name not in unasked
-                and not inputs.problems.said(name)
-            ):
+            made = name in inputs.results or name in unasked or inputs.problems.said(name)
+            if not made:
                 inputs.problems.not_run(
                     name,
                     f"not made: {spec.name} found nothing in the tables to make it from",

@@ -134,9 +134,17 @@ def demo_manifest(sb, patients: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def demo_design(patients: int, out: Path, dpi: int = 600) -> Design:
+def demo_design(
+    patients: int,
+    out: Path,
+    dpi: int = 600,
+    *,
+    width: str | float | None = None,
+    formats: tuple[str, ...] = ("pdf", "png"),
+) -> Design:
     """The demo's design: the default analyses and figures, the sandbox's calibration, the
-    crowding sensitivity curves, and a title and introduction that say it is synthetic."""
+    crowding sensitivity curves, and a title and introduction that say it is synthetic
+    (``dpi``, ``width`` and ``formats`` of the figures as :class:`Design` takes them)."""
     return Design(
         title="dentalkit demo study (synthetic cohort)",
         intro=(
@@ -148,6 +156,8 @@ def demo_design(patients: int, out: Path, dpi: int = 600) -> Design:
         mm_per_px=sandbox_calibration(),
         out=out,
         dpi=dpi,
+        width=width,
+        formats=formats,
         sensitivity=DEMO_SENSITIVITY,
     )
 
@@ -161,6 +171,8 @@ def run_demo(
     progress: bool = True,
     dpi: int = 600,
     drift: tuple[str, ...] = (),
+    width: str | float | None = None,
+    formats: tuple[str, ...] = ("pdf", "png"),
     qc: str | None = None,
 ) -> dict[str, Path]:
     """Run the whole study on the embedded sandbox and print where everything is.
@@ -182,6 +194,10 @@ def run_demo(
         Show the progress bars (fetch, tables, figures).
     dpi : int
         Figure resolution (PNG and images inside PDFs), 300–1200.
+    width : {"single", "double"}, float, optional
+        One width for every figure (default: each figure's declared width).
+    formats : tuple of str
+        Figure files, of ``pdf``, ``svg``, ``png``, ``tiff`` (default PDF and PNG).
     drift : tuple of str
         Sandbox drift scenarios (:mod:`dentalkit.sandbox.drift`): the sandbox answers as
         a changed service could, and the contract report shows each difference. Use a
@@ -199,7 +215,7 @@ def run_demo(
 
     out = Path(out)
     table = demo_patients(patients)
-    design = demo_design(patients, out, dpi)
+    design = demo_design(patients, out, dpi, width=width, formats=formats)
     if qc is not None:
         design = design.with_(qc=qc)
     with sandbox_service(out, port, echo, drift) as (sb, client):

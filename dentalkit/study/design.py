@@ -23,6 +23,8 @@ prints the design it ran with (:meth:`Design.lines`). docs/study.md has a worked
     [figures]
     draw = ["ceph_tracing", "arch_forms", "mean_arch_forms"]
     dpi = 600
+    formats = ["pdf", "png"]    # of pdf, svg, png, tiff
+    width = "single"            # every figure: "single" (85 mm), "double" (180 mm) or mm
 
     [qc]
     policy = "flag"             # flag | exclude | ignore: the AI's answers that fail QC
@@ -99,7 +101,14 @@ class Design:
     figures : tuple of str, optional
         Names of :data:`dentalkit.study.FIGURES` to draw (default: all the data allow).
     dpi : int
-        Resolution of the PNG figures and of images inside PDFs (300–1200).
+        Resolution of the raster figures (PNG, TIFF) and of images inside PDF and SVG
+        files (300–1200).
+    formats : tuple of str
+        The files written of each figure, of ``pdf``, ``svg``, ``png``, ``tiff`` (default
+        PDF and PNG).
+    width : {"single", "double"}, float, optional
+        One width for every figure (85 mm, 180 mm or millimetres). Default (None): each
+        figure's declared width (:data:`dentalkit.plot.house.FIGURE_WIDTHS`).
     mm_per_px : mapping of str to float
         Endpoint fallback calibration (endpoint registry name → mm per pixel) for the
         images without a value of their own.
@@ -126,6 +135,8 @@ class Design:
     analyses: tuple[str, ...] | None = None
     figures: tuple[str, ...] | None = None
     dpi: int = 600
+    formats: tuple[str, ...] = ("pdf", "png")
+    width: str | float | None = None
     mm_per_px: Mapping[str, float] = field(default_factory=dict)
     out: Path = Path("dentalkit-study")
     sensitivity: tuple[str, tuple[str, ...], int] | None = None
@@ -150,6 +161,15 @@ class Design:
             )
         if not (isinstance(self.dpi, int) and 300 <= self.dpi <= 1200):
             raise InputError(f"study design: dpi={self.dpi!r} is not an integer from 300 to 1200")
+        from dentalkit.plot._layout import width_mm
+        from dentalkit.study.figures import check_formats
+
+        try:
+            object.__setattr__(self, "formats", check_formats(self.formats))
+            if self.width is not None:
+                width_mm(self.width)
+        except InputError as exc:
+            raise InputError(f"study design: {exc}") from None
         object.__setattr__(self, "out", Path(self.out))
         object.__setattr__(self, "mm_per_px", _check_endpoints(self.mm_per_px))
 
@@ -193,11 +213,20 @@ class Design:
             + (", ".join(self.analyses) if self.analyses else "every one the data allow")
             + "; figures: "
             + (", ".join(self.figures) if self.figures else "every one the data allow")
-            + f" ({self.dpi} dpi).",
+            + f" ({self.dpi} dpi; {', '.join(f.upper() for f in self.formats)}; "
+            + f"{self.width_text()}).",
             f"Endpoint fallback calibration: {cal} (an image's own mm_per_px goes first).",
             f"Quality control of the AI's answers (pre-specified): qc = {self.qc!r}: "
             f"{QC_POLICY_WORDS[self.qc]}.",
         ]
+
+    def width_text(self) -> str:
+        """The figures' width in words (the report's design line, the run's output)."""
+        if self.width is None:
+            return "each figure at its declared width"
+        from dentalkit.plot._layout import width_mm
+
+        return f"every figure {width_mm(self.width):g} mm wide"
 
 
 def _table(data: Mapping[str, Any], key: str, where: Path) -> dict[str, Any]:
@@ -222,7 +251,7 @@ KEYS = {
     "groups": {"column"},
     "statistics": {"session", "alpha", "correction"},
     "analyses": {"run"},
-    "figures": {"draw", "dpi"},
+    "figures": {"draw", "dpi", "formats", "width"},
     "tle": {"sensitivity", "levels", "patients"},
     "qc": {"policy"},
 }  # fmt: skip
@@ -291,8 +320,11 @@ def read_design(path: str | Path) -> Design:
     for key in ("session", "alpha", "correction"):
         if key in stats:
             changes[key] = stats[key]
-    if "dpi" in figures:
-        changes["dpi"] = figures["dpi"]
+    for key in ("dpi", "width"):
+        if key in figures:
+            changes[key] = figures[key]
+    if "formats" in figures:
+        changes["formats"] = _names(figures["formats"], "[figures] formats", path)
     if "sensitivity" in tle:
         levels = _names(tle.get("levels"), "[tle] levels", path)
         if not levels:

@@ -3,7 +3,9 @@
 :func:`make_figures` walks :data:`FIGURES` in order: a figure whose inputs are missing,
 or whose plan finds nothing to show, is skipped; one that fails while drawing is logged
 and skipped, so it does not cost the others. Every figure comes from ``dentalkit.plot``
-(85 mm single column unless declared double, PDF + PNG).
+(85 mm single column unless declared double, PDF + PNG unless asked otherwise), and
+``captions.md`` beside them: each figure's caption (:func:`dentalkit.plot.caption`, from
+the same inputs the figure was drawn from), ready to paste.
 """
 
 from __future__ import annotations
@@ -11,18 +13,26 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from dentalkit._progress import bar
-from dentalkit.errors import DentalkitWarning
+from dentalkit.errors import DentalkitWarning, InputError
 from dentalkit.study.calibration import Calibration, calibration_policy
 from dentalkit.study.groups import GROWTH_DATA_COLUMNS
 
-__all__ = ["FIGURES", "FigureInputs", "FigureSpec", "make_figures"]
+__all__ = [
+    "FIGURES",
+    "Draw",
+    "FigureInputs",
+    "FigureSpec",
+    "check_formats",
+    "make_figures",
+    "write_captions",
+]
 
 log = logging.getLogger("dentalkit")
 
@@ -38,7 +48,9 @@ class FigureSpec:
         result of :func:`make_figures`.
     plan : callable
         ``plan(inputs)`` → ``draw(ax)``, or ``None`` when the inputs hold nothing to show
-        (e.g. no patient with two sessions for a superimposition).
+        (e.g. no patient with two sessions for a superimposition). The standard plans
+        return a :class:`Draw`: a figure function with its inputs, which also gives the
+        figure's caption.
     tables, analyses : tuple of str
         Tables (of :func:`dentalkit.convert.tables`) and analysis tables (of
         :func:`analyze`) the figure cannot be drawn without; it is skipped when any of
@@ -46,7 +58,7 @@ class FigureSpec:
     optional : tuple of str
         Analysis tables it reads when they are present.
     width : str
-        ``"single"`` (85 mm) or ``"double"`` (175 mm) column, as :func:`dentalkit.plot.figure`.
+        ``"single"`` (85 mm) or ``"double"`` (180 mm) column, as :func:`dentalkit.plot.figure`.
     """
 
     name: str
@@ -80,6 +92,64 @@ class FigureInputs:
         return None if self.image_for is None else self.image_for(kind, pid, ts)
 
 
+@dataclass(frozen=True)
+class Draw:
+    """A figure function of :mod:`dentalkit.plot` with its inputs: draws the figure on an
+    axes and gives its caption from the same inputs (:func:`dentalkit.plot.caption`).
+
+    Parameters
+    ----------
+    func : callable
+        The figure function (``plot.ceph_tracing`` …).
+    args : tuple
+        Its positional inputs.
+    kwargs : mapping
+        Its keyword inputs (``ax`` excluded).
+    image : callable, optional
+        ``image()`` → the image drawn under the figure, loaded when the figure is drawn
+        (not when it is planned); passed as ``image=``.
+    after : callable, optional
+        ``after(ax)``: finishing touches (an axis label).
+    note : str, optional
+        A sentence the caption ends with (what ``after`` adds, for instance).
+    """
+
+    func: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    image: Callable[[], Any] | None = None
+    after: Callable[[Any], Any] | None = None
+    note: str | None = None
+
+    def __call__(self, ax: Any) -> Any:
+        """Draw the figure on ``ax``; return what the figure function returns."""
+        return self._run(ax)[0]
+
+    def draw(self, ax: Any) -> str:
+        """Draw the figure on ``ax``; return its caption (one paragraph).
+
+        A caption that cannot be written does not cost the figure: the paragraph then
+        says why, and a warning is logged.
+        """
+        from dentalkit.plot import caption
+
+        _, kwargs = self._run(ax)
+        try:
+            return caption(self.func, *self.args, note=self.note, **kwargs)
+        except Exception as exc:  # the figure is drawn; its caption only is missing
+            log.warning("no caption for figure %s: %s", self.func.__name__, exc)
+            return f"(No caption could be written: {exc}.)"
+
+    def _run(self, ax: Any) -> tuple[Any, dict[str, Any]]:
+        kwargs = dict(self.kwargs)
+        if self.image is not None:
+            kwargs["image"] = self.image()
+        out = self.func(*self.args, **kwargs, ax=ax)
+        if self.after is not None:
+            self.after(ax)
+        return out, kwargs
+
+
 def _lateral_session(inputs: FigureInputs) -> tuple[pd.DataFrame, str, str] | None:
     """Lateral landmarks and the typical session (ANB closest to the median)."""
     lm = inputs.tables["landmarks"]
@@ -97,13 +167,14 @@ def _plan_ceph_tracing(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     if found is None:
         return None
     lateral, pid, ts = found
-    return lambda ax: plot.ceph_tracing(
-        lateral,
-        (pid, ts),
-        image=inputs.image("lateral_ceph", pid, ts),
-        mm_per_px=inputs.mm_per_px("ceph_lateral_points", pid, ts),
-        measures=["SNA", "SNB", "ANB", "SN_MP", "U1_SN", "IMPA"],
-        ax=ax,
+    return Draw(
+        plot.ceph_tracing,
+        (lateral, (pid, ts)),
+        {
+            "mm_per_px": inputs.mm_per_px("ceph_lateral_points", pid, ts),
+            "measures": ["SNA", "SNB", "ANB", "SN_MP", "U1_SN", "IMPA"],
+        },
+        image=lambda: inputs.image("lateral_ceph", pid, ts),
     )
 
 
@@ -118,7 +189,8 @@ def _plan_ceph_superimposition(inputs: FigureInputs) -> Callable[[Any], Any] | N
     if sessions["timestamp"].nunique() < 2:
         return None
     sessions, scale = _one_scale(sessions, inputs)
-    return lambda ax: plot.ceph_superimposition(sessions, pid, mm_per_px=scale, ax=ax)
+    named = plot.pseudonyms(lateral)  # the patient's rank among all, as in the tracing
+    return Draw(plot.ceph_superimposition, (sessions, pid), {"mm_per_px": scale, "identity": named})
 
 
 def _one_scale(sessions: pd.DataFrame, inputs: FigureInputs) -> tuple[pd.DataFrame, float | None]:
@@ -160,11 +232,13 @@ def _plan_ceph_wiggle(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     if not z["z"].notna().any():
         return None
 
-    def wiggle(ax: Any) -> None:
-        plot.ceph_wiggle(z, ax=ax)
-        ax.set_xlabel("z-score, first session\n(textbook SDs, not all verified)")
-
-    return wiggle
+    return Draw(
+        plot.ceph_wiggle,
+        (z,),
+        after=lambda ax: ax.set_xlabel("z-score, first session\n(textbook SDs, not all verified)"),
+        note="Each patient's first session; most norm SDs are textbook values, not all "
+        "verified (docs/measures.md).",
+    )
 
 
 def _plan_arch_forms(inputs: FigureInputs) -> Callable[[Any], Any] | None:
@@ -175,7 +249,7 @@ def _plan_arch_forms(inputs: FigureInputs) -> Callable[[Any], Any] | None:
         return None
     up = points[points["arch"] == "up"]
     key = up.iloc[0][["patient_id", "timestamp"]].astype(str).tolist()
-    return lambda ax: plot.arch_forms(up, fits, tuple(key), ax=ax)
+    return Draw(plot.arch_forms, (up, fits, tuple(key)))
 
 
 def _plan_mean_arch_forms(inputs: FigureInputs) -> Callable[[Any], Any] | None:
@@ -189,7 +263,7 @@ def _plan_mean_arch_forms(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     if not len(mf):
         return None
     by = "skeletal_class" if "skeletal_class" in mf.columns else None
-    return lambda ax: plot.mean_arch_forms(mf, by=by, ax=ax)
+    return Draw(plot.mean_arch_forms, (mf,), {"by": by})
 
 
 def _plan_tooth_map(inputs: FigureInputs) -> Callable[[Any], Any] | None:
@@ -202,8 +276,11 @@ def _plan_tooth_map(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     if not len(pano):
         return None
     key = pano.iloc[0][["patient_id", "timestamp"]].astype(str).tolist()
-    return lambda ax: plot.tooth_map(
-        pano, "area", tuple(key), values=tm, image=inputs.image("pano", *key), ax=ax
+    return Draw(
+        plot.tooth_map,
+        (pano, "area", tuple(key)),
+        {"values": tm},
+        image=lambda: inputs.image("pano", *key),
     )
 
 
@@ -217,8 +294,12 @@ def _plan_finding_boxes(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     if not len(clinical):
         return None
     key = clinical.iloc[0][["patient_id", "timestamp"]].astype(str).tolist()
-    return lambda ax: plot.finding_boxes(
-        clinical, tuple(key), image=inputs.image("intraoral_frontal", *key), ax=ax
+    # crop: the view on the boxes (with a margin), so that their labels can be read
+    return Draw(
+        plot.finding_boxes,
+        (clinical, tuple(key)),
+        {"crop": True},
+        image=lambda: inputs.image("intraoral_frontal", *key),
     )
 
 
@@ -232,7 +313,7 @@ def _plan_whole(analysis: str, figure: str, **options: Any) -> Callable[[FigureI
         table = inputs.analyses[analysis]
         if not len(table):
             return None
-        return lambda ax: getattr(plot, figure)(table, **options, ax=ax)
+        return Draw(getattr(plot, figure), (table,), options)
 
     return plan
 
@@ -245,7 +326,7 @@ def _plan_growth_by_class(inputs: FigureInputs) -> Callable[[Any], Any] | None:
         return None
     gcol = next((c for c in gdata.columns if c not in GROWTH_DATA_COLUMNS), None)
     shown = "SNB" if (gbands["measure"] == "SNB").any() else str(gbands["measure"].iloc[0])
-    return lambda ax: plot.growth_lines(gdata, gbands, shown, group=gcol, ax=ax)
+    return Draw(plot.growth_lines, (gdata, gbands, shown), {"group": gcol})
 
 
 def _plan_tle_by_class(inputs: FigureInputs) -> Callable[[Any], Any] | None:
@@ -254,7 +335,7 @@ def _plan_tle_by_class(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     estimates = inputs.analyses["tle_estimates"]
     if "malocclusion_class" not in estimates.columns:
         return None
-    return lambda ax: plot.tle_distribution(estimates, "malocclusion_class", ax=ax)
+    return Draw(plot.tle_distribution, (estimates, "malocclusion_class"))
 
 
 def _plan_tle_bland_altman(inputs: FigureInputs) -> Callable[[Any], Any] | None:
@@ -263,7 +344,7 @@ def _plan_tle_bland_altman(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     estimates = inputs.analyses["tle_estimates"]
     if "observed_months" not in estimates.columns:
         return None
-    return lambda ax: plot.tle_bland_altman(estimates, "observed_months", ax=ax)
+    return Draw(plot.tle_bland_altman, (estimates, "observed_months"))
 
 
 def _plan_qc_outliers(inputs: FigureInputs) -> Callable[[Any], Any] | None:
@@ -329,19 +410,23 @@ def make_figures(
     dpi: int = 600,
     progress: bool = False,
     figures: Sequence[FigureSpec] = FIGURES,
+    formats: Sequence[str] = ("pdf", "png"),
+    width: str | float | None = None,
 ) -> dict[str, list[Path]]:
-    """Draw the standard figure set; return ``{figure name: [files]}``.
+    """Draw the standard figure set and write their captions; return ``{figure name: [files]}``.
 
     Walks ``figures`` (default :data:`FIGURES`) in order: a figure whose required
     inputs are missing, or whose plan finds nothing to show, is skipped; one that fails
-    while drawing is logged and skipped, so it does not cost the others.
+    while drawing is logged and skipped, so it does not cost the others. The captions of
+    the figures drawn go to ``out/captions.md`` (:func:`write_captions`).
 
     Parameters
     ----------
     tables, analyses : mappings of DataFrames
         Outputs of :func:`dentalkit.convert.tables` and :func:`analyze`.
     out : path
-        Folder for the figures (PDF and PNG of each, 85 mm single-column width).
+        Folder for the figures (by default PDF and PNG of each, at each figure's declared
+        width: :data:`dentalkit.plot.house.FIGURE_WIDTHS`) and ``captions.md``.
     mm_per_px : Calibration or mapping, optional
         The calibration policy, or its endpoint fallback by endpoint name (used to draw
         tracings in millimetres; an image's own value in ``tables["calibration"]`` goes
@@ -354,14 +439,20 @@ def make_figures(
         More figures: name → ``function(ax)`` drawing on a fresh single-column axes,
         drawn after ``figures``.
     dpi : int
-        Resolution of the PNG files and of images embedded in the PDFs (300–1200;
-        default 600, the usual requirement for combination artwork).
+        Resolution of the raster files (PNG, TIFF) and of images embedded in PDF and SVG
+        files (300–1200; default 600, the usual requirement for combination artwork).
     progress : bool
         Show a tqdm bar on stderr that counts the figures as they are drawn, out of the
         number planned (each one takes about a second at 600 dpi); only when stderr is
         a terminal.
     figures : sequence of FigureSpec
         The figure set, declared as data (default :data:`FIGURES`).
+    formats : sequence of {"pdf", "svg", "png", "tiff"}
+        The files written of each figure (default PDF and PNG; TIFF for the journals
+        that ask for it, at ``dpi``).
+    width : {"single", "double"}, float or None
+        One width for every figure: 85 mm, 180 mm or millimetres. Default (None): each
+        figure's declared width (the panoramic tooth map double, the rest single).
     """
     import matplotlib
 
@@ -369,10 +460,15 @@ def make_figures(
     import matplotlib.pyplot as plt
 
     from dentalkit import plot
+    from dentalkit.plot._layout import width_mm
 
+    formats = check_formats(formats)
+    if width is not None:
+        width_mm(width)  # a wrong width stops before anything is drawn
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, list[Path]] = {}
+    captions: dict[str, str] = {}
     inputs = FigureInputs(tables, analyses, mm_per_px, image_for)
     # Plan every figure first: the bar's total is what will be drawn (the declared set,
     # less the figures whose inputs are missing or whose plan finds nothing to show).
@@ -384,30 +480,84 @@ def make_figures(
             continue
         fn = spec.plan(inputs)
         if fn is not None:
-            todo.append((spec.name, fn, spec.width))
-    todo += [(name, fn, "single") for name, fn in (extra or {}).items()]
+            todo.append((spec.name, fn, spec.width if width is None else width))
+    todo += [(name, fn, "single" if width is None else width) for name, fn in (extra or {}).items()]
     counter = bar(len(todo), "figures", "fig", enabled=progress)
 
-    def draw(name: str, fn: Callable[[Any], Any], width: str) -> None:
+    def draw(name: str, fn: Callable[[Any], Any], width: str | float) -> None:
         counter.set_postfix_str(name)
         try:
             with plot.style():
                 fig = plot.figure(width)
                 ax = fig.add_subplot()
-                fn(ax)
-                written[name] = plot.savefig(
-                    fig, out / name, width=width, formats=("pdf", "png"), dpi=dpi
-                )
+                text = fn.draw(ax) if isinstance(fn, Draw) else fn(ax)
+                written[name] = plot.savefig(fig, out / name, width=width, formats=formats, dpi=dpi)
+                if isinstance(fn, Draw):
+                    captions[name] = text
                 plt.close(fig)
         except Exception as exc:  # one bad figure must not cost the others
             plt.close("all")
             log.warning("figure %s was not drawn: %s", name, exc)
         counter.update(1)
 
-    for name, fn, width in todo:
-        draw(name, fn, width)
+    for name, fn, size in todo:
+        draw(name, fn, size)
     counter.close()
+    if written:
+        write_captions(out / "captions.md", {n: captions.get(n) for n in written})
     return written
+
+
+def check_formats(formats: str | Sequence[str]) -> tuple[str, ...]:
+    """Figure formats as :func:`dentalkit.plot.savefig` takes them (lower case, no dot,
+    each once), checked against :data:`dentalkit.plot.house.FORMATS`."""
+    from dentalkit.plot.house import FORMATS
+
+    if isinstance(formats, str):
+        formats = (formats,)
+    chosen = tuple(dict.fromkeys(str(f).lower().lstrip(".") for f in formats))
+    bad = [f for f in chosen if f not in FORMATS]
+    if bad or not chosen:
+        raise InputError(
+            f"figure format(s) {bad or list(formats)} not available; choose from {', '.join(FORMATS)}"
+        )
+    return chosen
+
+
+def write_captions(path: str | Path, captions: Mapping[str, str | None]) -> Path:
+    """Write ``captions.md``: one section per figure (its file stem), its caption below.
+
+    Parameters
+    ----------
+    path : path
+        The Markdown file to write.
+    captions : mapping of str to str or None
+        Figure name → caption, in the order the figures are listed; ``None`` for a
+        figure without one (an ``extra`` figure of :func:`make_figures`, or a plan that
+        returns a plain function), said as such.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    path = Path(path)
+    lines = [
+        "# Figure captions",
+        "",
+        "One paragraph per figure, ready to paste: what is drawn, n (patients), units and "
+        "the method (dentalkit.plot.caption, from the inputs the figure was drawn from).",
+        "",
+    ]
+    for name, text in captions.items():
+        lines += [
+            f"## {name}",
+            "",
+            text or "(No caption: this figure is not drawn through a Draw record.)",
+            "",
+        ]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
 
 
 def _typical_session(lateral: pd.DataFrame, measures: pd.DataFrame | None) -> tuple[str, str]:

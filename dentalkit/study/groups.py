@@ -17,6 +17,7 @@ import pandas as pd
 from dentalkit.errors import InputError
 
 __all__ = [
+    "CLASS_DEFINED_BY",
     "GROWTH_ARCH",
     "GROWTH_CEPH",
     "default_groups",
@@ -31,6 +32,9 @@ log = logging.getLogger("dentalkit")
 #: vertical pattern) and the arch widths (upper and lower).
 GROWTH_CEPH = ("SNB", "ANB", "SN_MP")
 GROWTH_ARCH = ("intercanine_width", "intermolar_width")
+#: The measure whose value at a patient's first session defines the skeletal class (the
+#: default groups): the growth models are adjusted for it (``stats.growth(group_defined_by=)``).
+CLASS_DEFINED_BY = "ANB"
 #: Columns of ``growth_data`` besides the group column (the modelled rows).
 GROWTH_DATA_COLUMNS = ("patient_id", "timestamp", "session_time", "measure", "value", "unit")
 
@@ -95,6 +99,7 @@ def growth_by_group(
     correction: str | None = "holm",
     confidence: float = 0.95,
     why: list[str] | None = None,
+    group_defined_by: str | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Growth of ceph and arch measures over the sessions, compared between groups.
 
@@ -120,6 +125,13 @@ def growth_by_group(
         Level of the intervals (default 0.95).
     why : list of str, optional
         Where to append, in words, why nothing was modelled (when the result is empty).
+    group_defined_by : str, optional
+        The ceph measure whose first-session value defined the groups (``"ANB"`` for the
+        skeletal class): every measure is then modelled baseline-adjusted
+        (:func:`dentalkit.stats.growth` ``group_defined_by=``), so the group × time terms
+        are not regression to the mean. Its rows are modelled too (it is added to
+        ``ceph`` when absent); without its rows the models are unadjusted and their notes
+        say so.
 
     Returns
     -------
@@ -138,7 +150,8 @@ def growth_by_group(
         lat = ceph_measures
         if "view" in lat.columns:
             lat = lat[lat["view"] == "lateral"]
-        lat = lat[lat["measure"].astype(str).isin(list(ceph))]
+        wanted = list(ceph) + ([group_defined_by] if group_defined_by else [])
+        lat = lat[lat["measure"].astype(str).isin(wanted)]
         parts.append(lat.reindex(columns=cols).astype({"measure": "object"}))
     if arch_measures is not None and len(arch_measures):
         am = arch_measures[
@@ -179,9 +192,18 @@ def growth_by_group(
         # order is deprecated in pandas (it would raise in a later release)
         values = groups[group_col].astype("object")
         groups = groups.assign(**{group_col: pd.Categorical(values, categories=order)})
+    defining = group_defined_by
+    if defining is not None and not (data["measure"].astype(str) == defining).any():
+        log.warning("growth: no %s rows, so the models are not baseline-adjusted", defining)
+        defining = None
     try:
         result = growth(
-            data, group=group_col, patients=groups, correction=correction, confidence=confidence
+            data,
+            group=group_col,
+            patients=groups,
+            correction=correction,
+            confidence=confidence,
+            group_defined_by=defining,
         )
     except InputError as exc:
         log.warning("growth analysis skipped: %s", exc)

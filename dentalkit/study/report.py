@@ -16,6 +16,7 @@ import pandas as pd
 
 from dentalkit.study.analyses import NOT_RUN, problems_summary
 from dentalkit.study.design import CORRECTION_NAMES, QC_POLICY_WORDS, Design
+from dentalkit.study.growth_notes import defining_measure, interval_text, power_text, rtm_text
 
 __all__ = [
     "default_intro",
@@ -58,18 +59,29 @@ def _levels_text(cmp: pd.DataFrame) -> str:
 
 
 def _tests_markdown(cmp: pd.DataFrame, keys: list[str]) -> str:
-    """A comparison table with, for every test, its unit, n, test and why (report rows)."""
+    """A comparison table with, for every test, its unit, n, test and why (report rows);
+    the effect size with its interval's level, and whether that interval agrees with the
+    test (``effect_agrees_with_test``)."""
+    levels = cmp.get("effect_ci_level", pd.Series(np.nan, index=cmp.index))
+    agrees = cmp.get("effect_agrees_with_test", pd.Series(pd.NA, index=cmp.index))
     rows = cmp.assign(
         n_per_group=[_n(v) for v in cmp["n_units_per_group"]],
         effect=[
-            f"{name} {es:.2f} [{lo:.2f}, {hi:.2f}]" if pd.notna(es) else ""
-            for name, es, lo, hi in zip(
+            f"{name} {es:.2f} [{lo:.2f}, {hi:.2f}]" + (f" ({lv:.0%})" if pd.notna(lv) else "")
+            if pd.notna(es)
+            else ""
+            for name, es, lo, hi, lv in zip(
                 cmp["effect_size_name"],
                 cmp["effect_size"],
                 cmp["effect_ci_low"],
                 cmp["effect_ci_high"],
+                levels,
                 strict=True,
             )
+        ],
+        agrees_with_test=[
+            "" if pd.isna(a) or pd.isna(es) else ("yes" if bool(a) else "no")
+            for a, es in zip(agrees, cmp["effect_size"], strict=True)
         ],
     )
     cols = [
@@ -81,6 +93,7 @@ def _tests_markdown(cmp: pd.DataFrame, keys: list[str]) -> str:
         "p_value",
         "p_adjusted",
         "effect",
+        "agrees_with_test",
     ]
     return _markdown(rows[cols], ".3f")
 
@@ -167,9 +180,37 @@ def _tests_text(cmp: pd.DataFrame, what: str, words: _Words) -> str:
         f"One test per {what} between {words.plural}, on the {words.session} session of each "
         f"patient (unit: patient; n = patients per {words.member}, in the order "
         f"{_levels_text(cmp)}). {_why_text(cmp)} p-values adjusted across the {len(cmp)} "
-        f"tests ({cmp['correction'].iloc[0]}). Effect size: η² = SS_between/SS_total with its "
-        f"noncentral-F {words.pct} CI."
+        f"tests ({cmp['correction'].iloc[0]}). {_effect_text(cmp)}"
     )
+
+
+def _effect_text(cmp: pd.DataFrame) -> str:
+    """Which effect size goes with which test, its interval, and whether they agree.
+
+    From the rows' own ``test``, ``effect_size_name``, ``effect_ci_method`` and
+    ``effect_agrees_with_test`` (docs/statistics.md, "Effect sizes agree with the test"):
+    one item per test and effect size, the rows' df left to the table's tests.
+    """
+    if "effect_ci_method" not in cmp.columns:
+        return ""
+    rows = cmp.dropna(subset=["effect_size_name", "effect_ci_method"])
+    rows = rows.assign(
+        how=rows["effect_ci_method"]
+        .astype(str)
+        .str.replace(r"\s*with df \([^)]*\)", " on the row's df", regex=True),
+        agrees=rows.get("effect_agrees_with_test", pd.Series(False, index=rows.index))
+        .fillna(False)
+        .astype(bool),
+    ).drop_duplicates(["test", "effect_size_name", "how", "agrees"])
+    out = []
+    for agrees, words in ((True, "agrees with the test"), (False, "is not derived from it")):
+        items = [
+            f"{r.test} → {r.effect_size_name} ({r.how})"
+            for r in rows[rows["agrees"] == agrees].itertuples()
+        ]
+        if items:
+            out.append(f"Effect size whose interval {words}: " + "; ".join(items) + ".")
+    return " ".join(out)
 
 
 def _design_section(design: Design, analyses: Mapping[str, pd.DataFrame]) -> str:
@@ -452,6 +493,11 @@ def sections(
     growth_section = _growth_section(analyses, words)
     if growth_section is not None:
         sections.append(growth_section)
+        power = power_text(analyses, words.member)
+        if power is not None:
+            heading, text, table = power
+            table = table.assign(patients=[_n(v) for v in table["patients"]])
+            sections.append((heading, text + "\n\n" + _markdown(table, ".2f")))
     tle_summary = analyses.get("tle_summary")
     if tle_summary is not None:
         cols = [
@@ -610,12 +656,27 @@ def _not_run_lines(analysis_problems: pd.DataFrame) -> list[str]:
 
 
 def _growth_section(analyses: Mapping, words: _Words) -> tuple[str, str] | None:
-    """Report text of the growth analysis: unit, n, model and why, then the rates."""
+    """Report text of the growth analysis: unit, n, model and why, then the rates.
+
+    The interval's method and df come from the fitted table (``statistic_name``, ``df``);
+    with groups defined by a baseline measure (a ``baseline X`` term), the regression to
+    the mean paragraph (:func:`_rtm_text`).
+    """
     fixed, models = analyses.get("growth_fixed"), analyses.get("growth_models")
     if fixed is None or models is None or not len(fixed):
         return None
     rates = fixed[fixed["term"].astype(str).str.startswith("years")]
-    cols = ["measure", "term", "estimate", "ci_low", "ci_high", "p_adjusted", "n_units", "n_rows"]
+    cols = [
+        "measure",
+        "term",
+        "estimate",
+        "ci_low",
+        "ci_high",
+        "df",
+        "p_adjusted",
+        "n_units",
+        "n_rows",
+    ]
     ok = models[models["status"] == "ok"]
     n_units = int(ok["n_units"].max()) if len(ok) else 0
     n_rows = int(ok["n_rows"].max()) if len(ok) else 0
@@ -646,21 +707,27 @@ def _growth_section(analyses: Mapping, words: _Words) -> tuple[str, str] | None:
         if words.correction == "none"
         else f"{CORRECTION_NAMES[words.correction]}-adjusted across the measures, per term"
     )
+    defining = defining_measure(fixed)
     if words.classes:
-        who = (
-            f"The class is the patient's class at the {words.session} session.{changed} ANB "
-            "defines the class, so class differences in the change of ANB partly reflect "
-            "regression to the mean."
-        )
+        who = f"The class is the patient's class at the {words.session} session.{changed}"
+        if defining is None:
+            who += (
+                " ANB defines the class, so class differences in the change of ANB (and of "
+                "the measures sharing its landmarks) partly reflect regression to the mean; "
+                "these models are not baseline-adjusted."
+            )
     else:
         who = f"The group is the patient's value of {words.noun} in the patients table."
     text = (
         "**Unit: patient.** One linear mixed-effects model per measure (statsmodels MixedLM, "
         "REML; `dentalkit.stats.growth`): value ~ years since the first session × "
-        f"{words.noun}, random effects: {random}. Up to {n_units} patients and {n_rows} "
+        f"{words.noun}"
+        + (f" + baseline {defining}" if defining else "")
+        + f", random effects: {random}. Up to {n_units} patients and {n_rows} "
         "sessions per model. **Why:** the two sessions of a patient are correlated, so they "
         "are not two patients; the mixed model uses every session, counts each patient once, "
-        f"and estimates the change per year of each {member} with its {words.pct} CI (Wald)."
+        f"and estimates the change per year of each {member} with its {words.pct} CI "
+        f"({interval_text(rates)})."
         + (
             " With two sessions per patient a random slope is not identifiable, so all "
             f"patients of a {member} are assumed to change at the same rate."
@@ -672,9 +739,11 @@ def _growth_section(analyses: Mapping, words: _Words) -> tuple[str, str] | None:
         f"`years:{words.term}[T.x]` is how much faster {member} x changes. p-values are "
         f"{adjusted}. {who}" + skipped
     )
+    if defining is not None:
+        text += "\n\n" + rtm_text(analyses, defining, models)
     return (
         f"Growth by {words.noun} (mixed models)",
-        text + "\n\n" + _markdown(rates[cols], ".3f"),
+        text + "\n\n" + _markdown(rates[[c for c in cols if c in rates.columns]], ".3f"),
     )
 
 
@@ -693,6 +762,14 @@ def write_report(
         lines += [f"## {heading}", "", body, ""]
     if figures:
         lines += ["## Figures", ""]
+        captions = next(iter(figures.values()))[0].parent / "captions.md"
+        if captions.exists():
+            rel = (
+                captions.relative_to(path.parent)
+                if captions.is_relative_to(path.parent)
+                else captions
+            )
+            lines += [f"Captions, ready to paste: [{rel.as_posix()}]({rel.as_posix()}).", ""]
         for name, files in figures.items():
             png = next((f for f in files if f.suffix == ".png"), files[0])
             pdf = next((f for f in files if f.suffix == ".pdf"), None)

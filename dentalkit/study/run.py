@@ -356,13 +356,16 @@ def run(
     if curves is not None:
         analyses["tle_sensitivity"] = curves
     with clock("figures"):
-        step = Stage("figures", say, f"drawing PDF and PNG at {design.dpi} dpi")
+        kinds = " and ".join(f.upper() for f in design.formats)
+        step = Stage("figures", say, f"drawing {kinds} at {design.dpi} dpi")
         figures = make_figures(
             tables, analyses, out / "figures", mm_per_px=calibration, image_for=image_for,
-            dpi=design.dpi, progress=progress, figures=chosen,
+            dpi=design.dpi, progress=progress, figures=chosen, formats=design.formats,
+            width=design.width,
         )  # fmt: skip
         step.done(
-            f"{len(figures)} in {out / 'figures'} (PDF and PNG, 85 mm wide, {design.dpi} dpi)"
+            f"{len(figures)} in {out / 'figures'} ({kinds}, {design.width_text()}, "
+            f"{design.dpi} dpi; captions in captions.md)"
         )
     with clock("report"):
         step = Stage("report", say, "writing report.md")

@@ -120,8 +120,8 @@ def test_bland_altman_lines_bands_points_and_labels(measure_result):
     pts = np.asarray(ax.collections[0].get_offsets())
     pairs = measure_result.pairs[measure_result.pairs["measure"] == "ANB"]
     assert pts == pytest.approx(pairs[["mean", "difference"]].to_numpy())
-    assert ax.get_xlabel() == "Mean of reference and test (deg)"
-    assert ax.get_ylabel() == "Test − reference (deg)"
+    assert ax.get_xlabel() == "Mean of reference and test (°)"  # house spelling of units
+    assert ax.get_ylabel() == "Test − reference (°)"
     assert any(t.get_text().startswith("+1.96 SD") for t in ax.texts)
     with pytest.raises(InputError, match="not in the agreement summary"):
         plot.bland_altman(measure_result, "SNB")

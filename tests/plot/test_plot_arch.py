@@ -50,7 +50,8 @@ def test_points_and_one_curve_per_model(tmp_path):
     assert ax.yaxis_inverted() and ax.get_aspect() == 1.0
     assert len(ax.texts) == len(pts)  # point numbers
     legend = ax.get_legend()
-    assert legend.get_title().get_text() == "upper arch"
+    # the session by pseudonym (never the ID or the timestamp), then the arch
+    assert legend.get_title().get_text() == "patient 1, session 1 (baseline)\nupper arch"
     assert [t.get_text() for t in legend.get_texts()] == ["catenary", "parabola", "arch points"]
     save_all(ax, tmp_path, "arch_forms")
 
@@ -64,7 +65,8 @@ def test_model_choice_and_errors():
     both = pd.concat([pts, arch_points("P003", "2024-03-01", "lo")])
     with pytest.raises(InputError, match="holds 2 sessions/images"):
         parch.forms(both)
-    assert parch.forms(both, arch="lo").get_legend().get_title().get_text() == "lower arch"
+    title = parch.forms(both, arch="lo").get_legend().get_title().get_text()
+    assert title.endswith("\nlower arch") and "P003" not in title
     with pytest.raises(InputError, match="fits must be"):
         parch.forms(pts, pd.DataFrame({"model": ["catenary"]}))
 
@@ -78,13 +80,36 @@ def test_forms_from_fits():
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels[0].startswith("catenary (") and labels[0].endswith(" px)")
     assert labels[1].startswith("parabola (")
-    assert ax.get_legend().get_title().get_text() == "upper arch (model: RMSE)"
+    assert " ".join(ax.get_legend().get_title().get_text().split()).endswith(
+        "upper arch (model: RMSE)"
+    )
     rmse = fits.set_index(fits["model"].astype(str))["rmse"]
     assert labels[0] == f"catenary ({rmse['catenary']:.2g} px)"
     curve = arch.curve(fits, frame="image")
     cat = curve[curve["model"].astype(str) == "catenary"][["x_image", "y_image"]].to_numpy()
     line = next(ln for ln in ax.get_lines() if ln.get_gid() == "model:catenary")
     np.testing.assert_allclose(np.asarray(line.get_xydata()), cat)
+
+
+def test_forms_from_fits_in_mm_are_drawn_in_mm():
+    """Issue 31: the axes were in px while the legend's RMSE was in mm."""
+    from dentalkit import arch
+
+    pts = arch_points("P003", "2024-03-01", "up")
+    fits = arch.fit(pts, ["catenary", "poly4"], mm_per_px=0.08)
+    ax = parch.forms(pts, fits)
+    assert ax.get_xlabel() == "x (mm)" and ax.get_ylabel() == "y (mm, down)"
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[0].endswith(" mm)")
+    (scatter,) = [c for c in ax.collections if c.get_gid() == "arch_points"]
+    np.testing.assert_allclose(scatter.get_offsets(), pts[["x", "y"]].to_numpy() * 0.08)
+    curve = arch.curve(fits, frame="image")
+    cat = curve[curve["model"].astype(str) == "catenary"][["x_image", "y_image"]].to_numpy()
+    line = next(ln for ln in ax.get_lines() if ln.get_gid() == "model:catenary")
+    np.testing.assert_allclose(np.asarray(line.get_xydata()), cat * 0.08)
+    # the curves that coincide stay visible: each model has its own dash pattern
+    styles = {ln.get_gid(): ln.get_linestyle() for ln in ax.get_lines()}
+    assert styles["model:catenary"] == "-" and styles["model:poly4"] != "-"
 
 
 def _mean_form() -> pd.DataFrame:
@@ -134,10 +159,15 @@ def test_mean_forms_upper_and_lower_in_separate_panels(tmp_path):
         gids = {ln.get_gid() for ln in a.get_lines() if str(ln.get_gid()).startswith("mean:")}
         assert gids == {f"mean:Class I:{arch_}", f"mean:Class II:{arch_}"}
         assert a.yaxis_inverted()  # posterior down: incisors on top
-        texts = [t.get_text() for t in a.get_legend().get_texts()]
-        assert texts == (["Class I (n = 12)", "Class II (n = 9)"])
         name = "upper" if arch_ == "up" else "lower"
-        assert a.get_legend().get_title().get_text() == f"{name} arch: catenary mean, 95% CI"
+        assert f"{name} arch" in [t.get_text() for t in a.texts]  # each panel named
+    # one legend for both panels, above the upper one
+    assert panels["panel:lo"].get_legend() is None
+    legend = panels["panel:up"].get_legend()
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert texts == ["Class I (n = 12 patients)", "Class II (n = 9 patients)"]
+    title = " ".join(legend.get_title().get_text().split())
+    assert title == "Catenary mean and 95 % CI by group"
     up, lo = panels["panel:up"], panels["panel:lo"]
     assert up.get_lines()[0].get_color() != up.get_lines()[1].get_color()
     # the same scale and limits in both panels, fitted to the curves and bands (4 % margin)
@@ -168,7 +198,7 @@ def test_mean_forms_in_a_given_axes_split_its_place(tmp_path):
     assert _legend_share(fig) <= 0.25
     # the count column of the table labels the groups, whatever its name
     one = parch.mean_forms(_mean_form().rename(columns={"n_arches": "n_patients"}), by="group")
-    assert one.get_legend().get_texts()[0].get_text() == "Class I (n = 12)"
+    assert one.get_legend().get_texts()[0].get_text() == "Class I (n = 12 patients)"
 
 
 def test_forms_layout_legend_compact_axes_on_the_data(tmp_path):

@@ -110,7 +110,7 @@ def test_wits_is_drawn_as_the_distance_between_the_feet_on_the_occlusal_plane():
 def test_point_to_line_distance_is_the_perpendicular():
     pts = {"S": (700.0, 0.0), "N": (0.0, 0.0), "B": (0.0, 600.0), "Pog": (50.0, 700.0)}
     ax = pceph.tracing(_session(pts), measures=["Pog_NB"])
-    assert _legend(ax) == ["Pog to NB −50.0 px"]  # Pog behind N–B: the face looks left
+    assert _legend(ax) == ["Pog–NB −50.0 px"]  # Pog behind N–B: the face looks left
     lines = {
         tuple(map(tuple, np.asarray(ln.get_xydata()))): ln.get_linestyle()
         for ln in _lines(ax, "measure:Pog_NB")
@@ -132,12 +132,12 @@ def test_a_measure_whose_lines_are_all_drawn_still_gets_its_value():
            "Go": (600.0, 700.0), "Me": (150.0, 900.0)}  # fmt: skip
     ax = pceph.tracing(_session(pts), measures=["SN_MP", "FMA", "FH_SN"])
     texts = _legend(ax)
-    assert [t.split(" ")[0] for t in texts] == ["SN", "FMA", "FH"]
+    assert [t.split(" ")[0] for t in texts] == ["SN–MP", "FMA", "FH–SN"]
     fh_sn = _lines(ax, "measure:FH_SN")
     assert all(len(ln.get_xydata()) == 0 for ln in fh_sn)  # legend entry only, no redraw
     u, v = np.subtract(pts["Or"], pts["Po"]), np.subtract(pts["N"], pts["S"])
     angle = np.degrees(np.arccos(abs(u @ v) / np.hypot(*u) / np.hypot(*v)))
-    assert texts[2] == f"FH to SN {angle:.1f}°"
+    assert texts[2] == f"FH–SN {angle:.1f}°"
 
 
 @pytest.mark.parametrize(
@@ -269,7 +269,12 @@ def test_landmark_labels_do_not_cover_each_other():
     t = landmarks("P001", "2024-03-01")
     ax = pceph.tracing(t, mm_per_px=0.1, measures=["SNA", "SNB", "U1_SN", "IMPA", "L1_NB_deg"])
     renderer = ax.figure.canvas.get_renderer()
-    boxes = {text.get_text(): text.get_window_extent(renderer) for text in ax.texts}
+    # names are printed with spaces ("U1 tip"), on white boxes
+    ax.figure.canvas.draw()
+    boxes = {
+        text.get_text().replace(" ", "_"): text.get_bbox_patch().get_window_extent(renderer)
+        for text in ax.texts
+    }
     assert {"U1_tip", "U1_apex", "L1_tip", "L1_apex"} <= set(boxes)
     overlapping = [
         (a, b)

@@ -88,8 +88,14 @@ def test_superimposition_of_two_sandbox_sessions(tmp_path):
     t = pd.concat([landmarks("P001", "2020-03-01"), landmarks("P001", "2024-03-01")])
     ax = pceph.superimposition(t, mm_per_px=0.1)
     legend = ax.get_legend()
-    assert [x.get_text() for x in legend.get_texts()] == ["2020-03-01", "2024-03-01"]
-    assert "registered on S–N at S" in legend.get_title().get_text()
+    # sessions by rank and time from the first (never the raw timestamps); every mark
+    assert [x.get_text() for x in legend.get_texts()] == [
+        "session 1 (baseline)",
+        "session 2 (4.0 years)",  # 2020-03-01 to 2024-03-01: 1461 days
+        "S (+) and S–N of the first session",
+        "movement, first to last session",
+    ]
+    assert legend.get_title().get_text() == "patient 1, registered on S–N at S"
     assert not ax.yaxis_inverted()  # an anatomical frame, superior up
     assert ax.get_xlabel() == "along S–N, anterior (mm)"
     contours = [ln for ln in ax.get_lines() if str(ln.get_gid()).startswith("contour:")]
@@ -161,7 +167,19 @@ def test_wiggle_means_and_t_intervals_by_hand(tmp_path):
     assert [t.get_text() for t in ax.get_yticklabels()] == ["SNA", "FMA", "IMPA"]
     assert ax.yaxis_inverted()  # first measure on top
     right = next(c for c in ax.child_axes)
-    assert [t.get_text() for t in right.get_yticklabels()] == ["82 ± 3.5°", "25 ± 4.5°", "90 ± 5°"]
+    # the norm and, in brackets, the patients scored (4 here), under a header
+    assert [t.get_text() for t in right.get_yticklabels()] == [
+        "82 ± 3.5° (4)",
+        "25 ± 4.5° (4)",
+        "90 ± 5° (4)",
+    ]
+    assert "Norm (n)" in [t.get_text() for t in ax.texts]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "mean, 95 % CI",
+        "patients",
+        "±1 SD",
+        "±2 SD",
+    ]
     lo, hi = ax.get_xlim()
     assert lo == -hi and hi >= 3.0
     bands = sorted((round(p.get_x(), 9), round(p.get_x() + p.get_width(), 9)) for p in ax.patches)
@@ -174,8 +192,10 @@ def test_wiggle_means_and_t_intervals_by_hand(tmp_path):
 def test_wiggle_by_group():
     ax = pceph.wiggle(_zscores(), measures=["SNA", "FMA"], by="sex", individuals=False)
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
-        "F (mean, 95% CI)",
-        "M (mean, 95% CI)",
+        "F: mean, 95 % CI",
+        "M: mean, 95 % CI",
+        "±1 SD",
+        "±2 SD",
     ]
     f, m = ax.containers
     np.testing.assert_allclose(f.lines[0].get_xdata(), [1.5, -2.0])  # p0, p1

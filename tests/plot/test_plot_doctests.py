@@ -13,6 +13,8 @@ MODULES = [
     "dentalkit.plot._layout",
     "dentalkit.plot.ceph",
     "dentalkit.plot._ceph_superimposition",
+    "dentalkit.plot.house",
+    "dentalkit.plot.captions",
 ]
 
 

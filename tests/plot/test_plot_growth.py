@@ -47,7 +47,7 @@ def test_lines_per_patient_fit_and_band_per_group():
     np.testing.assert_allclose(fit.get_ydata(), [76.2, 77.1])
     patient = ax.lines[0]  # years since the patient's first session: 0 and 1 (2024 a leap year)
     np.testing.assert_allclose(patient.get_xdata(), [0.0, 366 / 365.25])
-    assert ax.get_ylabel() == "SNB (deg)"
+    assert ax.get_ylabel() == "SNB (°)"  # one spelling of units (issue 31)
 
 
 def test_unknown_measure_is_refused():

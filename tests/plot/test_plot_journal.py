@@ -1,7 +1,9 @@
 """Every figure, made in the house style, fits one journal column without layout failure.
 
 constrained layout only *warns* when labels and legends leave no room for the axes
-(the figure is then unusable), so these tests turn that warning into an error.
+(the figure is then unusable), so these tests turn that warning into an error. The PDF
+each writes is read back (``pdf_rules``): no text under 6 pt, no text over text, a page
+of a declared size.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import pytest
 
 from dentalkit import plot
 from tests.plot import test_plot_arch, test_plot_ceph_cohort, test_plot_tle
+from tests.plot.pdf_rules import problems
 from tests.plot.plot_tables import arch_points, findings, landmarks, teeth
 
 
@@ -135,3 +138,4 @@ def test_fits_a_single_column_in_the_house_style(make, tmp_path):
         if a.get_label() != "<colorbar>":
             pos = a.get_position()
             assert pos.width > 0.3 and pos.height > 0.1, a
+    assert problems(pdf) == []

@@ -145,7 +145,7 @@ def test_odontogram_colours_and_grey_for_teeth_without_data(tmp_path):
     assert ax.yaxis_inverted()  # upper arch on top
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["not assessed"]
     (cbar,) = ax.child_axes  # the colour bar, inset beside the image
-    assert cbar.get_xlabel() == "Prevalence"
+    assert cbar.get_xlabel() == "Prevalence (%), in the cells"  # the cells' unit said
     save_all(ax, tmp_path, "odontogram")
 
 

@@ -13,27 +13,31 @@ from tests.plot.plot_tables import save_all
 M = "estimate_length_months"
 
 
+A_VALUES = [10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 40.0]
+
+
 def _estimates() -> pd.DataFrame:
     return pd.DataFrame(
         {
-            "group": pd.Categorical(["B"] * 3 + ["A"] * 5, categories=["A", "B"]),
-            M: [20.0, 22.0, 24.0, 10.0, 12.0, 14.0, 16.0, 30.0],
+            "group": pd.Categorical(["B"] * 3 + ["A"] * 10, categories=["A", "B"]),
+            M: [20.0, 22.0, 24.0, *A_VALUES],
         }
     )
 
 
 def test_distribution_boxes_points_and_means(tmp_path):
     summary = pd.DataFrame(
-        {"group": ["A", "B"], "mean": [16.4, 22.0], "ci_low": [11.0, 20.0], "ci_high": [24.0, 24.0]}
+        {"group": ["A", "B"], "mean": [16.6, 22.0], "ci_low": [11.0, 20.0], "ci_high": [24.0, 24.0]}
     )
     ax = ptle.distribution(_estimates(), "group", summary=summary)
     boxes = {p.get_gid(): p for p in ax.patches if str(p.get_gid()).startswith("box:")}
     ys = boxes["box:A"].get_path().vertices[:, 1]
-    # quartiles of 10, 12, 14, 16, 30 by linear interpolation (numpy's default): 12 and 16
-    assert (ys.min(), ys.max()) == (12.0, 16.0)
+    # quartiles of 10 … 18, 40 by linear interpolation (numpy's default): positions 2.25
+    # and 6.75 of the sorted values, 12.25 and 16.75
+    assert (ys.min(), ys.max()) == (12.25, 16.75)
     medians = [ln for ln in ax.get_lines() if ln.get_color() == "black" and ln.get_lw() == 1.0]
-    assert medians[0].get_ydata()[0] == 14.0
-    # whiskers reach the furthest value within 1.5 IQR (= 6) of the box: 10 and 16, not 30
+    assert medians[0].get_ydata()[0] == 14.5
+    # whiskers reach the furthest value within 1.5 IQR (= 6.75) of the box: 10 and 18, not 40
     caps = sorted(
         {
             float(ln.get_ydata()[0])
@@ -41,16 +45,33 @@ def test_distribution_boxes_points_and_means(tmp_path):
             if len(ln.get_ydata()) == 2 and ln.get_ydata()[0] == ln.get_ydata()[1]
         }
     )
-    assert 10.0 in caps and 30.0 not in caps
+    assert 10.0 in caps and 18.0 in caps and 40.0 not in caps
     points = next(c for c in ax.collections if c.get_gid() == "points:A")
-    np.testing.assert_allclose(sorted(points.get_offsets()[:, 1]), [10, 12, 14, 16, 30])
+    np.testing.assert_allclose(sorted(points.get_offsets()[:, 1]), A_VALUES)
     mean_a = next(c for c in ax.containers if c.lines[0].get_gid() == "mean:A")
-    assert mean_a.lines[0].get_ydata()[0] == 16.4
+    assert mean_a.lines[0].get_ydata()[0] == 16.6
     seg = mean_a.lines[2][0].get_segments()[0]
     assert sorted(seg[:, 1]) == [11.0, 24.0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["A\n(n = 5)", "B\n(n = 3)"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["A\n(n = 10)", "B\n(n = 3)"]
     assert ax.get_ylabel() == "Predicted treatment length (months)"
     save_all(ax, tmp_path, "tle_distribution")
+
+
+def test_a_group_under_ten_patients_is_drawn_as_points_not_a_box():
+    """Issue 31: a boxplot was drawn for a group of 3."""
+    from dentalkit.plot.house import MIN_N_BOX
+
+    assert MIN_N_BOX == 10
+    ax = ptle.distribution(_estimates(), "group", n_resamples=199)
+    boxes = {p.get_gid() for p in ax.patches if str(p.get_gid()).startswith("box:")}
+    assert boxes == {"box:A"}  # 10 patients: a box; B, 3 patients: none
+    points = next(c for c in ax.collections if c.get_gid() == "points:B")
+    np.testing.assert_allclose(sorted(points.get_offsets()[:, 1]), [20.0, 22.0, 24.0])
+    nine = _estimates().iloc[:-1]  # A down to 9 patients: no box at all
+    ax = ptle.distribution(nine, "group", n_resamples=199)
+    assert not [p for p in ax.patches if str(p.get_gid()).startswith("box:")]
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert texts == ["patients", "mean, 95 % bootstrap CI"]
 
 
 def test_distribution_computes_the_summary_when_not_given():
@@ -82,7 +103,10 @@ def test_sensitivity_curves(tmp_path):
     np.testing.assert_allclose(mean.get_ydata(), [22.0, 23.5, 25.0])
     assert [t.get_text() for t in ax.get_xticklabels()] == ["none", "mild", "severe"]
     assert len(ax.get_lines()) == 3  # two patients and the mean
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["mean of 2 patients"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "mean of 2 patients",
+        "patients",
+    ]
     save_all(ax, tmp_path, "tle_sensitivity")
     numeric = ptle.sensitivity(_curves([10.0, 20.0, 40.0], "age_years"), individuals=False)
     (line,) = numeric.get_lines()
@@ -93,7 +117,7 @@ def test_several_factors_make_a_panel_figure():
     both = pd.concat([_curves(["none", "mild"]), _curves([10.0, 20.0], "age_years")])
     fig = ptle.sensitivity(both)
     visible = [a for a in fig.axes if a.get_visible()]
-    assert [a.get_xlabel() for a in visible] == ["crowding", "age years"]
+    assert [a.get_xlabel() for a in visible] == ["Crowding", "Age years"]
     with pytest.raises(InputError, match="2 factors"):
         ptle.sensitivity(both, ax=visible[0])
 

@@ -92,6 +92,7 @@ def test_the_study_runs_every_stage_and_says_where_everything_is(study_run):
     estimates = pd.read_parquet(out / "analyses" / "tle_estimates.parquet")
     assert estimates["estimate_length_months"].notna().sum() == N
     assert sorted(p.name for p in (out / "figures").iterdir()) == [
+        "captions.md",  # the caption of each figure drawn, beside them
         "mean_arch_forms.pdf",
         "mean_arch_forms.png",
     ]

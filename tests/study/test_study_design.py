@@ -28,6 +28,8 @@ run = ["ceph", "arch", "arch_groups"]
 [figures]
 draw = ["arch_forms"]
 dpi = 300
+formats = ["SVG", "tiff"]
+width = 120
 
 [calibration]
 ceph_lateral_points = 0.1
@@ -50,6 +52,7 @@ def test_an_empty_file_is_every_default(tmp_path):
     assert d == Design()
     assert (d.groups, d.session, d.alpha, d.correction) == (None, "first", 0.05, "holm")
     assert (d.analyses, d.figures, d.dpi, dict(d.mm_per_px)) == (None, None, 600, {})
+    assert (d.formats, d.width) == (("pdf", "png"), None)
     assert d.confidence == 0.95 and d.adjust == "holm"
     assert d.sensitivity is None
 
@@ -70,7 +73,9 @@ def test_every_key_is_read(tmp_path):
         "α = 0.01 (intervals at 99 %); multiplicity: Benjamini–Hochberg across the measures "
         "of one question."
     )
-    assert "ceph, arch, arch_groups" in lines[3] and "arch_forms (300 dpi)" in lines[3]
+    assert d.formats == ("svg", "tiff") and d.width == 120
+    assert "ceph, arch, arch_groups" in lines[3]
+    assert "arch_forms (300 dpi; SVG, TIFF; every figure 120 mm wide)" in lines[3]
     assert "`ceph_lateral_points` 0.1 mm/px" in lines[4]
     assert Design(correction="none").adjust is None
 
@@ -87,6 +92,9 @@ def test_every_key_is_read(tmp_path):
         ("[statistics]\nsession = 'baseline'\n", r"session='baseline' is not one of first, last"),
         ("[statistics]\ncorrection = 'holmes'\n", r"correction='holmes' is not one of holm"),
         ("[figures]\ndpi = 72\n", r"dpi=72 is not an integer from 300 to 1200"),
+        ("[figures]\nformats = ['eps']\n", r"format\(s\) \['eps'\] not available; choose from"),
+        ("[figures]\nformats = 'pdf'\n", r"\[figures\] formats must be a list of names"),
+        ("[figures]\nwidth = 'triple'\n", r"width 'triple' is not a journal width"),
         ("[calibration]\nceph = 0.1\n", r"'ceph' is not an endpoint name"),
         ("[analyses]\nrun = 'ceph'\n", r"\[analyses\] run must be a list of names"),
         ("[tle]\nsensitivity = 'crowding'\n", r"\[tle\] sensitivity needs levels"),
