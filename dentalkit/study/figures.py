@@ -335,6 +335,9 @@ def _plan_tle_by_class(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     estimates = inputs.analyses["tle_estimates"]
     if "malocclusion_class" not in estimates.columns:
         return None
+    months = "estimate_length_months"
+    if months not in estimates.columns or not estimates[months].notna().any():
+        return None  # no estimate to show (e.g. no /tle answer could be read): no empty axes
     return Draw(plot.tle_distribution, (estimates, "malocclusion_class"))
 
 
@@ -479,7 +482,9 @@ def make_figures(
         ):
             continue
         fn = spec.plan(inputs)
-        if fn is not None:
+        if fn is None:
+            log.info("figure %s not drawn: its inputs have nothing to show", spec.name)
+        else:
             todo.append((spec.name, fn, spec.width if width is None else width))
     todo += [(name, fn, "single" if width is None else width) for name, fn in (extra or {}).items()]
     counter = bar(len(todo), "figures", "fig", enabled=progress)

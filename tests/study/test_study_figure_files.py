@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
@@ -80,3 +82,25 @@ def test_a_wrong_format_or_width_stops_before_anything_is_drawn(tmp_path):
     with pytest.raises(InputError, match="study design: width 'triple'"):
         Design(width="triple")
     assert Design(formats=("PDF", ".tiff")).formats == ("pdf", "tiff")
+
+
+def test_treatment_length_by_class_is_not_drawn_without_an_estimate(tmp_path, caplog):
+    """A study whose /tle answers could not be read (all estimates missing, as under the
+    sandbox's drift mode) draws no empty axes; one estimate is enough to draw."""
+    from dentalkit.study.figures import FIGURES
+
+    spec = [f for f in FIGURES if f.name == "tle_by_class"]
+    none = pd.DataFrame(
+        {
+            "patient_id": ["P1", "P2"],
+            "malocclusion_class": ["Class I", "Class II"],
+            "estimate_length_months": [np.nan, np.nan],
+        }
+    )
+    with caplog.at_level("INFO", logger="dentalkit"):
+        drawn = make_figures({}, {"tle_estimates": none}, tmp_path / "a", figures=spec, dpi=300)
+    assert drawn == {} and not (tmp_path / "a" / "tle_by_class.pdf").exists()
+    assert "tle_by_class not drawn: its inputs have nothing to show" in caplog.text
+    one = none.assign(estimate_length_months=[20.0, np.nan])
+    drawn = make_figures({}, {"tle_estimates": one}, tmp_path / "b", figures=spec, dpi=300)
+    assert set(drawn) == {"tle_by_class"}
