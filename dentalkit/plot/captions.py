@@ -56,6 +56,7 @@ FIGURE_NAMES = {
     "tle_sensitivity_crowding": "tle_sensitivity",
     "tle_bland_altman": "tle_bland_altman",
     "tle_calibration": "tle_calibration",
+    "qc_outliers": "qc_outliers",
 }
 _VIEW_OF_SOURCE = {
     "pano": "panoramic radiograph",
@@ -108,7 +109,7 @@ def caption(
 def _name(figure: str | Callable[..., Any]) -> str:
     if isinstance(figure, str):
         return figure
-    from dentalkit.plot import arch, ceph, findings, growth, teeth, tle
+    from dentalkit.plot import arch, ceph, findings, growth, qc, teeth, tle
 
     functions = {
         ceph.tracing: "ceph_tracing",
@@ -125,6 +126,7 @@ def _name(figure: str | Callable[..., Any]) -> str:
         tle.sensitivity: "tle_sensitivity",
         tle.bland_altman: "tle_bland_altman",
         tle.calibration_plot: "tle_calibration",
+        qc.qc_outliers: "qc_outliers",
     }
     try:
         return functions[figure]
@@ -607,6 +609,24 @@ def _tle_calibration(
     """
 
 
+def _qc_outliers(qc: pd.DataFrame, *, view: str = "lateral", **_: Any) -> str:
+    rows = qc[(qc["view"].astype(str) == view) & qc["procrustes_distance"].notna()]
+    flagged = int(rows["flagged"].astype(bool).sum())
+    patients = rows["patient_id"].nunique() if "patient_id" in rows.columns else None
+    who = f" of {int(patients)} patients" if patients is not None else ""
+    return f"""
+        Quality control of the AI's {view} cephalometric landmarks: each session's Procrustes
+        distance from the cohort's mean shape after generalised Procrustes superimposition
+        (configurations centred, scaled to unit centroid size and rotated; Gower 1975, Rohlf &
+        Slice 1990; dentalkit.qc.landmarks), sessions ordered by distance, largest first, as
+        geomorph's plotOutliers. Vermillion: sessions flagged by the quality control (cohort
+        shape model or plausible-range rules); grey: passed. Solid line: median distance;
+        dashed: upper fence, third quartile + 1.5 times the interquartile range. Distances
+        have no unit (shapes at unit centroid size). n = {len(rows)} sessions{who};
+        {flagged} flagged.
+    """
+
+
 _CAPTIONS: dict[str, Callable[..., str]] = {
     "ceph_tracing": _ceph_tracing,
     "ceph_superimposition": _ceph_superimposition,
@@ -622,4 +642,5 @@ _CAPTIONS: dict[str, Callable[..., str]] = {
     "tle_sensitivity": _tle_sensitivity,
     "tle_bland_altman": _tle_bland_altman,
     "tle_calibration": _tle_calibration,
+    "qc_outliers": _qc_outliers,
 }

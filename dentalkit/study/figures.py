@@ -365,7 +365,7 @@ def _plan_qc_outliers(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     ]
     if not len(rows):
         return None
-    return lambda ax: plot.qc_outliers(rows, view="lateral", ax=ax)
+    return Draw(plot.qc_outliers, (rows,), {"view": "lateral"})
 
 
 #: The standard figure set, in the order :func:`make_figures` draws it.

@@ -30,9 +30,8 @@ def test_the_demo_writes_a_caption_for_every_figure_it_draws(demo_study):
     drawn = {p.stem for p in (out / "figures").glob("*.pdf")}
     captions = _sections(out / "figures" / "captions.md")
     assert set(captions) == drawn
-    # every figure but the QC outliers (merged from main without a caption function yet)
     missing = {n for n, text in captions.items() if text.startswith("(No caption")}
-    assert missing <= {"qc_outliers"}, missing
+    assert not missing, missing
     for name, text in captions.items():
         assert text, name
         assert "DEMO-" not in text, name  # pseudonymised, as the figures

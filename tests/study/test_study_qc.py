@@ -15,7 +15,7 @@ import pytest
 from dentalkit import ceph, qc, study
 from dentalkit.errors import InputError
 from dentalkit.study import report
-from dentalkit.study.analyses import _Problems
+from dentalkit.study._not_run import Problems
 from dentalkit.study.design import QC_POLICIES
 from tests.qc.qc_cohort import lateral, move
 
@@ -115,7 +115,7 @@ def test_the_sensitivity_analysis_gives_the_means_with_and_without_the_excluded(
 
 
 def test_later_problem_rows_name_rows_of_the_table_as_given():
-    problems = _Problems()
+    problems = Problems()
     problems.kept_rows = {"landmarks": np.array([2, 5, 7])}
     found = pd.DataFrame(
         {
@@ -126,7 +126,7 @@ def test_later_problem_rows_name_rows_of_the_table_as_given():
         }
     )
     problems.add("ceph.measure", found)
-    assert problems.table()["row"].tolist() == [2, 7, 1]
+    assert problems.table(["ceph.measure"])["row"].tolist() == [2, 7, 1]
 
 
 def test_the_report_section_states_the_policy_counts_methods_and_every_excluded_item(runs, cohort):
@@ -149,6 +149,11 @@ def test_the_qc_figure_is_drawn_with_the_cohort_model_and_skipped_without(tmp_pa
     checks = qc.landmarks(big, mm_per_px=0.1)
     drawn = study.make_figures({}, {"qc": checks}, tmp_path / "a", figures=spec, dpi=300)
     assert sorted(p.suffix for p in drawn["qc_outliers"]) == [".pdf", ".png"]
+    # the caption counts what the figure draws: the 60 lateral sessions, the flagged ones
+    text = (tmp_path / "a" / "captions.md").read_text(encoding="utf-8")
+    n_flagged = int(checks["flagged"].sum())
+    assert "Procrustes distance" in text and "n = 60 sessions of 60 patients" in text, text
+    assert f"{n_flagged} flagged" in text and n_flagged >= 1
     small = qc.landmarks(lateral(N, prefix="QS"), mm_per_px=0.1)  # no Procrustes distance
     assert study.make_figures({}, {"qc": small}, tmp_path / "b", figures=spec, dpi=300) == {}
 
