@@ -106,6 +106,35 @@ def study(sandbox, tmp_path_factory):
     assert dk_study.left_out(found["analysis_problems"]) == 1  # the others say what is not made
     analysis["analysis_problems"] = found["analysis_problems"]
     analysis["calibration_applied"] = found["calibration_applied"]  # endpoint fallback
+    # quality control: each check's own table, and the study's QC under qc="exclude" with
+    # one lateral session's A point moved 400 px (40 mm), so that a session is excluded
+    from dentalkit import qc as dk_qc
+
+    lm = contract["landmarks"]
+    lateral = lm[lm["view"].astype(str) == "lateral"]
+    first = lateral.iloc[0]
+    hit = (
+        (lm["patient_id"] == first["patient_id"])
+        & (lm["timestamp"] == first["timestamp"])
+        & (lm["view"].astype(str) == "lateral")
+        & (lm["name"].astype(str) == "A")
+    )
+    assert hit.sum() == 1
+    moved = lm.copy()
+    moved.loc[hit, "x"] += 400.0
+    checked = dk_study.analyze(
+        {"landmarks": moved}, {"ceph_lateral_points": 0.1}, qc="exclude", errors="collect"
+    )
+    assert len(checked["qc_excluded"]) >= 1  # the moved session
+    for name in ("qc", "qc_summary", "qc_excluded", "qc_sensitivity"):
+        analysis[name] = checked[name]
+    analysis["qc_landmarks"] = dk_qc.landmarks(lm, mm_per_px=0.1, errors="collect")[0]
+    analysis["qc_teeth"] = dk_qc.teeth(contract["teeth"], errors="collect")[0]
+    analysis["qc_arch_points"] = dk_qc.arch_points(contract["arch_points"], errors="collect")[0]
+    analysis["qc_findings"] = dk_qc.findings(
+        contract["findings"], image_sizes={"pano": (2800, 1400)}, errors="collect"
+    )[0]
+    analysis["qc_tle_inputs"] = dk_qc.tle_inputs(contract["tle"], errors="collect")[0]
     growth = dk_study.growth_by_group(m, dims, groups)
     assert sorted(growth) == sorted(k for k in ANALYSIS_TABLES if k.startswith("growth_"))
     analysis.update(growth)
