@@ -12,7 +12,8 @@ from dentalkit.study import FIGURES, FigureSpec, make_figures
 
 def test_standard_figure_set_names_and_order():
     # The names and order the dozen `if …: draw(...)` blocks drew before the declaration,
-    # then the treatment-length figures (the demo's before issue 32; now every study's)
+    # then the treatment-length figures (the demo's before issue 32; now every study's) and
+    # the QC outliers (issue 28)
     assert [f.name for f in FIGURES] == [
         "ceph_tracing",
         "ceph_superimposition",
@@ -27,6 +28,7 @@ def test_standard_figure_set_names_and_order():
         "tle_by_class",
         "tle_sensitivity_crowding",
         "tle_bland_altman",
+        "qc_outliers",
     ]
     assert [f.name for f in FIGURES if f.width == "double"] == ["tooth_map"]
 
