@@ -300,12 +300,15 @@ def _check_link_expiry(
     request was paid for); the manifest is refused before, naming each row, so the links
     can be signed again. Links that state no expiry are not checked.
     """
-    signed = mask & url.str.contains("?", regex=False, na=False).to_numpy()
+    cells = url.to_numpy(dtype=object)
+    signed = mask & np.fromiter(
+        (isinstance(v, str) and "?" in v for v in cells), dtype=bool, count=len(cells)
+    )
     if not signed.any():
         return
     now = datetime.now(UTC)
     reasons = np.full(len(rows), None, dtype=object)
-    for i, link in zip(np.flatnonzero(signed), url.to_numpy(dtype=object)[signed], strict=True):
+    for i, link in zip(np.flatnonzero(signed), cells[signed], strict=True):
         end = link_expires_at(link)
         if end is not None and end <= now:
             reasons[i] = (

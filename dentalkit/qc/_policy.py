@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -166,6 +167,14 @@ def apply(table: pd.DataFrame, qc: pd.DataFrame, *, policy: str = "exclude") -> 
     return Applied(table.loc[~hit].copy(), listing, policy, tuple(not_applied))
 
 
+def _listed(values: Any) -> list[str]:
+    """The names of a list cell; none for a missing one (None, or NaN once tables whose
+    list column is absent or empty were concatenated)."""
+    if isinstance(values, (list, tuple, np.ndarray)):
+        return [str(v) for v in values]
+    return []
+
+
 def summarize(qc: pd.DataFrame) -> pd.DataFrame:
     """Counts and reasons per check, for a report.
 
@@ -211,11 +220,11 @@ def summarize(qc: pd.DataFrame) -> pd.DataFrame:
         for col in ("suspect_landmarks", "suspect_points", "suspect_parameters"):
             if col in part:
                 for values in part.loc[flagged, col]:
-                    suspects.update(values or ())
+                    suspects.update(_listed(values))
         failed: Counter[str] = Counter()
         if "failed_checks" in part:
             for values in part["failed_checks"]:
-                failed.update(values or ())
+                failed.update(_listed(values))
         rows.append(
             {
                 "check": check,

@@ -170,3 +170,21 @@ def test_every_check_runs_on_the_demo_study_tables(demo_tables):
     assert "too few for a cohort shape model" in out[0]["method_reason"].iloc[0]
     summary = qc.summarize(combined)
     assert summary["n_flagged"].sum() == 0 and summary["n_items"].sum() == len(combined)
+
+
+def test_summarize_reads_missing_list_cells_as_empty_whatever_their_form():
+    """A combined qc table whose list cells are missing as None, NaN (left by concatenating a
+    check without the column, as the 50-patient demo did) or empty lists counts them as no
+    failed check and no suspect; the listed ones are counted by hand here."""
+    q = pd.DataFrame(
+        {
+            "check": ["landmarks"] * 4,
+            "patient_id": ["P1", "P2", "P3", "P4"],
+            "flagged": [True, True, False, False],
+            "failed_checks": [["model"], np.nan, None, []],
+            "suspect_landmarks": [["Go"], np.nan, None, []],
+        }
+    )
+    s = qc.summarize(q).iloc[0]
+    assert (s["n_items"], s["n_flagged"], s["n_patients_flagged"]) == (4, 2, 2)
+    assert list(s["failed_checks"]) == ["model: 1"]
