@@ -50,14 +50,18 @@ analyses = study.read_analyses(f"{demo}/analyses")
 figures = [f for f in study.FIGURES if only == "all" or f.name in only.split(",")]
 cal = sandbox_calibration()
 image_for = lambda kind, pid, ts: input_image(f"{kind}/{pid}/{ts[:10]}.png")
+written, cpu_by = {}, {}
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    t0 = time.perf_counter()
-    written = study.make_figures(
-        tables, analyses, out, mm_per_px=cal, image_for=image_for, dpi=dpi, figures=figures
-    )
-    seconds = time.perf_counter() - t0
-print(json.dumps({"seconds": seconds, "figures": sorted(written)}))
+    t0, c0 = time.perf_counter(), time.process_time()
+    for f in figures:
+        c1 = time.process_time()
+        written.update(study.make_figures(
+            tables, analyses, out, mm_per_px=cal, image_for=image_for, dpi=dpi, figures=[f]
+        ))
+        cpu_by[f.name] = time.process_time() - c1
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+print(json.dumps({"seconds": seconds, "cpu": cpu, "cpu_by": cpu_by, "figures": sorted(written)}))
 """
 
 
@@ -104,22 +108,36 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         ref = args.reference or (ROOT if args.smoke else export_main(Path(tmp)))
         times: dict[str, list[float]] = {"reference": [], "this": []}
+        cpus: dict[str, list[float]] = {"reference": [], "this": []}
+        by: dict[str, dict[str, list[float]]] = {"reference": {}, "this": {}}
         names: dict[str, list[str]] = {}
         for r in range(rounds):
             order = [("reference", ref), ("this", ROOT)]
             for side, src in order if r % 2 == 0 else order[::-1]:
                 res = draw(Path(src), args.demo, args.dpi, only)
                 times[side].append(res["seconds"])
+                cpus[side].append(res["cpu"])
+                for name, c in res["cpu_by"].items():
+                    by[side].setdefault(name, []).append(c)
                 names[side] = res["figures"]
                 print(
-                    f"round {r + 1}: {side:9s} {res['seconds']:7.1f} s, {len(res['figures'])} figures"
+                    f"round {r + 1}: {side:9s} {res['seconds']:7.1f} s wall, "
+                    f"{res['cpu']:7.1f} s CPU, {len(res['figures'])} figures"
                 )
     ref_s, this_s = statistics.median(times["reference"]), statistics.median(times["this"])
+    ref_c, this_c = statistics.median(cpus["reference"]), statistics.median(cpus["this"])
     ratio = this_s / ref_s
     print(f"figures drawn: reference {len(names['reference'])}, this checkout {len(names['this'])}")
-    print(f"median: reference {ref_s:.1f} s, this checkout {this_s:.1f} s")
-    print(f"ratio this ÷ reference = {ratio:.2f} (target ≤ 1.2)")
-    return {"reference": ref_s, "this": this_s, "ratio": ratio}
+    print("CPU seconds per figure (median over rounds): reference, this checkout, ratio")
+    for name in sorted(set(by["reference"]) | set(by["this"])):
+        a = statistics.median(by["reference"].get(name, [float("nan")]))
+        b = statistics.median(by["this"].get(name, [float("nan")]))
+        print(f"  {name:24s} {a:7.2f} {b:7.2f} {b / a if a else float('nan'):6.2f}")
+    load = f" (load average {os.getloadavg()[0]:.1f})" if hasattr(os, "getloadavg") else ""
+    print(f"median wall: reference {ref_s:.1f} s, this checkout {this_s:.1f} s{load}")
+    print(f"median CPU: reference {ref_c:.1f} s, this checkout {this_c:.1f} s")
+    print(f"ratio this ÷ reference = {ratio:.2f} wall, {this_c / ref_c:.2f} CPU (target ≤ 1.2)")
+    return {"reference": ref_s, "this": this_s, "ratio": ratio, "cpu_ratio": this_c / ref_c}
 
 
 if __name__ == "__main__":
