@@ -142,7 +142,7 @@ def figure(res: pd.DataFrame, path: Path) -> None:
         k, n = int(s["covered"].sum()), len(s)
         lo, hi = proportion_ci(k, n)
         ax.set_title(
-            f"{MEASURE}: 95 % CI (Satterthwaite t) covers the true rate in {k}/{n} cohorts "
+            f"{MEASURE}: 95 % CI (Satterthwaite t) covers the true rate in {k}/{n} cohorts\n"
             f"({100 * k / n:.1f} %, Wilson 95 % CI {100 * float(lo):.1f}–{100 * float(hi):.1f} %)"
         )
         ax.set_xlabel(
