@@ -17,6 +17,7 @@ Run::
 
     python benchmarks/growth_coverage.py                    # 300 cohorts at 8, 10, 15, 40 patients
     python benchmarks/growth_coverage.py --sizes 8 --cohorts 100
+    python benchmarks/growth_coverage.py --sizes 8 --cohorts 1000 --first 300   # other seeds
     python benchmarks/growth_coverage.py --figure docs/images/growth_coverage.png
     python benchmarks/growth_coverage.py --smoke            # 2 cohorts of 8 (the test suite)
 
@@ -141,7 +142,7 @@ def figure(res: pd.DataFrame, path: Path) -> None:
         k, n = int(s["covered"].sum()), len(s)
         lo, hi = proportion_ci(k, n)
         ax.set_title(
-            f"{MEASURE}: 95 % CI (Satterthwaite t) covers the true rate in {k}/{n} cohorts "
+            f"{MEASURE}: 95 % CI (Satterthwaite t) covers the true rate in {k}/{n} cohorts\n"
             f"({100 * k / n:.1f} %, Wilson 95 % CI {100 * float(lo):.1f}–{100 * float(hi):.1f} %)"
         )
         ax.set_xlabel(
@@ -179,19 +180,27 @@ def summarize(res: pd.DataFrame) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> pd.DataFrame:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cohorts", type=int, default=300, help="cohorts per size")
+    ap.add_argument(
+        "--first",
+        type=int,
+        default=0,
+        help="number of the first cohort (patients GC{size}{cohort}-*): another seed range",
+    )
     ap.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="patients per cohort")
     ap.add_argument("--figure", type=Path, help="write the coverage figure here (.png/.pdf)")
     ap.add_argument("--save", type=Path, help="write the per-cohort results here (CSV)")
     ap.add_argument("--smoke", action="store_true", help="2 cohorts of 8 patients (tests)")
     args = ap.parse_args(argv)
     n_c, sizes = (2, [8]) if args.smoke else (args.cohorts, args.sizes)
+    first = 0 if args.smoke else args.first
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = pd.DataFrame([one_cohort(c, n_p) for n_p in sizes for c in range(n_c)])
+        res = pd.DataFrame([one_cohort(c, n_p) for n_p in sizes for c in range(first, first + n_c)])
     table = summarize(res)
     print(
-        f"{n_c} cohorts per size × {len(SESSIONS)} yearly sessions, true rate {TRUE_RATE} °/year; "
+        f"{n_c} cohorts per size (cohorts {first}–{first + n_c - 1}) × {len(SESSIONS)} yearly "
+        f"sessions, true rate {TRUE_RATE} °/year; "
         "95 % CI of the rate: t on Satterthwaite df (default) and Wald z, same fit"
     )
     print("patients  coverage t (Wilson 95 % CI)   coverage z (Wilson 95 % CI)   mean df  "

@@ -44,12 +44,11 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 import numpy as np
 import orjson
@@ -58,6 +57,7 @@ import pandas as pd
 from dentalkit.convert.schemas import FDI_TOOTH_TYPES
 from dentalkit.endpoints import ENDPOINTS, Endpoint, Kind, get_endpoint
 from dentalkit.errors import InputError
+from dentalkit.fetch._http import link_expiry
 
 __all__ = [
     "ASPECTS",
@@ -554,11 +554,12 @@ def _labels(
         )
 
 
-_EXPIRY_KEYS = ("expires", "Expires", "exp", "se")
-
-
 def _link(url: str, fetched_at: Any) -> tuple[str, float | None]:
-    """Host of an output link and its lifetime in hours from ``fetched_at`` (if stated)."""
+    """Host of an output link and its lifetime in hours from ``fetched_at`` (if stated).
+
+    The end is any the link states, signed or not
+    (:func:`~dentalkit.fetch._http.link_expiry` with ``signed_only=False``).
+    """
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -566,32 +567,12 @@ def _link(url: str, fetched_at: Any) -> tuple[str, float | None]:
     host = parts.hostname or "(no host)"
     if parts.port:
         host = f"{host}:{parts.port}"
-    query = dict(parse_qsl(parts.query))
     if fetched_at is None or pd.isna(fetched_at):
         return host, None
-    issued = pd.Timestamp(fetched_at).to_pydatetime()
-    expiry: datetime | None = None
-    if "X-Amz-Date" in query and "X-Amz-Expires" in query:
-        try:
-            start = datetime.strptime(query["X-Amz-Date"], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
-            return host, float(query["X-Amz-Expires"]) / 3600 + (
-                start - issued
-            ).total_seconds() / 3600
-        except ValueError:
-            return host, None
-    for key in _EXPIRY_KEYS:
-        if key in query:
-            value = query[key]
-            try:
-                expiry = datetime.fromtimestamp(float(value), tz=UTC)
-            except (ValueError, OverflowError, OSError):
-                try:
-                    expiry = pd.Timestamp(value).tz_convert(UTC).to_pydatetime()
-                except (ValueError, TypeError):
-                    expiry = None
-            break
+    expiry = link_expiry(url, signed_only=False)
     if expiry is None:
         return host, None
+    issued = pd.Timestamp(fetched_at).to_pydatetime()
     hours = (expiry - issued).total_seconds() / 3600
     return host, hours if math.isfinite(hours) else None
 

@@ -149,6 +149,24 @@ def test_each_kind_of_drift_is_one_visible_row():
         assert needle in md, needle
 
 
+@pytest.mark.parametrize(
+    ("vendor", "hours"),
+    [("Amz", 24.0), ("Goog", 48.0)],  # dated 10:00, fetched 12:00: lifetime − 2 h
+)
+def test_v4_signed_links_state_their_lifetime(vendor, hours):
+    """SigV4 and Google's V4 links (``X-…-Date`` + ``X-…-Expires``) are read by the same
+    function as the manifest check; before it, a Google link's lifetime was "not stated"."""
+    seconds = int((hours + 2) * 3600)
+    b = clean("pano_segmentation", "P1")
+    b["OutputImageUrl"] = (
+        f"https://storage.example.com/o.png?X-{vendor}-Date=20240305T100000Z"
+        f"&X-{vendor}-Expires={seconds}&X-{vendor}-Signature=00ff"
+    )
+    report = contract_report(frame([("pano_segmentation", "P1", b)]))
+    life = report[report["aspect"] == "output_link_lifetime"]
+    assert list(life["item"]) == [f"{hours:.1f} h (median; {hours:.1f}–{hours:.1f})"]
+
+
 def test_writer_and_cli(tmp_path):
     rows = [(name, "P1", clean(name, "P1")) for name in ("classifier", "tmj_xsectional")]
     report = contract_report(frame(rows))

@@ -9,6 +9,7 @@ import email.utils
 import hashlib
 import ipaddress
 import logging
+import math
 import os
 import random
 import threading
@@ -50,7 +51,7 @@ __all__ = [
     "check_service_url",
     "image_identity",
     "is_loopback",
-    "link_expires_at",
+    "link_expiry",
     "make_session",
     "normalize_cache",
     "origin",
@@ -249,37 +250,86 @@ def image_identity(url: str) -> str:
     return parts._replace(query=urlencode(kept)).geturl()
 
 
-def link_expires_at(url: str) -> datetime | None:
+#: Query parameters that state a link's end on their own (``signed_only=False``), in the order
+#: they are read: the V2 ``Expires`` and Azure's ``se`` as below, and a bare ``exp``.
+_BARE_EXPIRY_FIELDS = ("expires", "exp", "se")
+#: With ``signed_only=True``, the field that must sign a link whose end one of these states.
+_EXPIRY_SIGNED_BY = {"expires": "signature", "se": "sig"}
+
+
+def _instant(value: str) -> datetime:
+    """A link's end from Unix seconds or ISO 8601 (no zone: UTC); ValueError if neither."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        end = datetime.fromisoformat(value)
+        return end if end.tzinfo else end.replace(tzinfo=UTC)
+    if not math.isfinite(seconds):
+        raise ValueError(f"not a time: {value!r}")
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def link_expiry(url: str, *, signed_only: bool) -> datetime | None:
     """When a presigned object-store link stops working (UTC), or None if it does not say.
 
-    Read from the link's own signing parameters: AWS SigV4 and Google Cloud Storage V4
-    (``X-Amz-Date``/``X-Goog-Date`` ``YYYYMMDDTHHMMSSZ`` plus ``X-Amz-Expires``/
-    ``X-Goog-Expires`` seconds), the V2 ``Expires`` (Unix seconds, with ``Signature``) and an
-    Azure SAS token's ``se`` (ISO 8601, with ``sig``). A link whose parameters do not parse
-    gives None: the service, not this check, then decides.
+    Read from the link's own query parameters (names in any case):
 
-    >>> link_expires_at(
-    ...     "https://b.s3.amazonaws.com/x.png?X-Amz-Date=20261127T100000Z&X-Amz-Expires=3600"
+    - AWS SigV4 and Google Cloud Storage V4: ``X-Amz-Date``/``X-Goog-Date``
+      (``YYYYMMDDTHHMMSSZ``) plus ``X-Amz-Expires``/``X-Goog-Expires`` (seconds);
+    - the V2 ``Expires`` (Unix seconds) and an Azure SAS token's ``se`` (ISO 8601, UTC when
+      no zone is given): with ``signed_only=True`` only when the link is signed (``Signature``,
+      ``sig``), with ``signed_only=False`` also bare, as is ``exp``; then the first of
+      ``expires``, ``exp``, ``se`` decides, in Unix seconds or ISO 8601.
+
+    A link whose parameters do not parse gives None, as one that states no end.
+
+    Parameters
+    ----------
+    url : str
+        The link.
+    signed_only : bool, keyword-only
+        True: believe only an end that the link's signature covers (the manifest check, which
+        refuses rows for it); False: any stated end (the contract report, which describes).
+
+    Returns
+    -------
+    datetime.datetime or None
+        The end, time-zone aware (UTC).
+
+    References
+    ----------
+    AWS, "Authenticating Requests: Using Query Parameters (AWS Signature Version 4)";
+    Google Cloud, "V4 signing process"; Microsoft, "Create a service SAS" (``se``).
+
+    >>> link_expiry(
+    ...     "https://b.s3.amazonaws.com/x.png?X-Amz-Date=20261127T100000Z&X-Amz-Expires=3600",
+    ...     signed_only=True,
     ... )
     datetime.datetime(2026, 11, 27, 11, 0, tzinfo=datetime.timezone.utc)
-    >>> link_expires_at("https://host/x.png") is None
+    >>> link_expiry("https://host/x.png?expires=1798761600", signed_only=True) is None
     True
+    >>> link_expiry("https://host/x.png?expires=1798761600", signed_only=False)
+    datetime.datetime(2027, 1, 1, 0, 0, tzinfo=datetime.timezone.utc)
     """
-    parts = urlsplit(url)
-    if not parts.query:
+    try:
+        query = urlsplit(url).query
+    except ValueError:
         return None
-    q = {name.lower(): value for name, value in parse_qsl(parts.query, keep_blank_values=True)}
+    if not query:
+        return None
+    q = {name.lower(): value for name, value in parse_qsl(query, keep_blank_values=True)}
     try:
         for vendor in ("x-amz-", "x-goog-"):
             if f"{vendor}date" in q and f"{vendor}expires" in q:
                 signed = datetime.strptime(q[f"{vendor}date"], "%Y%m%dT%H%M%SZ")
-                return signed.replace(tzinfo=UTC) + timedelta(seconds=int(q[f"{vendor}expires"]))
-        if "signature" in q and "expires" in q:
-            return datetime.fromtimestamp(int(q["expires"]), tz=UTC)
-        if "sig" in q and "se" in q:
-            end = datetime.fromisoformat(q["se"].replace("Z", "+00:00"))
-            return end if end.tzinfo else end.replace(tzinfo=UTC)
-    except (ValueError, OverflowError):
+                lifetime = timedelta(seconds=float(q[f"{vendor}expires"]))
+                return signed.replace(tzinfo=UTC) + lifetime
+        for name in _BARE_EXPIRY_FIELDS:
+            if signed_only and _EXPIRY_SIGNED_BY.get(name) not in q:
+                continue
+            if name in q:
+                return _instant(q[name])
+    except (ValueError, OverflowError, OSError):
         return None
     return None
 

@@ -41,7 +41,7 @@ from dentalkit.endpoints import ENDPOINTS, Endpoint, get_endpoint
 from dentalkit.errors import PROBLEM_COLUMNS, InputError, problems_frame
 from dentalkit.fetch._http import (
     canonical_request,
-    link_expires_at,
+    link_expiry,
     request_key,
     session_request_key,
 )
@@ -294,11 +294,11 @@ def _check_keys(rows: pd.DataFrame, problems: RowProblems, timestamp_format: str
 def _check_link_expiry(
     rows: pd.DataFrame, problems: RowProblems, mask: np.ndarray, url: pd.Series
 ) -> None:
-    """Record the presigned links of ``mask`` that have expired (:func:`link_expires_at`).
+    """Record the presigned links of ``mask`` that have expired (:func:`link_expiry`, signed).
 
     The service would answer such a request with an error about the image (after the
     request was paid for); the manifest is refused before, naming each row, so the links
-    can be signed again. Links that state no expiry are not checked.
+    can be signed again. Links that state no expiry, or state it outside their signature, are not checked.
     """
     cells = url.to_numpy(dtype=object)
     signed = mask & np.fromiter(
@@ -309,7 +309,7 @@ def _check_link_expiry(
     now = datetime.now(UTC)
     reasons = np.full(len(rows), None, dtype=object)
     for i, link in zip(np.flatnonzero(signed), cells[signed], strict=True):
-        end = link_expires_at(link)
+        end = link_expiry(link, signed_only=True)
         if end is not None and end <= now:
             reasons[i] = (
                 f"the presigned link expired at {end:%Y-%m-%d %H:%M} UTC, so the service "

@@ -3,31 +3,19 @@ runs (docs/statistics.md, docs/benchmarks.md)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 
-ROOT = Path(__file__).parents[2] / "benchmarks"
 
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", ROOT / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_proportion_coverage_smoke(capsys):
-    res = _load("proportion_coverage").main(["--smoke"])
+def test_proportion_coverage_smoke(capsys, load_benchmark):
+    res = load_benchmark("proportion_coverage").main(["--smoke"])
     assert set(res["method"]) == {"wald_before", "cluster_bootstrap", "dentalkit"}
     new = res[res["method"] == "dentalkit"]
     assert (new["zero_width"] == 0).all() and (new["mean_width"] > 0).all()
     assert "target ≥ 93 %" in capsys.readouterr().out
 
 
-def test_kappa_coverage_smoke(capsys):
-    module = _load("kappa_coverage")
+def test_kappa_coverage_smoke(capsys, load_benchmark):
+    module = load_benchmark("kappa_coverage")
     cuts, order = module.bands()
     assert order == ["Class III", "Class I", "Class II"] and cuts.tolist() == [0.0, 4.0]
     res = module.main(["--smoke"])
@@ -36,8 +24,8 @@ def test_kappa_coverage_smoke(capsys):
     assert "target ≥ 93 % at n = 20" in capsys.readouterr().out
 
 
-def test_regression_to_mean_smoke(capsys):
-    module = _load("regression_to_mean")
+def test_regression_to_mean_smoke(capsys, load_benchmark):
+    module = load_benchmark("regression_to_mean")
     assert list(module.classes_of(np.array([-0.5, 0.0, 3.9, 4.0]))) == [
         "Class III", "Class I", "Class I", "Class II",
     ]  # fmt: skip

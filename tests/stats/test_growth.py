@@ -14,11 +14,6 @@ from dentalkit.stats import growth
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 
-@pytest.fixture(scope="module")
-def sleepstudy() -> pd.DataFrame:
-    return pd.read_csv(DATA / "sleepstudy.csv", comment="#")
-
-
 def test_sleepstudy_reproduces_lme4_reml(sleepstudy):
     """lmer(Reaction ~ Days + (Days | Subject), sleepstudy) as printed by lme4
     (Bates et al. 2015, J Stat Softw 67(1), section 3): fixed effects 251.405 (SE 6.825)
@@ -47,22 +42,12 @@ def test_sleepstudy_reproduces_lme4_reml(sleepstudy):
     assert model["formula"] == "Reaction ~ 1 + Days + (1 + Days | Subject)"
 
 
-def test_two_sessions_random_intercept_equals_paired_differences():
+def test_two_sessions_random_intercept_equals_paired_differences(two_sessions):
     """Balanced, two sessions a year apart, random intercept (compound symmetry): the
     REML rate is the mean within-patient difference and its SE sd(d)/√n — the paired t
     analysis (scipy) — while the patient, not the row, is counted."""
-    rng = np.random.default_rng(3)
     n = 25
-    base = 80 + rng.normal(0, 3, n)
-    later = base + 0.4 + rng.normal(0, 0.5, n)
-    t = pd.DataFrame(
-        {
-            "patient_id": np.tile([f"p{i}" for i in range(n)], 2),
-            "years": np.repeat([0.0, 1.0], n),
-            "measure": "SNB",
-            "value": np.r_[base, later],
-        }
-    )
+    t, base, later = two_sessions(n)
     r = growth(t)
     row = r.fixed.set_index("term").loc["years"]
     d = later - base
@@ -334,24 +319,15 @@ def test_bands_are_predict_over_the_observed_range():
     assert (b["ci_low"] < b["estimate"]).all() and (b["estimate"] < b["ci_high"]).all()
 
 
-def test_zero_random_effect_variance_gives_least_squares_fixed_effects():
+def test_zero_random_effect_variance_gives_least_squares_fixed_effects(no_patient_variance):
     """No between-patient variation (REML intercept variance ~0): the fixed effects are
     those of OLS (statsmodels' MixedLM may return between-patient terms as 0 here,
     statsmodels issue #10239); the fit is flagged singular."""
     sm = pytest.importorskip("statsmodels.api")
-    rng = np.random.default_rng(3)
-    n = 20
-    g = np.repeat(np.arange(n), 2)
-    t = np.tile([0.0, 1.0], n)
-    grp = g % 2
-    y = 10 + 2 * grp + 0.5 * t + rng.normal(0, 1, 2 * n)
-    table = pd.DataFrame(
-        {"patient_id": g, "years": t, "group": np.where(grp == 1, "b", "a"), "value": y}
-    )
+    table, y, X = no_patient_variance
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = growth(table, per=None, group="group")
-    X = np.column_stack([np.ones(2 * n), t, grp, t * grp])
     ols = sm.OLS(y, X).fit()
     np.testing.assert_allclose(r.fixed["estimate"], ols.params, rtol=1e-9)
     np.testing.assert_allclose(r.fixed["se"], ols.bse, rtol=1e-9)

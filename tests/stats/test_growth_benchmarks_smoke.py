@@ -3,29 +3,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 
-ROOT = Path(__file__).parents[2] / "benchmarks"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", ROOT / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_growth_benchmark_smoke(capsys):
-    out = _load("growth").main(["--smoke"])  # asserts every way gives the same estimates
+def test_growth_benchmark_smoke(capsys, load_benchmark):
+    out = load_benchmark("growth").main(["--smoke"])  # asserts every way gives the same estimates
     assert set(out) == {"direct", "dentalkit", "wald", "ratio", "ratio_wald"}
     assert out["direct"] > 0 and out["dentalkit"] > 0 and out["wald"] > 0
     text = capsys.readouterr().out
     assert "ratio dentalkit ÷ direct" in text and "ratio Satterthwaite ÷ Wald" in text
 
 
-def test_growth_coverage_smoke(capsys):
-    module = _load("growth_coverage")
+def test_growth_coverage_smoke(capsys, load_benchmark):
+    module = load_benchmark("growth_coverage")
     res = module.main(["--smoke"])  # checks the truth rate is −0.25 °/year
     assert len(res) == 2
     assert (res["n_units"] == 8).all() and (res["n_rows"] == 32).all()  # 4 sessions each

@@ -6,7 +6,6 @@ here with scipy, and from statsmodels' OLS — never from growth itself.
 """
 
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,13 +14,6 @@ from scipy import stats
 
 from dentalkit.errors import InputError
 from dentalkit.stats import growth
-
-DATA = Path(__file__).resolve().parents[1] / "data"
-
-
-@pytest.fixture(scope="module")
-def sleepstudy() -> pd.DataFrame:
-    return pd.read_csv(DATA / "sleepstudy.csv", comment="#")
 
 
 def _fit(table, **kw):
@@ -102,41 +94,23 @@ def test_balanced_two_groups_equal_the_t_test_on_patient_slopes(seed):
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((ci.low, ci.high), rel=1e-4)
 
 
-def test_two_sessions_equal_the_paired_t_test():
+def test_two_sessions_equal_the_paired_t_test(two_sessions):
     """Two sessions, random intercept: the rate's t, df and p are the paired t test's."""
-    rng = np.random.default_rng(3)
     n = 15
-    base = 80 + rng.normal(0, 3, n)
-    later = base + 0.4 + rng.normal(0, 0.5, n)
-    t = pd.DataFrame(
-        {
-            "patient_id": np.tile([f"p{i}" for i in range(n)], 2),
-            "years": np.repeat([0.0, 1.0], n),
-            "measure": "SNB",
-            "value": np.r_[base, later],
-        }
-    )
+    t, base, later = two_sessions(n)
     row = _fit(t).fixed.set_index("term").loc["years"]
     ref = stats.ttest_rel(later, base)
     assert row["df"] == pytest.approx(n - 1, abs=1e-3)
     assert row["p_value"] == pytest.approx(ref.pvalue, rel=1e-4)
 
 
-def test_least_squares_limit_has_the_residual_df():
+def test_least_squares_limit_has_the_residual_df(no_patient_variance):
     """No between-patient variance: the fixed effects are OLS and so are their t tests —
     df = rows − fixed effects, p-values as statsmodels' OLS."""
     sm = pytest.importorskip("statsmodels.api")
-    rng = np.random.default_rng(3)
-    n = 20
-    g = np.repeat(np.arange(n), 2)
-    t = np.tile([0.0, 1.0], n)
-    grp = g % 2
-    y = 10 + 2 * grp + 0.5 * t + rng.normal(0, 1, 2 * n)
-    table = pd.DataFrame(
-        {"patient_id": g, "years": t, "group": np.where(grp == 1, "b", "a"), "value": y}
-    )
+    table, y, X = no_patient_variance
     r = _fit(table, per=None, group="group")
-    ols = sm.OLS(y, np.column_stack([np.ones(2 * n), t, grp, t * grp])).fit()
+    ols = sm.OLS(y, X).fit()
     np.testing.assert_allclose(r.fixed["df"], ols.df_resid, rtol=1e-6)
     np.testing.assert_allclose(r.fixed["p_value"][1:], ols.pvalues[1:], rtol=1e-5)
 
