@@ -6,7 +6,7 @@ from __future__ import annotations
 
 def test_growth_benchmark_smoke(capsys, load_benchmark):
     out = load_benchmark("growth").main(["--smoke"])  # asserts every way gives the same estimates
-    assert set(out) == {"direct", "dentalkit", "wald", "ratio", "ratio_wald"}
+    assert set(out) == {"direct", "dentalkit", "wald", "ratio", "ratio_wald", "ratio_wald_cpu"}
     assert out["direct"] > 0 and out["dentalkit"] > 0 and out["wald"] > 0
     text = capsys.readouterr().out
     assert "ratio dentalkit ÷ direct" in text and "ratio Satterthwaite ÷ Wald" in text
