@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import email.utils
 import hashlib
+import io
 import ipaddress
 import json
 import logging
@@ -464,13 +465,17 @@ def answers_request(
     return dict(parse_qsl(kept.query, keep_blank_values=True)) == dict(query or {})
 
 
-def take_body(response: requests.Response) -> tuple[str | None, Any]:
+def take_body(
+    response: requests.Response, *, release_cached: bool = False
+) -> tuple[str | None, Any]:
     """``(text, data)`` of a 200 answer: its exact text and its parsed JSON (``None`` if not).
 
     Reuses the parse :func:`_cacheable` made. A large body is decoded first, its bytes are
-    released from ``response`` (a fresh answer's; a cache hit's may be the memory cache's
-    own), and then the text is parsed (:func:`parse_large_body`), so at most two forms of
-    the body (bytes and text, then text and parsed data) are in memory together.
+    released from ``response``, and then the text is parsed (:func:`parse_large_body`), so
+    at most two forms of the body (bytes and text, then text and parsed data) are in memory
+    together. A cache hit's bytes are released only with ``release_cached`` (a backend
+    that deserializes each hit: SQLite, files, Redis); the memory backend's answer is its
+    own stored object.
     """
     stash = getattr(_parsed, "value", None)
     _parsed.value = None
@@ -484,9 +489,12 @@ def take_body(response: requests.Response) -> tuple[str | None, Any]:
         return None, None
     if data is _REPARSE:
         large = len(content) > KEEP_PARSE_BYTES
-        if large and not getattr(response, "from_cache", False):
-            del content  # a fresh answer's bytes are held by nothing else once the text is
-            response._content = None  # made (and its cache entry, if any, is written)
+        if large and (release_cached or not getattr(response, "from_cache", False)):
+            raw = getattr(response, "raw", None)
+            if getattr(raw, "_body", None) is content:  # a cache hit's raw response, which
+                raw._body, raw._fp = None, io.BytesIO()  # requests-cache rebuilds from it
+            del content  # held by nothing else once the text is made (and the cache
+            response._content = None  # entry of a fresh answer, if any, is written)
         else:
             del content
         data = parse_large_body(text) if large else _orjson_or_none(text)

@@ -406,7 +406,7 @@ max_response_bytes, request_deadline
             else:
                 status = resp.status_code
                 if status == 200:
-                    text, data = take_body(resp)
+                    text, data = take_body(resp, release_cached=spec.cache is not None)
                     if getattr(resp, "from_cache", False) and not answers_request(
                         resp, url, body, query
                     ):

@@ -114,3 +114,21 @@ def test_a_large_answer_is_cached_and_read_back_whole(tmp_path):
     assert not first.from_cache and again.from_cache and len(svc.requests) == 1
     for res in (first, again):
         assert res.text == good.decode() and res.data == orjson.loads(good)
+
+
+def test_a_large_cache_hit_holds_at_most_two_forms_of_its_body(tmp_path):
+    size = 8 << 20
+    good = b'{"Version": "v", "x": "' + b"a" * (size - 25) + b'"}'
+    with Service({"/api/v2/classifier": lambda h, s: send(h, 200, good)}) as svc:
+        client = _client(svc, tmp_path)
+        client.classifier("P1", "2024-03-05", IMG)  # cached; its result is dropped
+        tracemalloc.start()
+        try:
+            hit = client.classifier("P1", "2024-03-05", IMG)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert hit.from_cache and hit.data["Version"] == "v" and len(hit.text) == size
+    # the entry read from SQLite and its body, then the body and its text, then the text
+    # and the parsed data: 2x; the body kept by the cached raw response made it 3x
+    assert peak < 2.4 * size, peak / size
