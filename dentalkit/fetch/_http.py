@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import email.utils
 import hashlib
+import io
 import ipaddress
+import json
 import logging
 import math
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Mapping
@@ -55,6 +58,7 @@ __all__ = [
     "make_session",
     "normalize_cache",
     "origin",
+    "parse_large_body",
     "parse_retry_after",
     "quarantine_cache",
     "request_key",
@@ -385,9 +389,11 @@ def session_request_key(http_key: str, patient_id: str, timestamp: str) -> str:
 
 _parsed = threading.local()
 
-#: Bodies up to this size keep the parse :func:`_cacheable` made for :func:`take_body`
-#: (parsed once); larger ones are parsed again from their text, so that the bytes, the
-#: text and the parsed body are never all in memory at once.
+#: Bodies up to this size are parsed by :func:`_cacheable` with orjson before they are
+#: cached, and that parse is kept for :func:`take_body` (parsed once). Larger ones are
+#: parsed once, by :func:`take_body`, from their text, with the bytes already released
+#: (:func:`parse_large_body`), so that no more than two forms of the body (bytes and
+#: text, then text and parsed data) are ever in memory together.
 KEEP_PARSE_BYTES = 1 << 20
 
 
@@ -402,25 +408,85 @@ def _cacheable(response: requests.Response) -> bool:
     up to :data:`KEEP_PARSE_BYTES` is kept for :func:`take_body`, so it is parsed only once;
     requests-cache calls the filter twice on a fresh answer (before caching it and before
     returning it), and the second call reuses the first one's verdict.
+
+    A larger body is only looked at here (it must begin with ``{`` and end with ``}``):
+    parsing it while its bytes are held (and, for a fresh answer, before they are pickled
+    into the cache) would hold three forms of it at once, the bytes, the parser's copy and
+    the parsed data. :func:`take_body` parses it, and the client deletes the cache entry of
+    a body that then does not parse as a JSON object (``Client._send``), so such an entry
+    is never used.
     """
     if response.status_code != 200:
         return True  # status codes are filtered by allowable_codes; keep old entries on errors
     stash = getattr(_parsed, "value", None)
     if stash is not None and stash[0] is response:  # checked before it was cached
         return stash[1] is not None
+    content = response.content
+    if len(content) > KEEP_PARSE_BYTES:
+        ok = _looks_like_object(content)
+        _parsed.value = (response, _REPARSE if ok else None)
+        return ok
     try:
-        data = orjson.loads(response.content)
+        data = orjson.loads(content)
     except orjson.JSONDecodeError:
         data = None
-    ok = isinstance(data, dict)
-    if len(response.content) <= KEEP_PARSE_BYTES:
-        _parsed.value = (response, data)
-    else:
-        _parsed.value = (response, _REPARSE if ok else None)
-    return ok
+    _parsed.value = (response, data)
+    return isinstance(data, dict)
 
 
 _REPARSE = object()
+_SPACE = b" \t\r\n"
+
+
+def _looks_like_object(content: bytes) -> bool:
+    """Whether ``content`` begins with ``{`` and ends with ``}`` (JSON whitespace aside)."""
+    head = content[:64].lstrip(_SPACE)
+    tail = content[-64:].rstrip(_SPACE)
+    return head[:1] == b"{" and tail[-1:] == b"}"
+
+
+def _json_int(text: str) -> int | float:
+    value = int(text)
+    # orjson's rule: integers outside the 64-bit range become floats
+    return value if -(1 << 63) <= value < (1 << 64) else float(text)
+
+
+def _json_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number is infinity when parsed as double: {text[:40]}")
+    return value
+
+
+def _json_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+#: A ``\\u`` escape of a UTF-16 surrogate (the one case the two parsers read differently).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+
+
+def parse_large_body(text: str) -> Any:
+    """Parse the JSON ``text`` of a large body; ``None`` when it is not JSON.
+
+    Python's ``json`` parses a ``str`` in place, so the text and the parsed data are the
+    only forms in memory (orjson copies its input before it parses: a third form). The
+    result is orjson's for every input: integers outside the 64-bit range are floats,
+    ``NaN``, ``Infinity`` and numbers that overflow a double are refused, and a text with
+    a surrogate escape (``\\ud800``, which the two parsers treat differently) is parsed
+    by orjson itself.
+    """
+    if _SURROGATE_ESCAPE.search(text):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return None
+    try:
+        return json.loads(
+            text, parse_int=_json_int, parse_float=_json_float, parse_constant=_json_constant
+        )
+    except (ValueError, RecursionError):  # json.JSONDecodeError is a ValueError
+        return None
 
 
 def answers_request(
@@ -448,12 +514,17 @@ def answers_request(
     return dict(parse_qsl(kept.query, keep_blank_values=True)) == dict(query or {})
 
 
-def take_body(response: requests.Response) -> tuple[str | None, Any]:
+def take_body(
+    response: requests.Response, *, release_cached: bool = False
+) -> tuple[str | None, Any]:
     """``(text, data)`` of a 200 answer: its exact text and its parsed JSON (``None`` if not).
 
-    Reuses the parse :func:`_cacheable` made. For a large body the bytes are decoded first
-    and then released from ``response`` before the text is parsed, so at most two forms of
-    the body (bytes and text, then text and parsed data) are in memory together.
+    Reuses the parse :func:`_cacheable` made. A large body is decoded first, its bytes are
+    released from ``response``, and then the text is parsed (:func:`parse_large_body`), so
+    at most two forms of the body (bytes and text, then text and parsed data) are in memory
+    together. A cache hit's bytes are released only with ``release_cached`` (a backend
+    that deserializes each hit: SQLite, files, Redis); the memory backend's answer is its
+    own stored object.
     """
     stash = getattr(_parsed, "value", None)
     _parsed.value = None
@@ -466,14 +537,24 @@ def take_body(response: requests.Response) -> tuple[str | None, Any]:
     except UnicodeDecodeError:
         return None, None
     if data is _REPARSE:
-        if len(content) > KEEP_PARSE_BYTES and not getattr(response, "from_cache", False):
-            del content  # a fresh answer's bytes are held by nothing else once the text is
-            response._content = None  # made (a cache hit's may be the memory cache's own)
-        try:
-            data = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return None, None
+        large = len(content) > KEEP_PARSE_BYTES
+        if large and (release_cached or not getattr(response, "from_cache", False)):
+            raw = getattr(response, "raw", None)
+            if getattr(raw, "_body", None) is content:  # a cache hit's raw response, which
+                raw._body, raw._fp = None, io.BytesIO()  # requests-cache rebuilds from it
+            del content  # held by nothing else once the text is made (and the cache
+            response._content = None  # entry of a fresh answer, if any, is written)
+        else:
+            del content
+        data = parse_large_body(text) if large else _orjson_or_none(text)
     return (text, data) if isinstance(data, dict) else (None, None)
+
+
+def _orjson_or_none(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
 
 
 def _shallow(response: requests.Response) -> requests.Response:

@@ -343,22 +343,30 @@ class _Scheduler:
             results = fut.result()
         except Exception as exc:  # a worker crash: record it like any failure
             results = [exc] * len(chunk)
-        for group, res in zip(chunk, results, strict=True):
-            for i in group:
+        if not isinstance(results, list):  # an executor that hands back another sequence
+            results = list(results)
+        for k, group in zip(range(len(results)), chunk, strict=True):
+            # the task's answers are not held past their rows: a flush then holds each
+            # body once (the row's text), not also the answer's parsed data
+            res, results[k] = results[k], None
+            for n, i in enumerate(group, 1):
                 req = self.records[i]
                 self.attempted.add(req["request_key"])
                 if isinstance(res, ApiResult):
                     self._answered(req, res)
                 else:
                     self._failed(req, res)
+                if n < len(group) and len(self.buffer) >= self.every:
+                    self._flush()
+            del res
             self.bar.update(len(group))
+            if len(self.buffer) >= self.every:
+                self._flush()
 
     def _answered(self, req: dict[str, Any], res: ApiResult) -> None:
-        """Buffer an answer as a responses row; flush when ``flush_every`` rows wait."""
+        """Buffer an answer as a responses row (:meth:`_receive` flushes)."""
         self.buffer.append(_row(req, res))
         self.report.from_cache += res.from_cache
-        if len(self.buffer) >= self.every:
-            self._flush()
 
     def _failed(self, req: dict[str, Any], exc: Exception) -> None:
         """Record a failure; decide whether the run stops (see :func:`stop_reason`)."""
@@ -384,9 +392,12 @@ class _Scheduler:
         """Write the buffered answers as one Parquet part (atomically) and restart the clock."""
         buffer = self.buffer
         if buffer:
-            self.store.append(buffer)
-            self.report.stored += len(buffer)
-            if self.lost_keys:
-                self.report.recovered += sum(r["request_key"] in self.lost_keys for r in buffer)
+            n = len(buffer)
+            recovered = sum(r["request_key"] in self.lost_keys for r in buffer)
+            # the buffer is emptied once its rows are in Arrow (their texts freed before
+            # the part is written), and gets them back if the part cannot be written
+            self.store.append(buffer, consume=True)
+            self.report.stored += n
+            self.report.recovered += recovered
             buffer.clear()
         self.last_flush = time.monotonic()

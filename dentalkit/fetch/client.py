@@ -406,11 +406,14 @@ max_response_bytes, request_deadline
             else:
                 status = resp.status_code
                 if status == 200:
-                    text, data = take_body(resp)
+                    text, data = take_body(resp, release_cached=spec.cache is not None)
                     if getattr(resp, "from_cache", False) and not answers_request(
                         resp, url, body, query
                     ):
                         text = None  # another request's answer: a damaged cache
+                    if text is None and getattr(resp, "cache_key", None):
+                        # another request's answer, or a large body that does not parse:
+                        # those are checked only after they were cached (_http._cacheable)
                         with contextlib.suppress(Exception):
                             self._session.cache.delete(resp.cache_key)
                     if text is not None:
@@ -425,8 +428,8 @@ max_response_bytes, request_deadline
                         return result
                     bad_cache_entry = bool(getattr(resp, "from_cache", False))
                     if bad_cache_entry:
-                        # requests-cache has deleted the entry (see _http._cacheable): the
-                        # next attempt goes to the service, at once
+                        # the entry is deleted (by requests-cache, see _http._cacheable, or
+                        # above): the next attempt goes to the service, at once
                         refresh = True
                         log.warning(
                             "%s %s for patient %r: the cached answer is damaged (its body is "
@@ -442,7 +445,7 @@ max_response_bytes, request_deadline
                         "from the cache and the request sent to the service instead"
                         if bad_cache_entry
                         else "the service's 200 body is not a JSON object (truncated or not "
-                        f"JSON); never cached, and the request was retried up to "
+                        f"JSON); not kept in the cache, and the request was retried up to "
                         f"{spec.max_retries} time(s)",
                         endpoint=ep.path,
                         patient_id=patient_id,

@@ -137,6 +137,12 @@ _DICTIONARY = [
 _STATISTICS = [n for n in RESPONSES_SCHEMA.names if n != "body"]
 #: A part larger than this in memory gives Arrow's freed memory back after it is written.
 _LARGE_PART_BYTES = 16 << 20
+#: Parquet data pages of format version 2: the writer compresses a page's values straight
+#: from its encoder's buffer. A version-1 page first copies levels and values into one
+#: more buffer, a whole extra copy of the largest body (a 63 MiB body written: 2.1x its size
+#: above the table with version 1, 1.2x with version 2; a realistic JSON body, 2.5x and
+#: 1.9x). Every Parquet reader of the last years reads both (pyarrow, DuckDB, polars, Spark).
+_PAGE_VERSION = "2.0"
 
 #: Arrow schema of the ``failures`` table.
 FAILURES_SCHEMA = pa.schema(
@@ -545,13 +551,21 @@ class ResponseStore:
             self._ledger_keys = _read_ledger(self.parts / _LEDGER)
         return self._ledger_keys
 
-    def append(self, rows: Iterable[Mapping[str, Any]]) -> Path | None:
+    def append(self, rows: Iterable[Mapping[str, Any]], *, consume: bool = False) -> Path | None:
         """Write ``rows`` (dicts with the responses columns) as one new part, atomically.
 
         The digests ``body_sha256`` and ``key_sha256`` are computed here, the part is
         written with page checksums, and it is read back (digests and checksums verified)
         before it is renamed into place.
+
+        ``consume=True`` with a list empties the list once its rows are in the Arrow table,
+        so that their bodies (Python strings) are freed before the part is written: a part
+        is then written from one copy of each body, Arrow's, and the writer's own two
+        (encoded values, page). If the Parquet writer fails, the list gets its rows back
+        (from the table); a failure after that (the read-back, the rename) leaves it empty,
+        and the next fetch sends those requests again (the HTTP cache answers them).
         """
+        given = rows
         rows = list(rows)
         if not rows:
             return None
@@ -560,6 +574,10 @@ class ResponseStore:
         plain = pa.schema([f for f in RESPONSES_SCHEMA if f.name not in CHECKSUM_COLUMNS])
         table = pa.Table.from_pandas(frame.reindex(columns=plain.names), schema=plain, preserve_index=False)  # fmt: skip
         del frame
+        keys = [r["request_key"] for r in rows]
+        if consume and isinstance(given, list):
+            given.clear()  # with ``rows`` and ``frame``, the last references to the bodies
+        rows.clear()
         table = table.append_column("body_sha256", pa.array(body_digests(table), pa.string()))
         table = table.append_column("key_sha256", pa.array(key_digests(table), pa.string()))
         n = table.num_rows
@@ -569,7 +587,7 @@ class ResponseStore:
         del table
 
         def write(tmp: str) -> None:  # the table is released before the read-back
-            table = pending.pop()
+            table = pending[0]
             large = table.nbytes > _LARGE_PART_BYTES
             pq.write_table(
                 table,
@@ -577,7 +595,9 @@ class ResponseStore:
                 write_page_checksum=True,
                 use_dictionary=_DICTIONARY,
                 write_statistics=_STATISTICS,
+                data_page_version=_PAGE_VERSION,
             )
+            pending.clear()
             del table
             if large:  # Arrow's allocator keeps freed memory; hand it back before reading
                 pa.default_memory_pool().release_unused()
@@ -586,8 +606,13 @@ class ResponseStore:
             if _read_part(Path(tmp)).num_rows != n:
                 raise DamagedFileError(tmp, "responses part", "rows missing on read-back")
 
-        _atomic_write(target, write, check)
-        _append_ledger(self.parts / _LEDGER, target.name, [r["request_key"] for r in rows])
+        try:
+            _atomic_write(target, write, check)
+        except BaseException:
+            if consume and isinstance(given, list) and pending and not given:
+                given.extend(pending[0].drop_columns(list(CHECKSUM_COLUMNS)).to_pylist())
+            raise
+        _append_ledger(self.parts / _LEDGER, target.name, keys)
         log.debug("stored %d responses in %s", n, target.name)
         return target
 
