@@ -10,6 +10,13 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+#: Property tests keep the example counts each test sets; on a loaded machine (CI, several
+#: xdist workers, a shared 2-core box) data generation can be slow without anything being
+#: wrong, so the speed health check and the per-example deadline do not fail a test.
+settings.register_profile("dentalkit", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("dentalkit")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -22,12 +29,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _slow_files_first(items)
     if config.getoption("--remote") and os.environ.get("DENTALKIT_API_KEY"):
         return
     skip = pytest.mark.skip(reason="needs --remote and DENTALKIT_API_KEY (the real service)")
     for item in items:
         if "remote" in item.keywords:
             item.add_marker(skip)
+
+
+def _slow_files_first(items: list[pytest.Item]) -> None:
+    """Put the test files holding a ``slow`` test first, each file's tests in their order.
+
+    pytest-xdist (``-n 2``, ``--dist loadfile`` in pyproject.toml) hands out whole files in
+    collection order: the minutes-long files (the README demo, the notebooks, the docs
+    build, the reliability suite) start at once instead of last, when one worker would run
+    them alone while the other idles. Within a file nothing moves; the order is the same
+    on every worker (xdist checks that they collected the same list).
+    """
+    slow_files = {item.nodeid.split("::")[0] for item in items if "slow" in item.keywords}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow_files)
 
 
 @pytest.fixture(scope="session")
