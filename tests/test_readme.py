@@ -18,7 +18,7 @@ def test_readme_starts_with_the_two_commands():
     commands = [line for line in first.splitlines() if line and not line.startswith("#")]
     assert commands == [
         'python3 -m venv .venv && .venv/bin/pip install -e ".[demo]" && .venv/bin/dentalkit demo',
-        'python3 -m venv .venv && .venv/bin/pip install -e ".[dev]" && .venv/bin/python -m pytest',
+        'python3 -m venv .venv && .venv/bin/pip install -e ".[dev]" && .venv/bin/python -m pytest -n 2',
     ]
     ci = (README.parent / ".ci" / "run").read_text()
     assert commands[1] in ci
