@@ -177,18 +177,84 @@ def build_store(
     return stored
 
 
+def replicate(source: Path, dest: Path, copies: int) -> int:
+    """A ``copies`` × larger study folder made from ``source`` without the sandbox.
+
+    ``source`` is a study folder (``patients.csv``, ``study.toml``, ``study/`` the store).
+    Copy 0 is the source cohort; copy ``c`` ≥ 1 repeats every patient as
+    ``<patient_id>~c``: its rows of ``patients.csv`` and its stored answers, each body's
+    ``PatientID`` echo renamed the same way and a new ``request_key`` (SHA-256 of the old key
+    and the copy). The parts are written through the store's own ``append`` (digests and
+    page checksums as a fetch writes them). What the stages after the fetch read (bodies,
+    sizes, patients) is then ``copies`` times the source; the request keys are not those a
+    fetch of a renamed manifest would compute, so ``dentalkit study`` on this folder would
+    send the copies' requests again: measure it with ``benchmarks/_stages.py``. Returns the
+    rows stored.
+    """
+    import hashlib
+    import shutil
+
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from dentalkit.fetch.store import CHECKSUM_COLUMNS, RESPONSES_SCHEMA, ResponseStore, _read_meta
+
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(source / "study.toml", dest / "study.toml")
+    patients = pd.read_csv(source / "patients.csv", dtype={"patient_id": str})
+    pd.concat(
+        [
+            patients.assign(patient_id=patients["patient_id"] + (f"~{c}" if c else ""))
+            for c in range(copies)
+        ],
+        ignore_index=True,
+    ).to_csv(dest / "patients.csv", index=False)
+    meta = _read_meta(source / "study" / "_dentalkit.json")
+    names = [n for n in RESPONSES_SCHEMA.names if n not in CHECKSUM_COLUMNS and n != "session_time"]
+    stored = 0
+    with ResponseStore(dest / "study", meta["base_url"]) as store:
+        for path in sorted((source / "study" / "responses").glob("part-*.parquet")):
+            part = pq.read_table(path, columns=names).to_pandas()
+            for c in range(copies):
+                copy = part.copy()
+                if c:
+                    old = part["patient_id"].astype(object)
+                    new = old + f"~{c}"
+                    copy["patient_id"] = new
+                    copy["body"] = [
+                        b.replace(f'"PatientID":"{o}"', f'"PatientID":"{n}"', 1)
+                        if isinstance(b, str)
+                        else b
+                        for b, o, n in zip(part["body"], old, new, strict=True)
+                    ]
+                    copy["request_key"] = [
+                        hashlib.sha256(f"{k}~{c}".encode()).hexdigest() for k in part["request_key"]
+                    ]
+                store.append(copy.to_dict("records"))
+                stored += len(copy)
+    return stored
+
+
 if __name__ == "__main__":
     import argparse
     import time
 
     parser = argparse.ArgumentParser(description="build a benchmark store")
     parser.add_argument("folder", type=Path)
-    parser.add_argument("--patients", type=int, required=True)
+    parser.add_argument("--patients", type=int, default=0)
+    parser.add_argument("--replicate", type=Path, help="a study folder to repeat --copies times")
+    parser.add_argument("--copies", type=int, default=2)
     parser.add_argument("--root-url", default="http://127.0.0.1:8799")
     parser.add_argument("--processes", type=int, default=2)
     a = parser.parse_args()
     a.folder.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
+    if a.replicate:
+        n = replicate(a.replicate, a.folder, a.copies)
+        print(
+            f"{a.copies} copies of {a.replicate}: {n} responses stored in {time.perf_counter() - t0:.0f} s"
+        )
+        raise SystemExit(0)
     table = study_inputs(a.folder, a.patients, a.root_url)
     n = build_store(table, a.folder / "study", root_url=a.root_url, processes=a.processes)
     print(f"{a.patients} patients: {n} responses stored in {time.perf_counter() - t0:.0f} s")
