@@ -11,6 +11,7 @@ whole responses table read at once), for the before/after figures.
 
 from __future__ import annotations
 
+import importlib
 import json
 import resource
 import sys
@@ -28,7 +29,8 @@ def _streamed(stage: str, out: Path, folder: Path, design) -> None:
     import pandas as pd
 
     from dentalkit import io
-    from dentalkit.study import run as study_run
+
+    study_run = importlib.import_module("dentalkit.study.run")  # the module, not run()
     from dentalkit.study.calibration import calibration_policy
 
     quiet = lambda line: None  # noqa: E731
