@@ -6,16 +6,29 @@ fetch (tables, contract, analyses, figures, report) are called directly, functio
 function, in another fresh process on the store the first one wrote. Both print the wall
 time of each stage; the ratio "stages after fetch ÷ same stages called directly" is what
 the study command costs over its own functions (target ≤ 1.1). Peak resident memory of
-each process is stated (``ru_maxrss`` of the child).
+each process is stated (``ru_maxrss`` of the child). With several ``--patients`` sizes, the
+time of the stages after the fetch is compared between consecutive sizes (target for
+1,000 → 2,000: ≤ 2.1×).
+
+``--stages`` runs each stage after the fetch once more in a process of its own
+(``benchmarks/_stages.py``), so that each stage's peak memory is its own; ``--whole`` adds
+the same stages as the study ran them before it read the store in pieces (the whole
+responses table in memory), for the before/after figures.
+
+``--in-process`` builds the store without HTTP (``benchmarks/_cohort_store.py``: the real
+fetch, answered by the sandbox in the same process, in two shards): a 10,000-patient fetch
+over the loopback takes hours on a loaded 2-core machine, and the stages measured here only
+read the store. The study command then finds every request stored and sends nothing.
 
     python benchmarks/study.py                 # 200 patients
-    python benchmarks/study.py --patients 1000
+    python benchmarks/study.py --patients 1000 2000 --in-process --stages
     python benchmarks/study.py --smoke         # 3 patients, a few figures: what CI runs
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import socket
@@ -88,31 +101,40 @@ def _stage_seconds(output: str) -> dict[str, float]:
 
 
 def direct(store: Path, out: Path, folder: Path) -> None:
-    """The stages after the fetch, called directly on ``store``; prints JSON seconds."""
+    """The stages after the fetch, called directly on ``store``; prints JSON seconds.
+
+    The public functions the study calls, in the same order, reading the store in pieces
+    of whole patients (``read_responses_in_parts``) as the study does."""
+    import pandas as pd
+
     from dentalkit import convert, io
-    from dentalkit.contract import contract_report, write_contract
-    from dentalkit.fetch.store import read_responses
+    from dentalkit.contract import contract_report_in_parts, write_contract
+    from dentalkit.fetch import read_calibration, read_responses_in_parts
     from dentalkit.study import FIGURES, analyze, make_figures, read_design, write_analyses
     from dentalkit.study.report import sections, write_report
+    from dentalkit.study.run import NOT_WRITTEN, _analysis_responses
 
     design = read_design(folder / "study.toml")
-    patients = __import__("pandas").read_csv(folder / "patients.csv", dtype={"patient_id": str})
+    patients = pd.read_csv(folder / "patients.csv", dtype={"patient_id": str})
     seconds = {}
     t0 = time.perf_counter()
-    responses = read_responses(store)
-    tables = convert.tables(responses, errors="collect")
-    io.write_tables(tables, out / "tables")
+    own = read_calibration(store) if (store / "calibration.parquet").exists() else None
+    parts = convert.tables_in_parts(
+        read_responses_in_parts(store), errors="collect", calibration=own
+    )
+    io.write_tables_in_parts(parts, out / "tables")
+    tables = io.read_tables(out / "tables")
     seconds["tables"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    contract = contract_report(responses)
+    contract = contract_report_in_parts(read_responses_in_parts(store))
     write_contract(contract, out)
     seconds["contract"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     analyses = analyze(
-        tables, design.mm_per_px, responses=responses, patients=patients, design=design,
-        errors="collect",
+        tables, design.mm_per_px, responses=_analysis_responses(store), patients=patients,
+        design=design, errors="collect",
     )  # fmt: skip
-    write_analyses(analyses, out / "analyses")
+    write_analyses({k: v for k, v in analyses.items() if k not in NOT_WRITTEN}, out / "analyses")
     seconds["analyses"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     chosen = FIGURES if design.figures is None else [f for f in FIGURES if f.name in design.figures]
@@ -133,22 +155,35 @@ def direct(store: Path, out: Path, folder: Path) -> None:
     print(json.dumps(seconds))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--patients", type=int, default=200)
-    parser.add_argument("--dpi", type=int, default=300)
-    parser.add_argument("--smoke", action="store_true", help="3 patients, two figures")
-    parser.add_argument(
-        "--direct", nargs=3, metavar=("STORE", "OUT", "FOLDER"), help=argparse.SUPPRESS
+def _load() -> str:
+    """The load average (1, 5, 15 min) and the CPUs, for the figures' context."""
+    import os
+
+    return (
+        "load average "
+        + " ".join(f"{v:.1f}" for v in os.getloadavg())
+        + f" on {os.cpu_count()} CPUs"
     )
-    args = parser.parse_args()
-    if args.direct:
-        direct(*(Path(p) for p in args.direct))
-        return
-    n = 3 if args.smoke else args.patients
-    with tempfile.TemporaryDirectory() as tmp:
+
+
+def _one_size(n: int, args: argparse.Namespace) -> float:
+    """Measure one cohort size; returns the seconds of the study's stages after the fetch."""
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         folder, port = Path(tmp), _free_port()
-        _inputs(folder, n, port, args.smoke, args.dpi)
+        built = ""
+        if args.in_process:
+            sys.path.insert(0, str(Path(__file__).parent))
+            from _cohort_store import build_store, study_inputs
+
+            t0 = time.perf_counter()
+            root = f"http://127.0.0.1:{port}"
+            table = study_inputs(folder, n, root, dpi=args.dpi, figures=_smoke_figures(args))
+            stored = build_store(table, folder / "study", root_url=root)
+            built = (
+                f"; store built in process: {stored} responses in {time.perf_counter() - t0:.0f} s"
+            )
+        else:
+            _inputs(folder, n, port, args.smoke, args.dpi)
         study_out, wall_study, rss_study = _child(
             [
                 "dentalkit", "study", str(folder / "manifest.csv"),
@@ -162,16 +197,61 @@ def main() -> None:
              str(folder)]
         )  # fmt: skip
         called = json.loads(out.strip().splitlines()[-1])
+        stages = []
+        if args.stages:
+            script = str(Path(__file__).with_name("_stages.py"))
+            for whole in (False, True) if args.whole else (False,):
+                for s in AFTER_FETCH:
+                    line, _, _ = _child([script, s, str(folder)] + (["--whole"] if whole else []))
+                    stages.append((whole, json.loads(line.strip().splitlines()[-1])))
     after = sum(via_study[s] for s in AFTER_FETCH)
     base = sum(called[s] for s in AFTER_FETCH)
     fetch = re.search(r"^fetch: (\d+) requests.*\[(\d+(?:\.\d+)?) s\]$", study_out, re.M)
-    print(f"patients {n}, {fetch.group(1) if fetch else '?'} requests; dpi {args.dpi}")
+    print(f"patients {n}, {fetch.group(1) if fetch else '?'} requests; dpi {args.dpi}{built}")
     print(f"{'stage':10s} {'study (s)':>10s} {'direct (s)':>11s}")
     for s in AFTER_FETCH:
         print(f"{s:10s} {via_study[s]:10.1f} {called[s]:11.1f}")
     print(f"fetch: {fetch.group(2) if fetch else '?'} s; whole study process {wall_study:.0f} s")
     print(f"peak RSS: study process {rss_study:.0f} MB, direct process {rss_direct:.0f} MB")
     print(f"stages after fetch ÷ same stages called directly: {after / base:.2f} (target ≤ 1.1)")
+    if stages:
+        print("each stage in its own process (seconds, peak RSS):")
+        for whole, r in stages:
+            how = "whole table (before)" if whole else "in pieces"
+            print(f"  {r['stage']:10s} {how:22s} {r['seconds']:8.1f} s {r['peak_rss_mb']:8.0f} MB")
+    print(_load())
+    sys.stdout.flush()
+    return after
+
+
+def _smoke_figures(args: argparse.Namespace) -> tuple[str, ...] | None:
+    return SMOKE_FIGURES if args.smoke else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--patients", type=int, nargs="+", default=[200])
+    parser.add_argument("--dpi", type=int, default=300)
+    parser.add_argument("--smoke", action="store_true", help="3 patients, two figures")
+    parser.add_argument("--in-process", action="store_true", help="build the store without HTTP")
+    parser.add_argument("--stages", action="store_true", help="each stage in its own process")
+    parser.add_argument("--whole", action="store_true", help="with --stages: also as before")
+    parser.add_argument("--tmp", default=None, help="folder for the temporary study folders")
+    parser.add_argument(
+        "--direct", nargs=3, metavar=("STORE", "OUT", "FOLDER"), help=argparse.SUPPRESS
+    )
+    args = parser.parse_args()
+    if args.direct:
+        direct(*(Path(p) for p in args.direct))
+        return
+    sizes = [3] if args.smoke else args.patients
+    print(_load())
+    times = [(n, _one_size(n, args)) for n in sizes]
+    for (n0, t0), (n1, t1) in itertools.pairwise(times):
+        print(
+            f"stages after fetch, {n0} → {n1} patients: {t1 / t0:.2f}× the time "
+            f"({n1 / n0:.1f}× the patients; target for 1,000 → 2,000 ≤ 2.1)"
+        )
 
 
 if __name__ == "__main__":

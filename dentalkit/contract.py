@@ -64,6 +64,7 @@ __all__ = [
     "CONTRACT_COLUMNS",
     "contract_markdown",
     "contract_report",
+    "contract_report_in_parts",
     "timestamp_shape",
     "write_contract",
 ]
@@ -264,6 +265,50 @@ def contract_report(
     sets the spec does not show are compared with ``dentalkit/data/known_labels.csv`` and
     the landmark map; a label outside them is a ``drift`` row, never an error.
     """
+    scan = _Scan(landmark_map, tmj_phrases)
+    scan.feed(responses)
+    return scan.frame()
+
+
+def contract_report_in_parts(
+    parts: Iterable[pd.DataFrame],
+    *,
+    landmark_map: str | os.PathLike[str] | pd.DataFrame | None = None,
+    tmj_phrases: Any = None,
+) -> pd.DataFrame:
+    """:func:`contract_report` of a responses table that comes in pieces (pure).
+
+    For a study too large to hold every body at once: each piece (e.g. from
+    :func:`dentalkit.fetch.read_responses_in_parts`) is read and dropped before the next,
+    so memory holds one piece and the counts. The result equals
+    ``contract_report(pandas.concat(parts))``: the counts, the patients and the first
+    example of each row are those of the whole table, given its pieces in order.
+
+    Parameters
+    ----------
+    parts : iterable of pandas.DataFrame
+        Consecutive pieces of one responses table (each with the columns
+        :func:`contract_report` needs).
+    landmark_map, tmj_phrases
+        As for :func:`contract_report`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`contract_report`.
+
+    Raises
+    ------
+    InputError
+        A piece is not a DataFrame or lacks a required column.
+    """
+    scan = _Scan(landmark_map, tmj_phrases)
+    for part in parts:
+        scan.feed(part)
+    return scan.frame()
+
+
+def _check_responses(responses: object) -> None:
     if not isinstance(responses, pd.DataFrame):
         raise InputError(f"responses must be a pandas DataFrame, got {type(responses).__name__}")
     missing = [c for c in ("endpoint", "patient_id", "timestamp", "body") if c not in responses]
@@ -271,137 +316,160 @@ def contract_report(
         raise InputError(
             f"responses lacks column(s) {missing}; give dentalkit.fetch.store.read_responses(out)"
         )
-    from dentalkit.convert._tmj import classify, load_phrases
 
-    phrases = load_phrases(tmj_phrases)
-    labels = _known_labels()
-    lm_keys = _landmark_keys(landmark_map)
-    out = _Collector()
-    per_endpoint: dict[str, tuple[int, set]] = {}
-    ok = np.ones(len(responses), dtype=bool)
-    if "status_code" in responses:
-        status = pd.to_numeric(responses["status_code"], errors="coerce")
-        ok &= (status.isna() | (status == 200)).to_numpy()
-    if "error" in responses:
-        ok &= responses["error"].isna().to_numpy()
-    fetched = (
-        pd.to_datetime(responses["fetched_at"], utc=True, errors="coerce")
-        if "fetched_at" in responses
-        else pd.Series(pd.NaT, index=responses.index)
-    )
-    versions: dict[str, dict[str, list[tuple]]] = {}  # endpoint → Version → who answered
-    lifetimes: dict[str, list[tuple[float, tuple]]] = {}
-    sentences: dict[str, dict[str, list]] = {}
-    cols = zip(
-        responses["endpoint"].astype("object"),
-        responses["patient_id"].astype("object"),
-        responses["timestamp"].astype("object"),
-        responses["body"],
-        fetched,
-        ok,
-        strict=True,
-    )
-    for name, pid, ts, raw, at, good in cols:
-        if not good:
-            continue
-        try:
-            ep = get_endpoint(name)
-        except KeyError:
-            ep_name = str(name)
-            out.add(ep_name, "malformed_body", "unknown endpoint", "drift", (pid, ts))
-            continue
-        who = (None if pid is None or pid != pid else str(pid), None if ts != ts else ts)
-        n, pats = per_endpoint.get(ep.name, (0, set()))
-        if who[0] is not None:
-            pats.add(who[0])
-        per_endpoint[ep.name] = (n + 1, pats)
-        try:
-            body = orjson.loads(raw) if isinstance(raw, str | bytes) else raw
-        except orjson.JSONDecodeError:
-            out.add(ep.name, "malformed_body", "not JSON", "drift", who)
-            continue
-        if not isinstance(body, dict):
-            out.add(ep.name, "malformed_body", f"a JSON {json_type(body)}", "drift", who)
-            continue
-        _fields(out, ep, body, who)
-        version = body.get("Version")
-        if ep.version is None:
-            if "Version" in body:
-                out.add(ep.name, "version", str(version), "drift", who, expected="no Version field")
-        elif "Version" in body:
-            out.add(ep.name, "version", str(version), "ok", who, expected="a Version string")
-            versions.setdefault(ep.name, {}).setdefault(str(version), []).append(who)
-        if ep.output_image and isinstance(body.get("OutputImageUrl"), str):
-            host, hours = _link(body["OutputImageUrl"], at)
-            out.add(ep.name, "output_link_host", host, "info", who)
-            if hours is not None:
-                lifetimes.setdefault(ep.name, []).append((hours, who))
-            else:
+
+class _Scan:
+    """The contract report's counts, fed one responses table (or piece of one) at a time."""
+
+    def __init__(self, landmark_map: Any = None, tmj_phrases: Any = None) -> None:
+        from dentalkit.convert._tmj import load_phrases
+
+        self.phrases = load_phrases(tmj_phrases)
+        self.labels = _known_labels()
+        self.lm_keys = _landmark_keys(landmark_map)
+        self.out = _Collector()
+        self.per_endpoint: dict[str, tuple[int, set]] = {}
+        # endpoint → Version → who answered
+        self.versions: dict[str, dict[str, list[tuple]]] = {}
+        self.lifetimes: dict[str, list[tuple[float, tuple]]] = {}
+        self.sentences: dict[str, dict[str, list]] = {}
+
+    def feed(self, responses: pd.DataFrame) -> None:
+        """Count the rows of ``responses`` (the next piece of the table, in order)."""
+        _check_responses(responses)
+        out, per_endpoint = self.out, self.per_endpoint
+        versions, lifetimes, sentences = self.versions, self.lifetimes, self.sentences
+        labels, lm_keys = self.labels, self.lm_keys
+        ok = np.ones(len(responses), dtype=bool)
+        if "status_code" in responses:
+            status = pd.to_numeric(responses["status_code"], errors="coerce")
+            ok &= (status.isna() | (status == 200)).to_numpy()
+        if "error" in responses:
+            ok &= responses["error"].isna().to_numpy()
+        fetched = (
+            pd.to_datetime(responses["fetched_at"], utc=True, errors="coerce")
+            if "fetched_at" in responses
+            else pd.Series(pd.NaT, index=responses.index)
+        )
+        cols = zip(
+            responses["endpoint"].astype("object"),
+            responses["patient_id"].astype("object"),
+            responses["timestamp"].astype("object"),
+            responses["body"],
+            fetched,
+            ok,
+            strict=True,
+        )
+        for name, pid, ts, raw, at, good in cols:
+            if not good:
+                continue
+            try:
+                ep = get_endpoint(name)
+            except KeyError:
+                ep_name = str(name)
+                out.add(ep_name, "malformed_body", "unknown endpoint", "drift", (pid, ts))
+                continue
+            who = (None if pid is None or pid != pid else str(pid), None if ts != ts else ts)
+            n, pats = per_endpoint.get(ep.name, (0, set()))
+            if who[0] is not None:
+                pats.add(who[0])
+            per_endpoint[ep.name] = (n + 1, pats)
+            try:
+                body = orjson.loads(raw) if isinstance(raw, str | bytes) else raw
+            except orjson.JSONDecodeError:
+                out.add(ep.name, "malformed_body", "not JSON", "drift", who)
+                continue
+            if not isinstance(body, dict):
+                out.add(ep.name, "malformed_body", f"a JSON {json_type(body)}", "drift", who)
+                continue
+            _fields(out, ep, body, who)
+            version = body.get("Version")
+            if ep.version is None:
+                if "Version" in body:
+                    out.add(
+                        ep.name, "version", str(version), "drift", who, expected="no Version field"
+                    )
+            elif "Version" in body:
+                out.add(ep.name, "version", str(version), "ok", who, expected="a Version string")
+                versions.setdefault(ep.name, {}).setdefault(str(version), []).append(who)
+            if ep.output_image and isinstance(body.get("OutputImageUrl"), str):
+                host, hours = _link(body["OutputImageUrl"], at)
+                out.add(ep.name, "output_link_host", host, "info", who)
+                if hours is not None:
+                    lifetimes.setdefault(ep.name, []).append((hours, who))
+                else:
+                    out.add(
+                        ep.name,
+                        "output_link_lifetime",
+                        "not stated in the link",
+                        "info",
+                        who,
+                        expected=f"{LINK_HOURS:g} h (spec)",
+                    )
+            echo = body.get("TimeStamp")
+            if isinstance(echo, str) and isinstance(ts, str):
+                shape, sent = timestamp_shape(echo), timestamp_shape(ts)
+                verdict = "ok" if echo == ts else "drift"
+                out.add(ep.name, "timestamp_format", shape, verdict, who, expected=sent)
+            _labels(out, ep, body, who, labels, lm_keys)
+            if ep.kind is Kind.TMJ:
+                finding = (
+                    (body.get("Results") or {}).get("Finding")
+                    if isinstance(body.get("Results"), dict)
+                    else None
+                )
+                if isinstance(finding, str):
+                    sentences.setdefault(ep.name, {}).setdefault(finding, []).append(who)
+
+    def frame(self) -> pd.DataFrame:
+        """The report of everything fed (once: it adds the rows that need every response)."""
+        from dentalkit.convert._tmj import classify
+
+        out, per_endpoint, phrases = self.out, self.per_endpoint, self.phrases
+        versions, lifetimes, sentences = self.versions, self.lifetimes, self.sentences
+        # one row per endpoint that pooled several Versions, counting every response that
+        # carried a Version and its patient (each pooled response, not the row itself)
+        for ep_name, by_version in versions.items():
+            if len(by_version) > 1:
+                item = ", ".join(sorted(by_version))
+                for whos in by_version.values():
+                    for who in whos:
+                        out.add(
+                            ep_name,
+                            "versions_pooled",
+                            item,
+                            "drift",
+                            who,
+                            expected="one Version per endpoint",
+                            seen=f"{len(by_version)} versions",
+                        )
+        for ep_name, stated in lifetimes.items():
+            arr = np.asarray([h for h, _ in stated])
+            lo, med, hi = np.min(arr), np.median(arr), np.max(arr)
+            verdict = "ok" if abs(med - LINK_HOURS) <= 1.0 else "drift"
+            for _, who in stated:
                 out.add(
-                    ep.name,
+                    ep_name,
                     "output_link_lifetime",
-                    "not stated in the link",
-                    "info",
+                    f"{med:.1f} h (median; {lo:.1f}–{hi:.1f})",
+                    verdict,
                     who,
                     expected=f"{LINK_HOURS:g} h (spec)",
                 )
-        echo = body.get("TimeStamp")
-        if isinstance(echo, str) and isinstance(ts, str):
-            shape, sent = timestamp_shape(echo), timestamp_shape(ts)
-            verdict = "ok" if echo == ts else "drift"
-            out.add(ep.name, "timestamp_format", shape, verdict, who, expected=sent)
-        _labels(out, ep, body, who, labels, lm_keys)
-        if ep.kind is Kind.TMJ:
-            finding = (
-                (body.get("Results") or {}).get("Finding")
-                if isinstance(body.get("Results"), dict)
-                else None
-            )
-            if isinstance(finding, str):
-                sentences.setdefault(ep.name, {}).setdefault(finding, []).append(who)
-    # one row per endpoint that pooled several Versions, counting every response that
-    # carried a Version and its patient (each pooled response, not the row itself)
-    for ep_name, by_version in versions.items():
-        if len(by_version) > 1:
-            item = ", ".join(sorted(by_version))
-            for whos in by_version.values():
-                for who in whos:
-                    out.add(
-                        ep_name,
-                        "versions_pooled",
-                        item,
-                        "drift",
-                        who,
-                        expected="one Version per endpoint",
-                        seen=f"{len(by_version)} versions",
-                    )
-    for ep_name, stated in lifetimes.items():
-        arr = np.asarray([h for h, _ in stated])
-        lo, med, hi = np.min(arr), np.median(arr), np.max(arr)
-        verdict = "ok" if abs(med - LINK_HOURS) <= 1.0 else "drift"
-        for _, who in stated:
-            out.add(
-                ep_name,
-                "output_link_lifetime",
-                f"{med:.1f} h (median; {lo:.1f}–{hi:.1f})",
-                verdict,
-                who,
-                expected=f"{LINK_HOURS:g} h (spec)",
-            )
-    for ep_name, by_sentence in sentences.items():
-        for sentence, whos in by_sentence.items():
-            if classify(sentence, phrases) is None:
-                for who in whos:
-                    out.add(
-                        ep_name,
-                        "tmj_sentence",
-                        sentence,
-                        "drift",
-                        who,
-                        expected="a recognised 'no finding' or finding wording",
-                        seen="unrecognised: has_finding is NA",
-                    )
-    return out.frame({k: (n, len(p)) for k, (n, p) in per_endpoint.items()})
+        for ep_name, by_sentence in sentences.items():
+            for sentence, whos in by_sentence.items():
+                if classify(sentence, phrases) is None:
+                    for who in whos:
+                        out.add(
+                            ep_name,
+                            "tmj_sentence",
+                            sentence,
+                            "drift",
+                            who,
+                            expected="a recognised 'no finding' or finding wording",
+                            seen="unrecognised: has_finding is NA",
+                        )
+        return out.frame({k: (n, len(p)) for k, (n, p) in per_endpoint.items()})
 
 
 def _fields(out: _Collector, ep: Endpoint, body: dict, who: tuple) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -29,6 +29,9 @@ class Problems:
         self.records: list[tuple | None] = []
         self._echo: dict[int, str] = {}  # row → first echo mismatch message
         self._notes: dict[int, list[int]] = {}  # row → positions of its notes in records
+        # (table, path, value) → (position in records, responses counted) of a note made
+        # once per distinct value, recounted when later pieces of the responses carry it
+        self._once: dict[tuple[str, str, str], tuple[int, int]] = {}
 
     def _who(self, req: Requests, i: int) -> tuple:
         return req.ep[i].name, req.patient_id[i], req.timestamp[i], int(req.row[i])
@@ -85,6 +88,23 @@ class Problems:
                 "warning",
             )
         )
+
+    def note_once(
+        self, req: Requests, i: int, table: str, path: str, value: str, n: int, reason: Callable
+    ) -> None:
+        """One note per distinct ``value`` of ``path``, on the first response that carries it;
+        ``reason(count)`` words it for the ``count`` responses seen so far (a later piece of
+        the same responses table adds to that count and rewords the note)."""
+        seen = self._once.get((table, path, value))
+        if seen is None:
+            self._once[(table, path, value)] = (len(self.records), n)
+            self.note(req, i, table, path, reason(n))
+            return
+        k, before = seen
+        self._once[(table, path, value)] = (k, before + n)
+        rec = self.records[k]
+        if rec is not None:
+            self.records[k] = (*rec[:8], f"{reason(before + n)} (rows kept)", rec[9])
 
     def echo(self, req: Requests, i: int, tables: Sequence[str], path: str, reason: str) -> None:
         """An echo that differs from the request: noted, and warned about once per call."""

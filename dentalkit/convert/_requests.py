@@ -60,7 +60,10 @@ _REQUIRED_COLUMNS = ("endpoint", "patient_id", "timestamp", "body")
 
 
 def prepare(
-    responses: pd.DataFrame, problems: Problems, timestamp_format: str | None = None
+    responses: pd.DataFrame,
+    problems: Problems,
+    timestamp_format: str | None = None,
+    offset: int = 0,
 ) -> Requests:
     """Select the successful rows of a responses table and resolve their endpoints.
 
@@ -69,6 +72,8 @@ def prepare(
     ``session_time`` is parsed from ``timestamp`` (ISO 8601, or ``timestamp_format``); an
     image request's timestamp that does not parse is a problem (rows kept, session_time
     missing). A ``/tle`` request's timestamp is the store's label of the query, not a date.
+    ``offset``: rows of the whole table before ``responses`` when it is one piece of it
+    (:func:`dentalkit.convert.tables_in_parts`); problems name rows of the whole table.
     """
     if not isinstance(responses, pd.DataFrame):
         raise InputError(
@@ -119,12 +124,12 @@ def prepare(
         r = int(cand[k])
         ep = found[codes[k]]
         if isinstance(ep, str):
-            problems.bad_row(r, None, pid[r], ts[r], "endpoint", ep)
+            problems.bad_row(r + offset, None, pid[r], ts[r], "endpoint", ep)
             continue
         why = _bad_key(pid[r], pid_null[r], ep, "patient_id") or _bad_key(
             ts[r], ts_null[r], ep, "timestamp"
         )
-        problems.bad_row(r, ep.name, pid[r], ts[r], *why)
+        problems.bad_row(r + offset, ep.name, pid[r], ts[r], *why)
     keep = ~bad
     rows = cand[keep]
     eps = [found[c] for c in codes[keep].tolist()]
@@ -134,7 +139,7 @@ def prepare(
     ts_k = np.where(ts_null[idx], None, ts[idx]).astype(object)
     options = responses["options"].to_numpy(object)[idx] if "options" in responses.columns else None
     req = Requests(
-        row=idx,
+        row=idx + offset,
         ep=eps,
         patient_id=pid_k,
         timestamp=ts_k,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 
@@ -49,6 +49,13 @@ _PARAMS_DOC = """
         each becomes a row of the ``problems`` table and that response is dropped; the
         others convert. ``"warn"``: as ``"collect"``, plus one
         :class:`~dentalkit.errors.DentalkitWarning` when there are problems."""
+
+_PARTS_DOC = _PARAMS_DOC.replace(
+    """    responses : pandas.DataFrame
+        The responses table""",
+    """    parts : iterable of pandas.DataFrame
+        Consecutive pieces of one responses table""",
+)
 
 _NOTES_DOC = """
     Notes
@@ -141,6 +148,151 @@ def tables(
     >>> out["tle"]["estimate_length_months"].tolist(), len(out["problems"])
     ([21.5], 0)
     """
+    stream = _Stream(
+        errors, landmark_map, include, tmj_phrases, "dentalkit.convert.tables", timestamp_format
+    )
+    out = stream.convert(responses, progress)
+    if calibration is not None:
+        out["calibration"] = stream.calibration(calibration)
+    out["problems"] = stream.finish(stacklevel=3)
+    return out
+
+
+tables.__doc__ = tables.__doc__.replace("{params}", _PARAMS_DOC).replace("{notes}", _NOTES_DOC)
+
+
+def tables_in_parts(
+    parts: Iterable[pd.DataFrame],
+    errors: Errors = "raise",
+    landmark_map: LandmarkMap = None,
+    include: Iterable[str] | None = None,
+    tmj_phrases: _tmj.PhrasesArg = None,
+    *,
+    timestamp_format: str | None = None,
+    calibration: pd.DataFrame | None = None,
+) -> Iterator[dict[str, pd.DataFrame]]:
+    """Convert a responses table that comes in pieces, one piece at a time.
+
+    For a study too large to hold every body at once: each piece (e.g. from
+    :func:`dentalkit.fetch.read_responses_in_parts`) is converted and given back before
+    the next is read, so memory holds one piece and its tables. The result is
+    :func:`tables` of the whole table, cut into pieces: for each piece, one dict of the
+    same tables (its rows, in the same order and dtypes); then, last, one dict with
+    ``calibration`` (when given) and ``problems`` (every problem; ``row`` numbers count
+    the rows of all the pieces before, so they are positions in the whole table, as
+    :func:`tables` gives them). A categorical column's categories are those of the
+    piece's rows: writing the pieces to one Parquet file
+    (:func:`dentalkit.io.write_tables_in_parts`) gives the whole table.
+    {params}
+    landmark_map, include, tmj_phrases, calibration
+        As for :func:`tables`.
+    timestamp_format : str, optional
+        As for :func:`tables`; default each piece's ``attrs["timestamp_format"]`` (the
+        format the fetch recorded), else ISO 8601.
+
+    Yields
+    ------
+    dict of str to pandas.DataFrame
+        The tables of each piece, then ``{"problems": DataFrame}`` (with
+        ``"calibration"`` first when ``calibration`` is given).
+    {notes}
+    Examples
+    --------
+    >>> import json
+    >>> import pandas as pd
+    >>> from dentalkit import convert
+    >>> def piece(patient):
+    ...     body = {"ImageName": "tmj.png", "Results": {"Finding": "No finding."}}
+    ...     return pd.DataFrame(
+    ...         {
+    ...             "endpoint": ["tmj_xsectional"],
+    ...             "patient_id": [patient],
+    ...             "timestamp": ["2024-03-05"],
+    ...             "body": [json.dumps(body)],
+    ...         }
+    ...     )
+    >>> out = list(convert.tables_in_parts([piece("P1"), piece("P2")], include=["tmj"]))
+    >>> [list(d) for d in out], [len(d["tmj"]) for d in out[:2]], len(out[2]["problems"])
+    ([['tmj'], ['tmj'], ['problems']], [1, 1], 0)
+    """
+    stream = _Stream(
+        errors,
+        landmark_map,
+        include,
+        tmj_phrases,
+        "dentalkit.convert.tables_in_parts",
+        timestamp_format,
+    )
+    for part in parts:
+        yield stream.convert(part)
+    last = {} if calibration is None else {"calibration": stream.calibration(calibration)}
+    last["problems"] = stream.finish(stacklevel=3)
+    yield last
+
+
+tables_in_parts.__doc__ = tables_in_parts.__doc__.replace("{params}", _PARTS_DOC).replace(
+    "{notes}", _NOTES_DOC
+)
+
+
+class _Stream:
+    """The conversion of one responses table, given whole or in consecutive pieces."""
+
+    def __init__(
+        self,
+        errors: Errors,
+        landmark_map: LandmarkMap,
+        include: Iterable[str] | str | None,
+        tmj_phrases: _tmj.PhrasesArg,
+        caller: str,
+        timestamp_format: str | None = None,
+    ) -> None:
+        self.wanted = _wanted(include)
+        self.errors = check_errors(errors, caller)
+        self.timestamp_format = check_timestamp_format(timestamp_format)
+        self.problems = Problems(self.errors)
+        self.names = _landmark_names(landmark_map) if "landmarks" in self.wanted else {}
+        self.kinds = {TABLE_KINDS[t] for t in self.wanted}
+        self.tmj_phrases = tmj_phrases
+        self.rows = 0  # rows of the pieces converted so far
+
+    def convert(self, responses: pd.DataFrame, progress: bool = False) -> dict[str, pd.DataFrame]:
+        """The tables of one piece (all of :attr:`wanted`, empty ones with their schema)."""
+        fmt = self.timestamp_format
+        if fmt is None and isinstance(responses, pd.DataFrame):
+            fmt = check_timestamp_format(responses.attrs.get("timestamp_format"))
+        req = prepare(responses, self.problems, fmt, offset=self.rows)
+        self.rows += len(responses)
+        with gc_paused():
+            built = _convert_kinds(
+                req, self.kinds, self.problems, self.names, self.tmj_phrases, progress
+            )
+        return {t: built[t] for t in self.wanted}
+
+    def calibration(self, calibration: pd.DataFrame) -> pd.DataFrame:
+        """The checked ``calibration`` table (its problems join the others)."""
+        self.wanted = (*self.wanted, "calibration")
+        return _calibration.convert(calibration, self.problems)
+
+    def finish(self, stacklevel: int) -> pd.DataFrame:
+        """The problems table of everything converted; the warnings of the run, once
+        (``stacklevel`` as for a ``warnings.warn`` made by the caller of the caller)."""
+        self.problems.warn(stacklevel=stacklevel + 1)
+        found = self.problems.frame(self.wanted)
+        if self.errors == "warn" and len(found):
+            warnings.warn(
+                f"{len(found)} problem(s) while converting "
+                f"({int((found['severity'] == 'error').sum())} left out, the rest kept), e.g. "
+                f"responses row {found['row'].iloc[0]} (0-based position) at "
+                f"{found['path'].iloc[0]}: "
+                f"{found['reason'].iloc[0]}. The 'problems' table lists them all",
+                DentalkitWarning,
+                stacklevel=stacklevel,
+            )
+        return found
+
+
+def _wanted(include: Iterable[str] | str | None) -> tuple[str, ...]:
     wanted = tuple(t for t in TABLE_NAMES if t in TABLE_KINDS)
     if include is not None:
         include = [include] if isinstance(include, str) else list(include)
@@ -148,50 +300,7 @@ def tables(
         if unknown:
             raise InputError(f"include: unknown table(s) {unknown}; tables are {', '.join(wanted)}")
         wanted = tuple(t for t in wanted if t in include)
-    errors = check_errors(errors, "dentalkit.convert.tables")
-    out, problems = _run(
-        responses, errors, landmark_map, wanted, tmj_phrases, progress, timestamp_format
-    )
-    if calibration is not None:
-        out["calibration"] = _calibration.convert(calibration, problems)
-        wanted = (*wanted, "calibration")
-    problems.warn(stacklevel=3)
-    out["problems"] = problems.frame(wanted)
-    if errors == "warn" and len(out["problems"]):
-        found = out["problems"]
-        warnings.warn(
-            f"{len(found)} problem(s) while converting "
-            f"({int((found['severity'] == 'error').sum())} left out, the rest kept), e.g. "
-            f"responses row {found['row'].iloc[0]} (0-based position) at "
-            f"{found['path'].iloc[0]}: "
-            f"{found['reason'].iloc[0]}. The 'problems' table lists them all",
-            DentalkitWarning,
-            stacklevel=2,
-        )
-    return out
-
-
-tables.__doc__ = tables.__doc__.replace("{params}", _PARAMS_DOC).replace("{notes}", _NOTES_DOC)
-
-
-def _run(
-    responses: pd.DataFrame,
-    errors: Errors,
-    landmark_map: LandmarkMap,
-    wanted: tuple[str, ...],
-    tmj_phrases: _tmj.PhrasesArg = None,
-    progress: bool = False,
-    timestamp_format: str | None = None,
-) -> tuple[dict[str, pd.DataFrame], Problems]:
-    problems = Problems(errors)
-    names = _landmark_names(landmark_map) if "landmarks" in wanted else {}
-    if timestamp_format is None and isinstance(responses, pd.DataFrame):
-        timestamp_format = responses.attrs.get("timestamp_format")
-    req = prepare(responses, problems, check_timestamp_format(timestamp_format))
-    kinds = {TABLE_KINDS[t] for t in wanted}
-    with gc_paused():
-        built = _convert_kinds(req, kinds, problems, names, tmj_phrases, progress)
-    return {t: built[t] for t in wanted}, problems
+    return wanted
 
 
 def _convert_kinds(
@@ -256,8 +365,9 @@ def _one(
     landmark_map: LandmarkMap = None,
     tmj_phrases: _tmj.PhrasesArg = None,
 ) -> pd.DataFrame:
-    errors = check_errors(errors, f"dentalkit.convert.{table}")
-    out, problems = _run(responses, errors, landmark_map, (table,), tmj_phrases)
+    stream = _Stream(errors, landmark_map, (table,), tmj_phrases, f"dentalkit.convert.{table}")
+    out = stream.convert(responses)
+    problems = stream.problems
     problems.warn(stacklevel=4)
     found = problems.frame([table])
     if len(found):

@@ -366,8 +366,14 @@ def convert(
     for u, flag in enumerate(flags):
         if flag is None:  # one problems row per distinct sentence, on its first response
             first = int(np.flatnonzero(codes == u)[0])
-            problems.note(
-                req, resp[first], "tmj", "$.Results.Finding", unrecognised_reason(int(counts[u]))
+            problems.note_once(
+                req,
+                resp[first],
+                "tmj",
+                "$.Results.Finding",
+                str(uniques[u]),
+                int(counts[u]),
+                unrecognised_reason,
             )
     values = pd.array([flags[c] for c in codes], dtype="boolean")
     return build_table(

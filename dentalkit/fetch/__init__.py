@@ -9,7 +9,7 @@ HTTP plumbing in :mod:`~dentalkit.fetch._http`, the Redis cache backend in
 :mod:`~dentalkit.fetch._rediscache`) → :mod:`~dentalkit.fetch.cohort` (concurrent, resumable
 cohort fetch; its executor, batches, flushes and progress bar in
 :mod:`~dentalkit.fetch._schedule`) → :mod:`~dentalkit.fetch.store` (the lossless responses
-store; the manifest's per-image calibration and timestamp format beside it in
+store, read whole or in pieces of whole patients by :mod:`~dentalkit.fetch.parts`; the manifest's per-image calibration and timestamp format beside it in
 :mod:`~dentalkit.fetch._sidefiles`). Output images behind their 72-hour links come
 through :mod:`~dentalkit.fetch._download`; one answer of the service is an :class:`ApiResult` (:mod:`~dentalkit.fetch._result`).
 
@@ -30,6 +30,7 @@ from dentalkit.fetch.cohort import (
     fetch_cohort,
     first_contact_plan,
 )
+from dentalkit.fetch.parts import read_responses_in_parts
 from dentalkit.fetch.store import ResponseStore, read_failures, read_responses, verify_store
 
 __all__ = [
@@ -48,5 +49,6 @@ __all__ = [
     "read_calibration",
     "read_failures",
     "read_responses",
+    "read_responses_in_parts",
     "verify_store",
 ]

@@ -27,7 +27,8 @@ def analysed_images(responses: pd.DataFrame) -> pd.DataFrame:
     ----------
     responses : DataFrame
         The ``responses`` table (session key, ``endpoint``, ``status_code``,
-        ``error``).
+        ``error``); with ``body`` (or an ``image_name`` column holding each body's
+        ``ImageName``, for a table read without its bodies) for ``image_name``.
 
     Returns
     -------
@@ -64,7 +65,10 @@ def analysed_images(responses: pd.DataFrame) -> pd.DataFrame:
     out["endpoint"] = endpoint[ok].to_numpy()
     out["source"] = out["endpoint"].map({n: e.source for n, e in _FINDINGS_ENDPOINTS.items()})
     key = ["patient_id", "timestamp", "endpoint"]
-    if "body" in responses:
+    if "image_name" in responses:  # the bodies' ImageName, kept when the bodies are not
+        out["image_name"] = responses.loc[ok.to_numpy(), "image_name"].astype(object).to_numpy()
+        key.append("image_name")
+    elif "body" in responses:
         # no array operation parses JSON: one small loads per successful findings response
         out["image_name"] = [_image_name(b) for b in responses.loc[ok.to_numpy(), "body"]]
         key.append("image_name")

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -54,7 +55,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import shapely
 
-from dentalkit._atomic import atomic_write
+from dentalkit._atomic import atomic_write, fsync_path
 from dentalkit.convert import schemas
 from dentalkit.errors import InputError
 from dentalkit.io._dictionary import (
@@ -86,6 +87,7 @@ __all__ = [
     "write_partitioned",
     "write_problems_csv",
     "write_tables",
+    "write_tables_in_parts",
 ]
 
 #: GeoParquet specification version written.
@@ -144,6 +146,15 @@ def _atomic_write(table: pa.Table, path: Path) -> Path:
 
 
 def _geo_table(df: pd.DataFrame, geometry: str, name: str | None = None) -> pa.Table:
+    table, types, bounds = _geo_columns(df, geometry, name)
+    return table.replace_schema_metadata(_geo_metadata(table.schema, geometry, types, bounds))
+
+
+def _geo_columns(
+    df: pd.DataFrame, geometry: str, name: str | None = None
+) -> tuple[pa.Table, set[str], list[float] | None]:
+    """``df`` as Arrow with WKB geometries and the ``bbox`` covering column; the geometry
+    types present and the total bounds (None when every geometry is null)."""
     if geometry not in df.columns:
         raise InputError(f"no geometry column {geometry!r}; columns are {list(df.columns)}")
     if "bbox" in df.columns:
@@ -161,7 +172,7 @@ def _geo_table(df: pd.DataFrame, geometry: str, name: str | None = None) -> pa.T
     wkb = shapely.to_wkb(geoms, output_dimension=2, byte_order=1, flavor="iso")
     bounds = shapely.bounds(geoms)
     ids = shapely.get_type_id(geoms[~is_null])
-    types = sorted({_TYPE_NAMES[int(t)] for t in np.unique(ids)})
+    types = {_TYPE_NAMES[int(t)] for t in np.unique(ids)}
 
     others = df.drop(columns=[geometry])
     if name is not None:
@@ -183,20 +194,32 @@ def _geo_table(df: pd.DataFrame, geometry: str, name: str | None = None) -> pa.T
         mask=pa.array(is_null),
     )
     table = table.append_column(pa.field("bbox", _BBOX, nullable=True), bbox)
+    total = [float(v) for v in shapely.total_bounds(geoms)] if (~is_null).any() else None
+    return table, types, total
+
+
+def _geo_metadata(
+    schema: pa.Schema, geometry: str, types: set[str], bounds: list[float] | None
+) -> dict[bytes, bytes]:
+    """``schema``'s metadata plus the GeoParquet ``geo`` entry for one WKB column.
+
+    ``types``: the geometry types present; ``bounds``: ``[xmin, ymin, xmax, ymax]`` of
+    all geometries, None when every one is null (the entry then has no ``bbox``).
+    """
     column = {
         "encoding": "WKB",
-        "geometry_types": types,
+        "geometry_types": sorted(types),
         "crs": None,
         "covering": {
             "bbox": {k: ["bbox", k] for k in ("xmin", "ymin", "xmax", "ymax")},
         },
     }
-    if (~is_null).any():
-        column["bbox"] = [float(v) for v in shapely.total_bounds(geoms)]
+    if bounds is not None:
+        column["bbox"] = bounds
     geo = {"version": GEOPARQUET_VERSION, "primary_column": geometry, "columns": {geometry: column}}
-    meta = dict(table.schema.metadata or {})
+    meta = dict(schema.metadata or {})
     meta[b"geo"] = json.dumps(geo).encode()
-    return table.replace_schema_metadata(meta)
+    return meta
 
 
 def write_geoparquet(df: pd.DataFrame, path: str | os.PathLike, geometry: str = "geometry") -> Path:
@@ -275,6 +298,114 @@ def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | os.PathLike)
         else:
             written[name] = _atomic_write(arrow_table(df, name), path)
     return written
+
+
+def write_tables_in_parts(
+    parts: Iterable[Mapping[str, pd.DataFrame]], out_dir: str | os.PathLike
+) -> dict[str, Path]:
+    """Write dentalkit tables that come in pieces, one piece at a time (teeth as GeoParquet).
+
+    The writer of :func:`dentalkit.convert.tables_in_parts`: each piece's rows are
+    appended to ``out_dir/<name>.parquet`` (one or more row groups per piece) and then
+    dropped, so memory holds one piece. The files read back as :func:`write_tables` of
+    the concatenated pieces would: the same rows in the same order, the declared schema
+    (types, nullability, field metadata), categories in order of first appearance, and
+    for ``teeth`` the GeoParquet ``geo`` entry of the whole table (its bounds and
+    geometry types). Each piece is checked against its schema before it is written.
+
+    Files appear only when every piece is written: each is written under a temporary
+    name in ``out_dir`` and renamed into place at the end (on an error, nothing is
+    replaced and the temporary files are removed).
+
+    Parameters
+    ----------
+    parts : iterable of mappings of str to DataFrame
+        Pieces: ``{table name: rows}``; a table may be in some pieces only (a table
+        given only with no rows is written empty, with its schema).
+    out_dir : path-like
+        The folder (created when missing).
+
+    Returns
+    -------
+    dict of str to pathlib.Path
+        The written file of each table, in order of first appearance.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    writers: dict[str, _PieceWriter] = {}
+    try:
+        for piece in parts:
+            for name, df in piece.items():
+                if name not in schemas.SCHEMAS:
+                    raise InputError(
+                        f"unknown table {name!r}; write_tables_in_parts writes dentalkit "
+                        f"tables: {', '.join(schemas.SCHEMAS)}"
+                    )
+                schemas.check(df, name)
+                if name not in writers:
+                    writers[name] = _PieceWriter(name, out)
+                writers[name].write(df)
+        for w in writers.values():
+            w.finish()
+        return {name: w.publish() for name, w in writers.items()}
+    finally:
+        for w in writers.values():
+            w.discard()
+
+
+class _PieceWriter:
+    """One table written piece by piece into a temporary Parquet file in ``out``."""
+
+    def __init__(self, name: str, out: Path) -> None:
+        self.name, self.target = name, out / f"{name}.parquet"
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".tmp", dir=out)
+        os.close(fd)
+        self.tmp = Path(tmp)
+        self.writer: pq.ParquetWriter | None = None
+        self.types: set[str] = set()
+        self.bounds: list[float] | None = None
+
+    def write(self, df: pd.DataFrame) -> None:
+        if self.name == "teeth":
+            table, types, bounds = _geo_columns(df, "geometry", "teeth")
+            self.types |= types
+            if bounds is not None and self.bounds is not None:
+                lo, hi = self.bounds[:2], self.bounds[2:]
+                bounds = [*map(min, lo, bounds[:2]), *map(max, hi, bounds[2:])]
+            self.bounds = bounds if bounds is not None else self.bounds
+        else:
+            table = arrow_table(df, self.name)
+        if self.writer is None:
+            self.writer = pq.ParquetWriter(self.tmp, table.schema)
+        if table.num_rows:
+            self.writer.write_table(table)
+
+    def finish(self) -> None:
+        self.writer.close()
+        if self.name == "teeth":  # the geo entry needs every piece: copy, adding it
+            staged = self.tmp.with_name(self.tmp.name + ".geo")
+            try:
+                with pq.ParquetFile(self.tmp) as source:
+                    schema = source.schema_arrow
+                    meta = _geo_metadata(schema, "geometry", self.types, self.bounds)
+                    with pq.ParquetWriter(staged, schema.with_metadata(meta)) as writer:
+                        for i in range(source.num_row_groups):
+                            group = source.read_row_group(i)
+                            writer.write_table(group.replace_schema_metadata(meta))
+                os.replace(staged, self.tmp)
+            finally:
+                staged.unlink(missing_ok=True)
+        fsync_path(self.tmp)
+
+    def publish(self) -> Path:
+        os.replace(self.tmp, self.target)
+        fsync_path(self.target.parent)
+        return self.target
+
+    def discard(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.tmp.unlink(missing_ok=True)
 
 
 def read_tables(

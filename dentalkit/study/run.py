@@ -214,31 +214,83 @@ def _sensitivity(
     return curves
 
 
-def _tables(responses: pd.DataFrame, out: Path, echo: Callable, progress: bool) -> dict:
+def _parts(out: Path, counted: list[int] | None = None) -> Iterator[pd.DataFrame]:
+    """The responses of the store ``out`` in pieces of whole patients, never all the bodies
+    at once (:func:`dentalkit.fetch.read_responses_in_parts`); ``counted`` (one number)
+    adds up their rows."""
+    from dentalkit.fetch.parts import read_responses_in_parts
+
+    for piece in read_responses_in_parts(out):
+        if counted is not None:
+            counted[0] += len(piece)
+        yield piece
+
+
+def _tables(out: Path, echo: Callable, progress: bool) -> dict:
     from dentalkit import convert, io
+    from dentalkit._progress import bar
     from dentalkit.fetch import read_calibration
 
-    step = Stage("tables", echo, f"converting {len(responses)} responses")
+    step = Stage("tables", echo, "converting the responses, a few hundred patients at a time")
     # the images' own scales (the manifest's mm_per_px, DICOM spacing) the fetch stored
     own = read_calibration(out) if (out / "calibration.parquet").exists() else None
-    tables = convert.tables(responses, errors="collect", progress=progress, calibration=own)
-    io.write_tables(tables, out / "tables")
+    counted = [0]
+    counter = bar(None, "tables", "response", enabled=progress)
+
+    def pieces() -> Iterator[pd.DataFrame]:
+        for piece in _parts(out, counted):
+            yield piece
+            counter.update(len(piece))
+
+    converted = convert.tables_in_parts(pieces(), errors="collect", calibration=own)
+    try:
+        io.write_tables_in_parts(converted, out / "tables")
+    finally:
+        counter.close()
+    tables = io.read_tables(out / "tables")
     step.done(
-        ", ".join(f"{name} {len(t)}" for name, t in tables.items() if name != "problems")
+        f"{counted[0]} responses: "
+        + ", ".join(f"{name} {len(t)}" for name, t in tables.items() if name != "problems")
         + f"; problems {len(tables['problems'])} (in {out / 'tables'})"
     )
     return tables
 
 
-def _contract(responses: pd.DataFrame, out: Path, echo: Callable) -> pd.DataFrame:
-    from dentalkit.contract import contract_report, write_contract
+def _contract(out: Path, echo: Callable) -> pd.DataFrame:
+    from dentalkit.contract import contract_report_in_parts, write_contract
 
     step = Stage("contract", echo, "comparing the answers with the endpoint registry")
-    contract = contract_report(responses)
+    contract = contract_report_in_parts(_parts(out))
     write_contract(contract, out)
     n_drift = int((contract["verdict"] == "drift").sum())
     step.done(f"{n_drift} difference(s) from the registry; see {out / 'contract.md'}")
     return contract
+
+
+def _analysis_responses(out: Path) -> pd.DataFrame:
+    """The rows of the store's responses that the analyses read, without the other bodies.
+
+    The ``/tle`` answers, whole (treatment length reads their bodies), and the findings
+    answers with each body replaced by its ``ImageName`` in an ``image_name`` column
+    (prevalence needs to know which images were analysed, not what the bodies hold):
+    :func:`dentalkit.study.analyze` gives the same results from this table as from the
+    whole responses table, and it holds a few bytes per image instead of every body.
+    """
+    from dentalkit.endpoints import ENDPOINTS, Kind
+    from dentalkit.findings._images import _image_name
+
+    findings = {e.name for e in ENDPOINTS.values() if e.kind is Kind.FINDINGS}
+    kept = []
+    for piece in _parts(out):
+        endpoint = piece["endpoint"].astype(object)
+        piece = piece[endpoint.isin([*findings, TLE_ENDPOINT]).to_numpy()]
+        is_finding = piece["endpoint"].astype(object).isin(findings).to_numpy()
+        bodies = piece["body"].to_numpy(object)
+        names = [_image_name(b) if f else None for b, f in zip(bodies, is_finding, strict=True)]
+        piece = piece.assign(image_name=pd.array(names, dtype=object))
+        piece.loc[is_finding, "body"] = None
+        kept.append(piece.reset_index(drop=True))
+    return pd.concat(kept, ignore_index=True)
 
 
 def _analyses(
@@ -345,14 +397,17 @@ def run(
     finally:
         if own:
             client.close()
-    responses = fetched.responses()
+    # the responses are read in pieces of whole patients at each stage, never every body
+    # at once (a 10,000-patient study is 250,000 bodies)
     with clock("tables"):
-        tables = _tables(responses, out, say, progress)
+        tables = _tables(out, say, progress)
     with clock("contract"):
-        contract = _contract(responses, out, say)
+        contract = _contract(out, say)
     calibration = calibration_policy(design.mm_per_px, tables)
     with clock("analyses"):
+        responses = _analysis_responses(out)
         analyses = _analyses(tables, responses, records, calibration, design, out, say)
+        del responses
     if curves is not None:
         analyses["tle_sensitivity"] = curves
     with clock("figures"):
