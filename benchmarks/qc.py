@@ -506,7 +506,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--smoke", action="store_true", help="tiny sizes (the test suite)")
     args = ap.parse_args(argv)
     if args.smoke:
-        args.patients, args.teeth_patients, args.speed_sessions = 12, 12, 200
+        # 17 patients × 3 sessions: just enough for the cohort model (the oracle reads it)
+        args.patients, args.teeth_patients, args.speed_sessions = 17, 12, 200
         args.oracle_sims = 2000
     t0 = time.perf_counter()
     ids = [f"QC{args.seed}-{i:04d}" for i in range(args.patients)]
