@@ -214,6 +214,20 @@ def drawn_without(
     return kept, notes
 
 
+def _two_arms(both: pd.DataFrame, n: str, stats: Mapping[str, str]) -> dict[str, np.ndarray]:
+    """The columns of a with/without-QC table from an outer merge of the two arms
+    (suffixes ``_without``, ``_with``): n of each arm (0 when it has no row), each of
+    ``stats`` (output name → merged column) per arm, and the first one's difference."""
+    out: dict[str, np.ndarray] = {}
+    for arm in ("without", "with"):
+        out[f"n_{arm}_qc"] = both[f"{n}_{arm}"].fillna(0).to_numpy(np.int64)
+        for name, col in stats.items():
+            out[f"{name}_{arm}_qc"] = both[f"{col}_{arm}"].to_numpy(float)
+    first = next(iter(stats.values()))
+    out["difference"] = (both[f"{first}_with"] - both[f"{first}_without"]).to_numpy(float)
+    return out
+
+
 def sensitivity(
     tables: Mapping[str, pd.DataFrame],
     kept: Mapping[str, pd.DataFrame],
@@ -261,13 +275,7 @@ def sensitivity(
         {
             "measure": both["measure"].astype(str).to_numpy(),
             "unit": both["unit"].astype(str).to_numpy(),
-            "n_without_qc": both["size_without"].fillna(0).to_numpy(np.int64),
-            "mean_without_qc": both["mean_without"].to_numpy(float),
-            "sd_without_qc": both["std_without"].to_numpy(float),
-            "n_with_qc": both["size_with"].fillna(0).to_numpy(np.int64),
-            "mean_with_qc": both["mean_with"].to_numpy(float),
-            "sd_with_qc": both["std_with"].to_numpy(float),
-            "difference": (both["mean_with"] - both["mean_without"]).to_numpy(float),
+            **_two_arms(both, "size", {"mean": "mean", "sd": "std"}),
             "unit_of_analysis": "patient",
             "method": (
                 f"mean of each patient's {session} lateral session: every session as "
@@ -347,13 +355,7 @@ def sensitivity_results(inputs: Any, specs: Sequence[Any]) -> dict[str, pd.DataF
             "table": both["table"].astype(str).to_numpy(),
             "item": both["item"].astype(str).to_numpy(),
             "statistic": both["statistic"].astype(str).to_numpy(),
-            "n_without_qc": both["n_without"].fillna(0).to_numpy(np.int64),
-            "estimate_without_qc": both["estimate_without"].to_numpy(float),
-            "p_without_qc": both["p_without"].to_numpy(float),
-            "n_with_qc": both["n_with"].fillna(0).to_numpy(np.int64),
-            "estimate_with_qc": both["estimate_with"].to_numpy(float),
-            "p_with_qc": both["p_with"].to_numpy(float),
-            "difference": (both["estimate_with"] - both["estimate_without"]).to_numpy(float),
+            **_two_arms(both, "n", {"estimate": "estimate", "p": "p"}),
             "unit_of_analysis": "patient",
             "method": (
                 "the analyses run again on every row as built (without QC; groups, sessions "

@@ -248,9 +248,8 @@ def qc_section(analyses: Mapping[str, pd.DataFrame], design: Design | None) -> s
 
     Counts per check, the method each used and why, the pre-specified policy, the patients
     affected; under ``qc="exclude"`` every excluded item (up to :data:`QC_LISTED`, the rest
-    in ``qc_excluded``) and the main results with and without them (``qc_sensitivity``:
-    cohort means; ``qc_sensitivity_results``: comparisons, growth rates, arch and tooth
-    statistics).
+    in ``qc_excluded``) and the main results with and without them (``qc_sensitivity``,
+    ``qc_sensitivity_results``).
     """
     checks, summary = analyses.get("qc"), analyses.get("qc_summary")
     if checks is None or summary is None or not len(checks):
@@ -303,17 +302,12 @@ def qc_section(analyses: Mapping[str, pd.DataFrame], design: Design | None) -> s
             cols = ["table", "item", "statistic", "n_without_qc", "estimate_without_qc",
                     "p_without_qc", "n_with_qc", "estimate_with_qc", "p_with_qc"]  # fmt: skip
             text += (
-                "\n\n**Sensitivity analysis: comparisons, growth rates, arch and tooth "
-                f"statistics with and without the excluded items** ({results['method'].iloc[0]}; "
-                "n: patients; p adjusted as in the main tables):\n\n"
-                + _markdown(results[cols], floatfmt=".3g")
+                "\n\n**Sensitivity analysis: comparisons, growth rates, arch and tooth statistics "
+                f"with and without the excluded items** ({results['method'].iloc[0]}; n: patients; "
+                "p adjusted as in the main tables):\n\n" + _markdown(results[cols], floatfmt=".3g")
             )
-        elif sens is None or not len(sens):
-            text += (
-                "\n\nSensitivity analysis: no excluded item touched the rows of the main "
-                "results (landmarks, arch points, teeth), so they are the same with and "
-                "without QC."
-            )
+        elif sens is None or not len(sens):  # the arms are the same
+            text += "\n\nSensitivity analysis: no excluded item touched the main results' rows."
     elif len(flagged):
         text += (
             f"\n\n**Flagged items** ({len(flagged)}; kept in the analyses under "

@@ -7,8 +7,6 @@ lateral cephalograms: 52 sessions, just above the cohort model's 50) keeps it fa
 
 from __future__ import annotations
 
-import socket
-
 import pandas as pd
 import pytest
 
@@ -28,12 +26,6 @@ USED = {"S", "N", "A", "B", "Go", "Me", "Gn", "Or", "Po", "Ar", "ANS", "U1_tip",
 FAR_MM = 8.0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def gross_study(tmp_path_factory):
     from dentalkit.fetch.client import Client
@@ -47,7 +39,7 @@ def gross_study(tmp_path_factory):
         mm_per_px={ENDPOINT: 0.1},
         out=out,
     )  # qc: the default, exclude
-    with running(port=_free_port(), ai_errors="gross", ai_errors_seed=SEED) as sb:
+    with running(ai_errors="gross", ai_errors_seed=SEED) as sb:  # a free loopback port
         manifest = pd.DataFrame(
             [
                 {
