@@ -20,7 +20,19 @@ with its pre-specified defaults (``alpha`` 0.05, ``min_sessions`` 30, the thresh
 4. **bias** of the cohort mean of ANB and SN–MP (first session of each patient) and of the
    growth slope of SN–MP (``stats.growth``, years since the first session) against the
    noise-free truth, without QC and with the flagged sessions excluded;
-5. **speed**: ``qc.landmarks`` ÷ ``ceph.measure`` (all lateral measures) on the same
+6. **the oracle bound** on the first target: the best detector that knows the error
+   model (each landmark's Gaussian error and gross-failure rate, as declared by the
+   sandbox) and the shape model's own prediction error (measured here: the SD per
+   coordinate of each landmark's leave-one-out residual less its injected error). It sees
+   what ``qc.landmarks`` sees, each landmark's residual (injected error + prediction
+   error), and flags a session by the Neyman–Pearson statistic, its posterior probability
+   of an error > 4 mm on S, N, A, B, Go or Me (residuals are isotropic, so the magnitude
+   carries it: a Rice likelihood of a Rayleigh-plus-gross error), at the threshold that
+   flags 5 % of clean sessions. It is computed twice: simulated from the model (the bound)
+   and applied to the cohort's real residuals. Then the same with **longitudinal
+   consistency**: each residual less the mean of the patient's other sessions' residuals
+   (the part of the prediction error that belongs to the patient's anatomy cancels);
+7. **speed**: ``qc.landmarks`` ÷ ``ceph.measure`` (all lateral measures) on the same
    synthetic table of lateral sessions (169 landmarks each; ``benchmarks/ceph.py``), timed
    side by side in one run: three runs of each, alternating, the best of each compared
    (wall clock; the median and the process CPU time are printed too).
@@ -153,6 +165,7 @@ def landmark_accuracy(patients: list[str], mode: str, seed: int) -> dict:
     print(f"   … of the injected gross failures / traded landmarks: {_pct(named_inj)}")
     return {
         "landmarks": lm,
+        "records": rec,
         "qc": out,
         "sensitivity": float(flagged[gross].mean()),
         "false_flags": float(flagged[~gross].mean()),
@@ -276,7 +289,7 @@ def arch_and_findings(patients: list[str], mode: str, seed: int) -> None:
     added = rec[rec["kind"] == "box_added"]
     print(f"   findings: {len(f)} boxes; boxes added {len(added)}, dropped "
           f"{int((rec['kind'] == 'box_dropped').sum())} (not detectable from the answer)")  # fmt: skip
-    for how in ("duplicate", "outside", "random"):
+    for how in ("duplicate", "outside", "random") if len(added) else ():
         a = added[added["how"] == how]
         idx = pd.MultiIndex.from_arrays(
             [a["patient_id"], a["class_name"]] + [a["box"].str[i].astype(float) for i in range(4)]
@@ -292,7 +305,158 @@ def arch_and_findings(patients: list[str], mode: str, seed: int) -> None:
     print(f"   boxes flagged that were not added: {_pct(f['flagged'][~injected])}")
 
 
-# ---- 5. speed ---------------------------------------------------------------------------
+# ---- 6. the oracle bound ----------------------------------------------------------------
+def _residuals_mm(lm: pd.DataFrame) -> tuple[pd.DataFrame, list[str], np.ndarray]:
+    """qc.landmarks' leave-one-landmark-out residuals in mm, ``(sessions, landmarks, 2)``
+    in the consensus frame, with the session keys and landmark names (read from its run by
+    wrapping its internal steps: the benchmark only observes them)."""
+    from dentalkit.qc import _cohort, _landmarks
+
+    seen: dict = {}
+    orig = (_cohort.superimpose_inplace, _cohort.fit_model, _landmarks._cohort)
+
+    def sup(z, **kw):
+        seen["sup"] = orig[0](z, **kw)
+        seen["x"] = z.view(z.real.dtype)
+        return seen["sup"]
+
+    def fit(x, **kw):
+        seen["fitted"] = orig[1](x, **kw)
+        return seen["fitted"]
+
+    def cohort(conf, in_model, *a, **kw):
+        seen["names"] = [conf.names[i] for i in np.flatnonzero(in_model)]
+        seen["keys"] = conf.sessions.reset_index(drop=True)
+        return orig[2](conf, in_model, *a, **kw)
+
+    _cohort.superimpose_inplace, _cohort.fit_model, _landmarks._cohort = sup, fit, cohort
+    try:
+        qc.landmarks(lm, measures=list(REPORTED), mm_per_px=0.1)
+    finally:
+        _cohort.superimpose_inplace, _cohort.fit_model, _landmarks._cohort = orig
+    if "fitted" not in seen:  # too few sessions for the cohort model
+        return seen.get("keys"), [], np.zeros((0, 0, 2))
+    x, fitted = seen["x"], seen["fitted"]
+    which = fitted.model_for(len(x))
+    r = np.empty((len(x), len(seen["names"]), 2))
+    for k, model in enumerate(fitted.models):
+        rows = np.flatnonzero(which == k)
+        r[rows] = model.residuals(x[rows].astype(model.mean.dtype))[0]
+    r *= (seen["sup"].centroid_size * 0.1)[:, None, None]  # shape units → px → mm
+    return seen["keys"], seen["names"], r
+
+
+def _posterior_clean(sigma: float, gross: float, tau: float) -> tuple[np.ndarray, np.ndarray]:
+    """P(|e| ≤ 4 mm | |r| = ρ) on a grid of ρ: e Rayleigh(σ) with probability 1 − gross,
+    else 5–30 mm (uniform); r = e + prediction error N(0, τ² I) (|r| given |e| is Rice)."""
+    from scipy import stats
+
+    a = np.arange(0.005, 40.0, 0.01)
+    prior = (1 - gross) * stats.rayleigh.pdf(a, scale=sigma) + gross * ((a >= 5) & (a <= 30)) / 25
+    rho = np.arange(0.0, 45.0, 0.02)
+    like = stats.rice.pdf(rho[:, None], a[None, :] / tau, scale=tau)
+    num = (like * prior * (a <= GROSS_MM)).sum(axis=1)
+    den = (like * prior).sum(axis=1)
+    return rho, np.where(den > 0, num / np.maximum(den, 1e-300), 0.0)
+
+
+def _rate_at(score_dirty: np.ndarray, score_clean: np.ndarray, fp: float = 0.05) -> float:
+    """Share of dirty sessions scoring above the (1 − fp) quantile of the clean ones."""
+    cut = np.quantile(score_clean, 1 - fp)
+    return float((score_dirty > cut).mean())
+
+
+def oracle(lm: pd.DataFrame, rec: pd.DataFrame, mode: str, seed: int, n_sim: int) -> dict:
+    from dentalkit.sandbox import _anatomy_ceph
+    from dentalkit.sandbox.ai_errors import MODELS
+
+    model = MODELS[mode]
+    keys, names, r = _residuals_mm(lm)
+    if not names:
+        print("\n6. oracle bound: not run (too few sessions for the cohort model)")
+        return {}
+    keys = pd.MultiIndex.from_arrays(
+        [keys["patient_id"].astype(str), keys["timestamp"].astype(str)]
+    )
+    used = [n for n in names if n in USED]
+    col = [names.index(n) for n in used]
+    rec = rec[rec["landmark"].isin(used)].copy()
+    at = keys.get_indexer(pd.MultiIndex.from_arrays([rec["patient_id"], rec["timestamp"]]))
+    err = np.full((len(keys), len(used)), np.nan)
+    comp = np.full((len(keys), len(used)), "", dtype=object)
+    j = rec["landmark"].map({n: i for i, n in enumerate(used)}).to_numpy()
+    err[at, j] = rec["error_mm"].to_numpy()
+    comp[at, j] = rec["component"].to_numpy()
+    rr = r[:, col]  # (sessions, used, 2)
+    rho = np.hypot(rr[..., 0], rr[..., 1])
+    sigma = np.array([_anatomy_ceph.LATERAL_NOISE_SD_MM[n] * model.radial_scale for n in used])
+    radial = comp == "radial"
+    tau = np.array(
+        [
+            np.sqrt(max((rho[radial[:, i], i] ** 2).mean() - (err[radial[:, i], i] ** 2).mean(), 1e-6) / 2)
+            for i in range(len(used))
+        ]
+    )  # fmt: skip
+    dirty = (err > GROSS_MM).any(axis=1)
+    print(f"\n6. oracle bound ({mode}, seed {seed}): {len(keys)} sessions, "
+          f"{int(dirty.sum())} with an error > {GROSS_MM:g} mm on {', '.join(used)}")  # fmt: skip
+    print("   per landmark: error SD σ (declared) and the model's prediction error τ (measured),")
+    print("   mm per coordinate: " + ", ".join(
+        f"{n} σ {s:.2f} τ {t:.2f}" for n, s, t in zip(used, sigma, tau, strict=True)))  # fmt: skip
+    curves = [_posterior_clean(s, model.gross_rate, t) for s, t in zip(sigma, tau, strict=True)]
+
+    def score(rho_: np.ndarray, curves_=curves) -> np.ndarray:
+        """−Σ log P(clean | ρ_j): monotone in the posterior of an error > 4 mm."""
+        logs = [np.log(np.maximum(np.interp(rho_[:, i], g, c), 1e-300))
+                for i, (g, c) in enumerate(curves_)]  # fmt: skip
+        return -np.sum(logs, axis=0)
+
+    rng = np.random.default_rng(seed)
+    e_sim = rng.rayleigh(sigma, size=(n_sim, len(used)))
+    is_gross = rng.random((n_sim, len(used))) < model.gross_rate
+    e_sim = np.where(is_gross, rng.uniform(5, 30, size=e_sim.shape), e_sim)
+    angle = rng.uniform(0, 2 * np.pi, size=e_sim.shape)
+    r_sim = np.hypot(e_sim * np.cos(angle) + rng.normal(0, tau, e_sim.shape),
+                     e_sim * np.sin(angle) + rng.normal(0, tau, e_sim.shape))  # fmt: skip
+    d_sim = (e_sim > GROSS_MM).any(axis=1)
+    s_sim = score(r_sim)
+    bound = _rate_at(s_sim[d_sim], s_sim[~d_sim])
+    s_real = score(rho)
+    real = _rate_at(s_real[dirty], s_real[~dirty])
+    print(f"   oracle at 5 % clean flagged: simulated {100 * bound:.1f} % of {int(d_sim.sum())} "
+          f"sessions with an error > 4 mm (n = {n_sim:,} simulated); on this cohort's "
+          f"residuals {100 * real:.1f} % ({int(dirty.sum())})")  # fmt: skip
+    # longitudinal consistency: the residual less the mean of the patient's other sessions
+    pid = keys.get_level_values(0)
+    frame = pd.DataFrame(rr.reshape(len(rr), -1))
+    total = frame.groupby(pid.to_numpy()).transform("sum").to_numpy()
+    count = pd.Series(1, index=pid).groupby(level=0).transform("sum").to_numpy()[:, None]
+    others = (total - frame.to_numpy()) / np.maximum(count - 1, 1)
+    lon = (frame.to_numpy() - others).reshape(rr.shape)
+    lon[count[:, 0] < 2] = np.nan
+    rho_lon = np.hypot(lon[..., 0], lon[..., 1])
+    ok = ~np.isnan(rho_lon).any(axis=1)
+    # the prediction error of the difference, measured as τ was (e_t − mean of e_others
+    # has variance σ²(1 + 1/k) per coordinate with k other sessions)
+    k = (count[ok, 0] - 1).astype(float)
+    var_e = (sigma**2)[None, :] * (1 + 1 / k[:, None])
+    tau_lon = np.array(
+        [np.sqrt(max(((rho_lon[ok][:, i] ** 2) - 2 * var_e[:, i])[radial[ok][:, i]].mean(), 1e-6) / 2)
+         for i in range(len(used))]
+    )  # fmt: skip
+    plain = np.sqrt((rho**2 / (2 * (sigma**2 + tau**2))).max(axis=1))
+    longi = np.sqrt((rho_lon**2 / (2 * ((sigma**2)[None, :] * (1 + 1 / np.maximum(count - 1, 1)) + tau_lon**2))).max(axis=1))  # fmt: skip
+    print("   longitudinal: τ of the residual less the patient's other sessions' mean "
+          + ", ".join(f"{n} {t:.2f}" for n, t in zip(used, tau_lon, strict=True)))  # fmt: skip
+    a = _rate_at(plain[ok & dirty], plain[ok & ~dirty])
+    b = _rate_at(longi[ok & dirty], longi[ok & ~dirty])
+    print(f"   max standardised residual at 5 % clean flagged: cross-sectional {100 * a:.1f} %, "
+          f"longitudinal {100 * b:.1f} % (sessions with another session of the patient: {int(ok.sum())})")  # fmt: skip
+    return {"tau": dict(zip(used, tau, strict=True)), "bound": bound, "oracle_real": real,
+            "cross_sectional": a, "longitudinal": b}  # fmt: skip
+
+
+# ---- 7. speed ---------------------------------------------------------------------------
 def speed(n_sessions: int, repeats: int = 3) -> float:
     from benchmarks.ceph import synthetic_table
 
@@ -309,7 +473,7 @@ def speed(n_sessions: int, repeats: int = 3) -> float:
             call()
             runs[name].append((time.perf_counter() - w0, time.process_time() - c0))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"\n5. speed on {n_sessions:,} lateral sessions ({len(table):,} rows), {repeats} runs "
+    print(f"\n7. speed on {n_sessions:,} lateral sessions ({len(table):,} rows), {repeats} runs "
           f"each, alternating; load {load:.1f}, BLAS threads "
           f"{os.environ.get('OPENBLAS_NUM_THREADS', 'default')}")  # fmt: skip
     best = {k: min(w for w, _ in v) for k, v in runs.items()}
@@ -336,17 +500,21 @@ def main(argv: list[str] | None = None) -> dict:
     )
     ap.add_argument("--mode", default="realistic", choices=["realistic", "gross"])
     ap.add_argument("--speed-sessions", type=int, default=100_000, help="0: no speed part")
+    ap.add_argument("--oracle-sims", type=int, default=200_000, help="simulated sessions")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs of each (alternating)")
     ap.add_argument("--blas-threads", default="1", help="OPENBLAS_NUM_THREADS (set at start)")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes (the test suite)")
     args = ap.parse_args(argv)
     if args.smoke:
-        args.patients, args.teeth_patients, args.speed_sessions = 12, 12, 200
+        # 17 patients × 3 sessions: just enough for the cohort model (the oracle reads it)
+        args.patients, args.teeth_patients, args.speed_sessions = 17, 12, 200
+        args.oracle_sims = 2000
     t0 = time.perf_counter()
     ids = [f"QC{args.seed}-{i:04d}" for i in range(args.patients)]
     print(f"AI error mode {args.mode!r}, seed {args.seed} "
           f"({'calibration' if args.seed == 1 else 'evaluation'})")  # fmt: skip
     res = landmark_accuracy(ids, args.mode, args.seed)
+    res["oracle"] = oracle(res["landmarks"], res["records"], args.mode, args.seed, args.oracle_sims)
     teeth_accuracy(ids[: args.teeth_patients], args.mode, args.seed)
     arch_and_findings(ids[: args.teeth_patients], args.mode, args.seed)
     bias(ids, res["landmarks"], res["qc"])

@@ -139,7 +139,7 @@ DRIFT_HELP = f"one of {', '.join(SCENARIOS)}, or all for every one; see docs/rea
 AIErrorsMode = StrEnum("AIErrorsMode", {name: name for name in AI_ERROR_MODES})
 #: The study's quality-control policies (``dentalkit.study.design.QC_POLICIES``, spelled
 #: here so that the command line starts without importing the study).
-QcPolicy = StrEnum("QcPolicy", {name: name for name in ("flag", "exclude", "ignore")})
+QcPolicy = StrEnum("QcPolicy", {name: name for name in ("exclude", "flag", "ignore")})
 
 #: The addresses ``dentalkit sandbox`` may bind: loopback only.
 LoopbackHost = Literal["127.0.0.1", "localhost", "::1"]
@@ -1072,10 +1072,10 @@ def _read_tables_or_fail(folder: Path) -> dict:
 QcOption = Annotated[
     QcPolicy | None,
     typer.Option(
-        help="Pre-specified quality-control policy for the AI's answers: flag (keep and list "
-        "the flagged items), exclude (leave their rows out, list each, and report the main "
-        "results with and without them) or ignore (default: the study file's, else flag; "
-        "docs/qc.md).",
+        help="Pre-specified quality-control policy for the AI's answers: exclude (leave the "
+        "rows of flagged items out, list each, and report the main results with and without "
+        "them), flag (keep and list the flagged items) or ignore (default: the study "
+        "file's, else exclude; docs/qc.md).",
     ),
 ]
 MmPerPxOption = Annotated[
@@ -1519,6 +1519,14 @@ def demo(
         ),
     ] = None,
     qc: QcOption = None,
+    ai_errors: Annotated[
+        AIErrorsMode,
+        typer.Option(
+            help="Let the sandbox answer with the errors an AI makes, at the declared rates "
+            "of a mode (use a fresh --out); the quality control finds and excludes them "
+            "(docs/qc.md).",
+        ),
+    ] = AIErrorsMode.off,
 ) -> None:
     """Run a whole study on the embedded sandbox: fetch, tables, analyses, figures, report.
 
@@ -1543,6 +1551,7 @@ def demo(
             width=_width(width),
             formats=tuple(fmt) if fmt else ("pdf", "png"),
             qc=None if qc is None else qc.value,
+            ai_errors=ai_errors.value,
         )
     except (ConfigurationError, InputError) as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -111,6 +111,10 @@ ANALYSIS_TABLES: Mapping[str, tuple[str, str]] = MappingProxyType(
             "study.analyze(qc='exclude')",
             "measure (cohort mean with and without the excluded sessions)",
         ),
+        "qc_sensitivity_results": (
+            "study.analyze(qc='exclude')",
+            "statistic of a result table (with and without the excluded items)",
+        ),
     }
 )
 

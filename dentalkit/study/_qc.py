@@ -3,22 +3,28 @@
 :func:`check_tables` runs the checks of :mod:`dentalkit.qc` on the tables a study built
 (each check on its own table: :data:`CHECKED`) and concatenates them into the declared
 ``qc`` table; :func:`apply_policy` applies the study's pre-specified policy
-(``Design.qc``: ``"flag"`` by default, ``"exclude"`` or ``"ignore"``) through
+(``Design.qc``: ``"exclude"`` by default, ``"flag"`` or ``"ignore"``) through
 :func:`dentalkit.qc.apply`, each check to the table it checked, and lists every excluded
 item (``qc_excluded``). :func:`sensitivity` gives the main results (the cohort means of
 the reported cephalometric measures, one session per patient) with and without the
-excluded items. docs/qc.md ("For a study") describes the order.
+excluded items; :func:`sensitivity_results` runs the analyses again on the tables as
+built and sets their main statistics (group comparisons, growth slopes, arch comparisons,
+tooth symmetry) beside the ones with QC. docs/qc.md ("For a study") describes the order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dentalkit.errors import DentalkitWarning
+from dentalkit.study._not_run import Problems
 from dentalkit.study._parts import measure_scaled
 from dentalkit.study.calibration import Calibration
 
@@ -27,8 +33,10 @@ __all__ = [
     "QC_MEASURES",
     "apply_policy",
     "check_tables",
+    "drawn_without",
     "run_qc",
     "sensitivity",
+    "sensitivity_results",
 ]
 
 #: Each check of :mod:`dentalkit.qc` and the study table it checks (and applies to).
@@ -47,6 +55,25 @@ QC_MEASURES = (
 )  # fmt: skip
 #: The measures of the sensitivity analysis (the report's main cephalometric results).
 SENSITIVITY_MEASURES = ("SNA", "SNB", "ANB", "SN_MP", "FMA", "N_Me")
+#: The analyses run again without QC for :func:`sensitivity_results` (those whose input
+#: tables QC can exclude rows from, and those that use their results).
+RERUN = ("ceph", "ceph_compare", "arch", "arch_groups", "growth", "teeth")
+#: The tables QC removes rows from that these analyses read.
+RERUN_TABLES = ("landmarks", "arch_points", "teeth")
+#: The main statistic of each result table compared with and without QC: (table, key
+#: columns, estimate column, the estimate's name — a column or words —, p-value column,
+#: patients column, only rows whose ``term`` contains this). A comparison gives its
+#: effect size (one scale for every test), a growth model its rates per year (the time
+#: terms), tooth symmetry its geometric mean right/left ratio.
+RESULTS = (
+    ("ceph_compare", ("measure",), "effect_size", "effect_size_name", "p_adjusted", "n_units", None),
+    ("arch_compare", ("arch", "measure"), "effect_size", "effect_size_name", "p_adjusted",
+     "n_units", None),
+    ("growth_fixed", ("measure", "term"), "estimate", "coefficient (per year)", "p_adjusted",
+     "n_units", "years"),
+    ("tooth_symmetry_cohort", ("source", "arch", "tooth_type"), "gm_ratio",
+     "geometric mean right/left ratio", None, "n_patients", None),
+)  # fmt: skip
 
 
 def _check(check: str, table: pd.DataFrame, calibration: Calibration):
@@ -137,6 +164,70 @@ def apply_policy(
     return out, listing, kept_rows
 
 
+#: What a figure's caption calls the excluded items of each check.
+EXCLUDED_WORDS = {
+    "landmarks": "session(s) of landmarks",
+    "teeth": "tooth row(s)",
+    "arch_points": "arch(es) of points",
+    "findings": "detection box(es)",
+    "tle_inputs": "treatment-length row(s)",
+}
+
+
+def drawn_without(
+    tables: Mapping[str, pd.DataFrame], analyses: Mapping[str, pd.DataFrame]
+) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
+    """The tables a study's figures draw: without the items ``qc="exclude"`` left out of
+    the analyses (as the analysis tables the figures read), and what each caption says.
+
+    Parameters
+    ----------
+    tables : mapping of str to DataFrame
+        The study's tables as built.
+    analyses : mapping of str to DataFrame
+        Its analyses: ``qc`` (the checks) and ``qc_excluded`` (present only under
+        ``qc="exclude"``).
+
+    Returns
+    -------
+    tables : dict of str to DataFrame
+        The tables with the rows of every excluded item left out (the same tables when
+        nothing was excluded or the policy was not ``"exclude"``).
+    notes : dict of str to str
+        Per table rows were left out of: the caption's sentence naming how many items of
+        which check, and where each is listed with its reason.
+    """
+    excluded, checks = analyses.get("qc_excluded"), analyses.get("qc")
+    if excluded is None or not len(excluded) or checks is None or not len(checks):
+        return dict(tables), {}
+    kept, _, _ = apply_policy(tables, checks, "exclude")
+    counts = excluded["check"].astype(str).value_counts()
+    notes = {
+        name: (
+            f"Drawn without the {int(counts[check])} {EXCLUDED_WORDS[check]} that quality "
+            "control excluded from the analyses (qc = 'exclude'; each is listed with its "
+            "reason in analyses/qc_excluded.parquet)."
+        )
+        for check, name in CHECKED
+        if check in counts.index and name in tables
+    }
+    return kept, notes
+
+
+def _two_arms(both: pd.DataFrame, n: str, stats: Mapping[str, str]) -> dict[str, np.ndarray]:
+    """The columns of a with/without-QC table from an outer merge of the two arms
+    (suffixes ``_without``, ``_with``): n of each arm (0 when it has no row), each of
+    ``stats`` (output name → merged column) per arm, and the first one's difference."""
+    out: dict[str, np.ndarray] = {}
+    for arm in ("without", "with"):
+        out[f"n_{arm}_qc"] = both[f"{n}_{arm}"].fillna(0).to_numpy(np.int64)
+        for name, col in stats.items():
+            out[f"{name}_{arm}_qc"] = both[f"{col}_{arm}"].to_numpy(float)
+    first = next(iter(stats.values()))
+    out["difference"] = (both[f"{first}_with"] - both[f"{first}_without"]).to_numpy(float)
+    return out
+
+
 def sensitivity(
     tables: Mapping[str, pd.DataFrame],
     kept: Mapping[str, pd.DataFrame],
@@ -184,13 +275,7 @@ def sensitivity(
         {
             "measure": both["measure"].astype(str).to_numpy(),
             "unit": both["unit"].astype(str).to_numpy(),
-            "n_without_qc": both["size_without"].fillna(0).to_numpy(np.int64),
-            "mean_without_qc": both["mean_without"].to_numpy(float),
-            "sd_without_qc": both["std_without"].to_numpy(float),
-            "n_with_qc": both["size_with"].fillna(0).to_numpy(np.int64),
-            "mean_with_qc": both["mean_with"].to_numpy(float),
-            "sd_with_qc": both["std_with"].to_numpy(float),
-            "difference": (both["mean_with"] - both["mean_without"]).to_numpy(float),
+            **_two_arms(both, "size", {"mean": "mean", "sd": "std"}),
             "unit_of_analysis": "patient",
             "method": (
                 f"mean of each patient's {session} lateral session: every session as "
@@ -198,6 +283,88 @@ def sensitivity(
             ),
         }
     )
+
+
+def _statistics(results: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """The :data:`RESULTS` statistics of one arm: one row per table and item."""
+    parts = []
+    for table, keys, est, name, p, n, term in RESULTS:
+        t = results.get(table)
+        if t is None or not len(t) or est not in t.columns:
+            continue
+        if term is not None:
+            t = t[t["term"].astype(str).str.contains(term, regex=False)]
+        item = t[keys[0]].astype(str)
+        for k in keys[1:]:
+            item = item + " · " + t[k].astype(str)
+        parts.append(
+            pd.DataFrame(
+                {
+                    "table": table,
+                    "item": item.to_numpy(),
+                    "statistic": (t[name].astype(str) if name in t.columns else name),
+                    "n": pd.to_numeric(t[n], errors="coerce").to_numpy(float),
+                    "estimate": pd.to_numeric(t[est], errors="coerce").to_numpy(float),
+                    "p": (
+                        pd.to_numeric(t[p], errors="coerce").to_numpy(float)
+                        if p in t.columns
+                        else np.nan
+                    ),
+                }
+            )
+        )
+    cols = ["table", "item", "statistic", "n", "estimate", "p"]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
+
+
+def sensitivity_results(inputs: Any, specs: Sequence[Any]) -> dict[str, pd.DataFrame]:
+    """The main statistics of the analyses with QC (``inputs.results``) and without it
+    (the analyses of :data:`RERUN` among ``specs`` the design runs, run again on the
+    tables as built, ``inputs.built_tables``):
+    the ``qc_sensitivity_results`` table, one row per statistic of :data:`RESULTS`.
+
+    Returns an empty dict (the table marked not asked) when the policy is not
+    ``"exclude"`` or QC removed no row these analyses read (both arms are the same). The
+    arm without QC makes its own groups (the default skeletal class is read from its own
+    sessions) and its problems are not reported (they are the main analyses' problems
+    plus those of the excluded rows, which ``qc_excluded`` lists).
+    """
+    if inputs.design.qc != "exclude" or not set(RERUN_TABLES) & set(inputs.problems.kept_rows):
+        inputs.unasked.add("qc_sensitivity_results")
+        return {}
+    chosen = inputs.design.analyses or RERUN
+    arm = replace(
+        inputs, tables=inputs.built_tables, results={}, problems=Problems(), unasked=set()
+    )
+    with warnings.catch_warnings():  # the arm's problems are not the study's
+        warnings.simplefilter("ignore", DentalkitWarning)
+        for spec in specs:
+            if spec.name in RERUN and spec.name in chosen and spec.ready(arm):
+                arm.results.update(spec.run(arm))
+    with_qc, without = _statistics(inputs.results), _statistics(arm.results)
+    both = without.merge(
+        with_qc, on=["table", "item", "statistic"], how="outer", suffixes=("_without", "_with")
+    )
+    if not len(both):
+        inputs.unasked.add("qc_sensitivity_results")
+        return {}
+    order = {r[0]: i for i, r in enumerate(RESULTS)}
+    both = both.iloc[np.argsort([order[t] for t in both["table"]], kind="stable")]
+    out = pd.DataFrame(
+        {
+            "table": both["table"].astype(str).to_numpy(),
+            "item": both["item"].astype(str).to_numpy(),
+            "statistic": both["statistic"].astype(str).to_numpy(),
+            **_two_arms(both, "n", {"estimate": "estimate", "p": "p"}),
+            "unit_of_analysis": "patient",
+            "method": (
+                "the analyses run again on every row as built (without QC; groups, sessions "
+                "and models chosen by the same design) beside the main analyses, which use "
+                "the rows qc='exclude' kept (with QC)"
+            ),
+        }
+    )
+    return {"qc_sensitivity_results": out.reset_index(drop=True)}
 
 
 def run_qc(inputs: Any) -> dict[str, pd.DataFrame]:
@@ -222,7 +389,7 @@ def run_qc(inputs: Any) -> dict[str, pd.DataFrame]:
         return out
     built = inputs.tables
     kept, excluded, kept_rows = apply_policy(built, checks, policy)
-    inputs.tables = kept
+    inputs.built_tables, inputs.tables = built, kept
     inputs.problems.kept_rows = kept_rows
     out["qc_excluded"] = excluded
     table = sensitivity(built, kept, inputs.calibration, inputs.design.session)

@@ -46,7 +46,7 @@ from dentalkit.study._parts import (
 )
 from dentalkit.study._plausible import PRODUCER as PLAUSIBLE
 from dentalkit.study._plausible import run_plausible
-from dentalkit.study._qc import run_qc
+from dentalkit.study._qc import run_qc, sensitivity_results
 from dentalkit.study._tables import (
     fill_endpoints,
     model_versions,
@@ -112,6 +112,7 @@ class AnalysisInputs:
     results: dict[str, pd.DataFrame] = field(default_factory=dict)
     problems: Problems = field(default_factory=Problems)
     unasked: set[str] = field(default_factory=set)  # tables of analyses whose input was not given
+    built_tables: Mapping[str, pd.DataFrame] | None = None  # as given, when QC excluded rows
 
     def rows(self, name: str) -> pd.DataFrame | None:
         """Table ``name`` when it is there and has rows, else None."""
@@ -559,19 +560,20 @@ ANALYSES: tuple[AnalysisSpec, ...] = (
         unmet="no /tle answers with a patients table (the treatment-length estimates need "
         "both: docs/tle.md)",
     ),
+    AnalysisSpec(  # the main results without QC (qc="exclude"): the analyses run again
+        "qc_sensitivity", lambda i: sensitivity_results(i, ANALYSES),
+        writes=("qc_sensitivity_results",)),
 )  # fmt: skip
 
 #: The analyses whose problems :func:`analyze` gathers into ``analysis_problems`` (its
 #: ``producer`` column), in the order it runs them.
-ANALYSIS_PROBLEM_PRODUCERS: tuple[str, ...] = (
-    *(p for a in ANALYSES for p in a.producers),
-    NOT_RUN,
-)
+ANALYSIS_PROBLEM_PRODUCERS: tuple[str, ...] = (*(p for a in ANALYSES for p in a.producers), NOT_RUN)
 
 
 def selected_analyses(names: Sequence[str] | None) -> tuple[AnalysisSpec, ...]:
     """The specs the design names (every one when None); model versions, the
-    calibration record, its plausibility check and the quality control always run."""
+    calibration record, its plausibility check and the quality control (with its
+    sensitivity analysis) always run."""
     if names is None:
         return ANALYSES
     known = {a.name for a in ANALYSES}
@@ -581,7 +583,7 @@ def selected_analyses(names: Sequence[str] | None) -> tuple[AnalysisSpec, ...]:
             f"study design: unknown analysis {', '.join(map(repr, unknown))}; the analyses "
             f"are {', '.join(a.name for a in ANALYSES)}"
         )
-    always = ("model_versions", "calibration", "qc", "plausible_lengths")
+    always = ("model_versions", "calibration", "qc", "plausible_lengths", "qc_sensitivity")
     return tuple(a for a in ANALYSES if a.name in names or a.name in always)
 
 
@@ -667,14 +669,12 @@ def analyze(
         The study design (:class:`~dentalkit.study.Design`): the group column, the session
         rule, α, the correction, the QC policy and which analyses run (default:
         :class:`Design` ()).
-    qc : {"flag", "exclude", "ignore"}, optional
-        The pre-specified quality-control policy (default: the design's, ``"flag"``).
-        The checks of :mod:`dentalkit.qc` run first, on the tables as given (``qc``,
-        ``qc_summary``); ``"exclude"`` leaves the rows of flagged items out of every
-        analysis, lists each excluded item with its reason (``qc_excluded``) and gives
-        the main cephalometric means with and without them (``qc_sensitivity``);
-        ``"flag"`` keeps every row (the flagged items are listed in ``qc``);
-        ``"ignore"`` keeps every row and says the checks were not applied.
+    qc : {"exclude", "flag", "ignore"}, optional
+        The pre-specified quality-control policy (default: the design's, ``"exclude"``):
+        the checks of :mod:`dentalkit.qc` run first (``qc``, ``qc_summary``); ``"exclude"``
+        leaves the rows of flagged items out of every analysis, lists each (``qc_excluded``)
+        and gives the main results with and without them (``qc_sensitivity``,
+        ``qc_sensitivity_results``); ``"flag"`` and ``"ignore"`` keep every row.
     errors : {"raise", "collect", "warn"}
         dentalkit's one ``errors=`` rule (:func:`dentalkit.errors.check_errors`), applied
         to the problems of every analysis run (:data:`ANALYSIS_PROBLEM_PRODUCERS`: absent
@@ -705,8 +705,8 @@ def analyze(
         ``tooth_symmetry_cohort``, ``missing_by_fdi``, ``missing_patterns``,
         ``findings_prevalence``, ``tmj_prevalence`` (unknown TMJ wordings counted apart,
         never as findings) — each present when its input table has rows — and
-        ``qc`` and ``qc_summary`` (and ``qc_excluded``, ``qc_sensitivity`` under
-        ``qc="exclude"``), ``model_versions`` (:func:`model_versions`: the ``Version`` labels each endpoint's
+        ``qc``, ``qc_summary`` (and ``qc_excluded``, ``qc_sensitivity``,
+        ``qc_sensitivity_results`` under ``qc="exclude"``), ``model_versions`` (:func:`model_versions`: the ``Version`` labels each endpoint's
         rows carry), and the growth analysis of :func:`growth_by_group` (``growth_fixed``,
         ``growth_variance``, ``growth_models``, ``growth_bands``, ``growth_data``) when
         patients have more than one session. Also ``analysis_problems`` (``"collect"``,

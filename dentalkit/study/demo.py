@@ -174,6 +174,7 @@ def run_demo(
     width: str | float | None = None,
     formats: tuple[str, ...] = ("pdf", "png"),
     qc: str | None = None,
+    ai_errors: str = "off",
 ) -> dict[str, Path]:
     """Run the whole study on the embedded sandbox and print where everything is.
 
@@ -203,7 +204,11 @@ def run_demo(
         a changed service could, and the contract report shows each difference. Use a
         fresh ``out``: a folder's store and cache hold the answers of earlier runs.
     qc : {"flag", "exclude", "ignore"}, optional
-        The quality-control policy (default: the design's, ``"flag"``).
+        The quality-control policy (default: the design's, ``"exclude"``).
+    ai_errors : {"off", "realistic", "gross"}
+        The sandbox's AI error mode (docs/qc.md): answers with the errors an AI makes,
+        each recorded in the sandbox's truth, for the quality control to find. Use a fresh
+        ``out`` (a folder's store holds the answers of earlier runs).
 
     Returns
     -------
@@ -218,7 +223,7 @@ def run_demo(
     design = demo_design(patients, out, dpi, width=width, formats=formats)
     if qc is not None:
         design = design.with_(qc=qc)
-    with sandbox_service(out, port, echo, drift) as (sb, client):
+    with sandbox_service(out, port, echo, drift, ai_errors) as (sb, client):
         result = run(
             demo_manifest(sb, table),
             patients=table,

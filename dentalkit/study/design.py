@@ -27,7 +27,7 @@ prints the design it ran with (:meth:`Design.lines`). docs/study.md has a worked
     width = "single"            # every figure: "single" (85 mm), "double" (180 mm) or mm
 
     [qc]
-    policy = "flag"             # flag | exclude | ignore: the AI's answers that fail QC
+    policy = "exclude"          # exclude | flag | ignore: the AI's answers that fail QC
 
     [calibration]               # endpoint fallback: mm per pixel of images without their own
     ceph_lateral_points = 0.1
@@ -61,8 +61,10 @@ CORRECTION_NAMES = {
     "holm-sidak": "Holm–Šidák",
     "none": "none",
 }
-#: Quality-control policies (:func:`dentalkit.qc.apply`); a study's default is "flag".
-QC_POLICIES = ("flag", "exclude", "ignore")
+#: Quality-control policies (:func:`dentalkit.qc.apply`); a study's default is the first,
+#: "exclude" (issue 28: the flagged items are left out, listed, and the main results are
+#: given with and without them).
+QC_POLICIES = ("exclude", "flag", "ignore")
 #: What each policy does, in the report's words.
 QC_POLICY_WORDS = {
     "flag": "items that fail a check are flagged and listed, and stay in the analyses",
@@ -122,8 +124,9 @@ class Design:
         The report's first paragraph (default: one written from the cohort).
     qc : {"flag", "exclude", "ignore"}
         The pre-specified quality-control policy for the AI's answers (docs/qc.md):
-        ``"flag"`` (default) keeps every row and lists the flagged items, ``"exclude"``
-        leaves their rows out and adds the results without QC beside the main ones,
+        ``"exclude"`` (default) leaves the rows of flagged items out, lists each with its
+        reason and adds the results without QC beside the main ones, ``"flag"`` keeps
+        every row and lists the flagged items,
         ``"ignore"`` runs the checks without applying them.
     """
 
@@ -141,7 +144,7 @@ class Design:
     out: Path = Path("dentalkit-study")
     sensitivity: tuple[str, tuple[str, ...], int] | None = None
     intro: str | None = None
-    qc: str = "flag"
+    qc: str = "exclude"
 
     def __post_init__(self) -> None:
         if self.qc not in QC_POLICIES:

@@ -21,6 +21,7 @@ import pandas as pd
 
 from dentalkit._progress import bar
 from dentalkit.errors import DentalkitWarning, InputError
+from dentalkit.study._qc import drawn_without
 from dentalkit.study.calibration import Calibration, calibration_policy
 from dentalkit.study.groups import GROWTH_DATA_COLUMNS
 
@@ -59,6 +60,10 @@ class FigureSpec:
         Analysis tables it reads when they are present.
     width : str
         ``"single"`` (85 mm) or ``"double"`` (180 mm) column, as :func:`dentalkit.plot.figure`.
+    sources : tuple of str
+        The study tables its data come from (directly or through the analyses): when
+        ``qc="exclude"`` left rows of one out, its caption says so (``qc_outliers`` has
+        none: it draws every session checked, the flagged ones marked).
     """
 
     name: str
@@ -67,6 +72,7 @@ class FigureSpec:
     analyses: tuple[str, ...] = ()
     optional: tuple[str, ...] = ()
     width: str = "single"
+    sources: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -368,26 +374,62 @@ def _plan_qc_outliers(inputs: FigureInputs) -> Callable[[Any], Any] | None:
     return Draw(plot.qc_outliers, (rows,), {"view": "lateral"})
 
 
+_LM = ("landmarks",)
 #: The standard figure set, in the order :func:`make_figures` draws it.
 FIGURES: tuple[FigureSpec, ...] = (
-    FigureSpec("ceph_tracing", _plan_ceph_tracing, ("landmarks",), (), ("ceph_measures",)),
     FigureSpec(
-        "ceph_superimposition", _plan_ceph_superimposition, ("landmarks",), (), ("ceph_measures",)
+        "ceph_tracing", _plan_ceph_tracing, ("landmarks",), (), ("ceph_measures",), sources=_LM
     ),
-    FigureSpec("ceph_wiggle", _plan_ceph_wiggle, (), ("ceph_measures",), ("ceph_zscores",)),
-    FigureSpec("arch_forms", _plan_arch_forms, ("arch_points",), ("arch_fits",)),
-    FigureSpec("mean_arch_forms", _plan_mean_arch_forms, (), ("arch_mean_forms",)),
-    FigureSpec("tooth_map", _plan_tooth_map, ("teeth",), ("tooth_measures",), width="double"),
     FigureSpec(
-        "odontogram_missing", _plan_whole("missing_by_fdi", "odontogram"), (), ("missing_by_fdi",)
+        "ceph_superimposition",
+        _plan_ceph_superimposition,
+        ("landmarks",),
+        (),
+        ("ceph_measures",),
+        sources=_LM,
     ),
-    FigureSpec("finding_boxes", _plan_finding_boxes, ("findings",)),
-    FigureSpec("growth_by_class", _plan_growth_by_class, (), ("growth_data", "growth_bands")),
+    FigureSpec(
+        "ceph_wiggle", _plan_ceph_wiggle, (), ("ceph_measures",), ("ceph_zscores",), sources=_LM
+    ),
+    FigureSpec(
+        "arch_forms", _plan_arch_forms, ("arch_points",), ("arch_fits",), sources=("arch_points",)
+    ),
+    FigureSpec(
+        "mean_arch_forms",
+        _plan_mean_arch_forms,
+        (),
+        ("arch_mean_forms",),
+        sources=("arch_points", "landmarks"),
+    ),
+    FigureSpec(
+        "tooth_map",
+        _plan_tooth_map,
+        ("teeth",),
+        ("tooth_measures",),
+        width="double",
+        sources=("teeth",),
+    ),
+    FigureSpec(
+        "odontogram_missing",
+        _plan_whole("missing_by_fdi", "odontogram"),
+        (),
+        ("missing_by_fdi",),
+        sources=("teeth",),
+    ),
+    FigureSpec("finding_boxes", _plan_finding_boxes, ("findings",), sources=("findings",)),
+    FigureSpec(
+        "growth_by_class",
+        _plan_growth_by_class,
+        (),
+        ("growth_data", "growth_bands"),
+        sources=("landmarks", "arch_points"),
+    ),
     FigureSpec(
         "findings_prevalence",
         _plan_whole("findings_prevalence", "prevalence_bars", by="source"),
         (),
         ("findings_prevalence",),
+        sources=("findings",),
     ),
     # treatment length: estimates by class, the sensitivity curves (a run's own, not written
     # to analyses/) and predicted against observed durations (a patients-table column)
@@ -421,7 +463,10 @@ def make_figures(
     Walks ``figures`` (default :data:`FIGURES`) in order: a figure whose required
     inputs are missing, or whose plan finds nothing to show, is skipped; one that fails
     while drawing is logged and skipped, so it does not cost the others. The captions of
-    the figures drawn go to ``out/captions.md`` (:func:`write_captions`).
+    the figures drawn go to ``out/captions.md`` (:func:`write_captions`). After
+    ``qc="exclude"`` (``analyses`` holds ``qc_excluded``), the figures are drawn without
+    the excluded items, as the analyses were, and each caption whose data lost rows says
+    how many and where they are listed.
 
     Parameters
     ----------
@@ -472,10 +517,12 @@ def make_figures(
     out.mkdir(parents=True, exist_ok=True)
     written: dict[str, list[Path]] = {}
     captions: dict[str, str] = {}
+    tables, qc_notes = drawn_without(tables, analyses)
     inputs = FigureInputs(tables, analyses, mm_per_px, image_for)
     # Plan every figure first: the bar's total is what will be drawn (the declared set,
     # less the figures whose inputs are missing or whose plan finds nothing to show).
     todo: list[tuple[str, Callable[[Any], Any], str]] = []
+    notes: dict[str, str] = {}  # the caption's QC sentence of each figure
     for spec in figures:
         if any(tables.get(t) is None for t in spec.tables) or any(
             analyses.get(a) is None for a in spec.analyses
@@ -486,6 +533,9 @@ def make_figures(
             log.info("figure %s not drawn: its inputs have nothing to show", spec.name)
         else:
             todo.append((spec.name, fn, spec.width if width is None else width))
+            notes[spec.name] = " ".join(
+                dict.fromkeys(qc_notes[t] for t in spec.sources if t in qc_notes)
+            )
     todo += [(name, fn, "single" if width is None else width) for name, fn in (extra or {}).items()]
     counter = bar(len(todo), "figures", "fig", enabled=progress)
 
@@ -498,7 +548,7 @@ def make_figures(
                 text = fn.draw(ax) if isinstance(fn, Draw) else fn(ax)
                 written[name] = plot.savefig(fig, out / name, width=width, formats=formats, dpi=dpi)
                 if isinstance(fn, Draw):
-                    captions[name] = text
+                    captions[name] = " ".join(t for t in (text, notes.get(name)) if t)
                 plt.close(fig)
         except Exception as exc:  # one bad figure must not cost the others
             plt.close("all")

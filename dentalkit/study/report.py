@@ -248,7 +248,8 @@ def qc_section(analyses: Mapping[str, pd.DataFrame], design: Design | None) -> s
 
     Counts per check, the method each used and why, the pre-specified policy, the patients
     affected; under ``qc="exclude"`` every excluded item (up to :data:`QC_LISTED`, the rest
-    in ``qc_excluded``) and the main results with and without them (``qc_sensitivity``).
+    in ``qc_excluded``) and the main results with and without them (``qc_sensitivity``,
+    ``qc_sensitivity_results``).
     """
     checks, summary = analyses.get("qc"), analyses.get("qc_summary")
     if checks is None or summary is None or not len(checks):
@@ -296,6 +297,17 @@ def qc_section(analyses: Mapping[str, pd.DataFrame], design: Design | None) -> s
                 f"items.** Cohort means, one session per patient ({sens['method'].iloc[0]}; "
                 "unit: patient):\n\n" + _markdown(sens[cols])
             )
+        results = analyses.get("qc_sensitivity_results")
+        if results is not None and len(results):
+            cols = ["table", "item", "statistic", "n_without_qc", "estimate_without_qc",
+                    "p_without_qc", "n_with_qc", "estimate_with_qc", "p_with_qc"]  # fmt: skip
+            text += (
+                "\n\n**Sensitivity analysis: comparisons, growth rates, arch and tooth statistics "
+                f"with and without the excluded items** ({results['method'].iloc[0]}; n: patients; "
+                "p adjusted as in the main tables):\n\n" + _markdown(results[cols], floatfmt=".3g")
+            )
+        elif sens is None or not len(sens):  # the arms are the same
+            text += "\n\nSensitivity analysis: no excluded item touched the main results' rows."
     elif len(flagged):
         text += (
             f"\n\n**Flagged items** ({len(flagged)}; kept in the analyses under "

@@ -130,9 +130,14 @@ def _port_free(port: int) -> bool:
 
 @contextmanager
 def sandbox_service(
-    out: Path, port: int, echo: Callable[[str], None], drift: tuple[str, ...] = ()
+    out: Path,
+    port: int,
+    echo: Callable[[str], None],
+    drift: tuple[str, ...] = (),
+    ai_errors: str = "off",
 ) -> Iterator[tuple[Any, Any]]:
-    """The embedded sandbox on a loopback ``port`` and a client of it (cache in ``out``).
+    """The embedded sandbox on a loopback ``port`` and a client of it (cache in ``out``),
+    answering with the AI error mode ``ai_errors`` (docs/qc.md; ``"off"``: none).
 
     Yields ``(sandbox, client)``. The port is fixed by default so that a later run on the
     same ``out`` reuses its store and HTTP cache (both belong to one service address).
@@ -154,8 +159,10 @@ def sandbox_service(
             "one sandbox address, so use the same --port for later runs on that folder)"
         )
     out.mkdir(parents=True, exist_ok=True)
-    with running(port=port, drift=tuple(drift)) as sb:
+    with running(port=port, drift=tuple(drift), ai_errors=ai_errors) as sb:
         echo(f"sandbox at {sb.base_url} (sandbox key: {sb.api_key})")
+        if ai_errors != "off":
+            echo(f"AI error mode: {ai_errors} (every injected error is in the sandbox's truth)")
         if sb.config.drift:
             echo(
                 f"drift mode: the sandbox answers as a changed service ({', '.join(sb.config.drift)})"

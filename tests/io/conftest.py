@@ -128,6 +128,11 @@ def study(sandbox, tmp_path_factory):
     assert len(checked["qc_excluded"]) >= 1  # the moved session
     for name in ("qc", "qc_summary", "qc_excluded", "qc_sensitivity"):
         analysis[name] = checked[name]
+    # the comparisons and growth rates with and without the excluded session: the
+    # contract's cohort has no groups or second sessions for them, so one is built here
+    analysis["qc_sensitivity_results"] = checked.get("qc_sensitivity_results")
+    if analysis["qc_sensitivity_results"] is None:  # no comparison or growth model ran here
+        analysis["qc_sensitivity_results"] = _sensitivity_results()
     analysis["qc_landmarks"] = dk_qc.landmarks(lm, mm_per_px=0.1, errors="collect")[0]
     analysis["qc_teeth"] = dk_qc.teeth(contract["teeth"], errors="collect")[0]
     analysis["qc_arch_points"] = dk_qc.arch_points(contract["arch_points"], errors="collect")[0]
@@ -140,3 +145,27 @@ def study(sandbox, tmp_path_factory):
     analysis.update(growth)
     client.close()
     return contract, analysis
+
+
+def _sensitivity_results() -> pd.DataFrame:
+    """``qc_sensitivity_results`` (the comparisons) of a 10-patient, 2-session sandbox
+    cohort in two groups, one session's A point moved 40 mm (excluded by qc='exclude')."""
+    from dentalkit import convert
+    from dentalkit import study as dk_study
+    from tests.qc.qc_cohort import responses
+
+    ids = [f"QX-{i:02d}" for i in range(10)]
+    parts = []
+    for ts in ("2024-03-01", "2025-03-01"):
+        parts.append(convert.landmarks(responses("ceph_lateral_points", ids, ts=ts)[0]))
+    lm = pd.concat(parts, ignore_index=True)
+    hit = (lm["patient_id"] == ids[1]) & (lm["timestamp"] == "2024-03-01") & (lm["name"] == "A")
+    lm.loc[hit, "x"] += 400.0
+    found = dk_study.analyze(
+        {"landmarks": lm},
+        {"ceph_lateral_points": 0.1},
+        groups=pd.DataFrame({"patient_id": ids, "arm": ["a", "b"] * 5}),
+        design=dk_study.Design(analyses=("ceph", "ceph_compare")),
+        errors="collect",
+    )
+    return found["qc_sensitivity_results"]

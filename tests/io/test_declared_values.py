@@ -26,6 +26,7 @@ from dentalkit.io._dictionary import _declared_type, _lookup, load_catalogue
 from dentalkit.qc import _table as qc_table
 from dentalkit.stats import _compare
 from dentalkit.study import ANALYSIS_PROBLEM_PRODUCERS, CALIBRATION_LEVELS
+from dentalkit.study import _qc as study_qc
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -123,6 +124,7 @@ FROM_CONSTANTS = [
     ("qc_teeth", "source", TEETH_SOURCES),
     ("qc_findings", "source", FINDINGS_SOURCES),
     ("qc", "source", tuple(dict.fromkeys(TEETH_SOURCES + FINDINGS_SOURCES))),
+    ("qc_sensitivity_results", "table", tuple(r[0] for r in study_qc.RESULTS)),
     ("qc", "view", schemas.categories("landmarks", "view")),
 ]
 
@@ -150,6 +152,12 @@ def test_class_vocabularies_are_the_shipped_class_bands():
         ("growth_fixed", "statistic_name", "dentalkit/stats/_growth_fit.py", "statistic_name"),
         ("tmj_prevalence", "unit_of_analysis", "dentalkit/findings/_tmj.py", "unit_of_analysis"),
         ("qc_sensitivity", "unit_of_analysis", "dentalkit/study/_qc.py", "unit_of_analysis"),
+        (
+            "qc_sensitivity_results",
+            "unit_of_analysis",
+            "dentalkit/study/_qc.py",
+            "unit_of_analysis",
+        ),
         ("qc_landmarks", "unit", "dentalkit/qc/_landmarks.py", "unit"),
         ("qc", "unit", "dentalkit/qc/_landmarks.py", "unit"),
     ],
@@ -219,6 +227,7 @@ def test_every_vocabulary_is_checked_here_or_open_by_design():
         ("tle_calibration", "statistic"),
         ("tmj_prevalence", "unit_of_analysis"),
         ("qc_sensitivity", "unit_of_analysis"),
+        ("qc_sensitivity_results", "unit_of_analysis"),
         ("qc_landmarks", "unit"),
         ("qc", "unit"),
         *((t, "unit_of_analysis") for t in MISSING_TABLES),

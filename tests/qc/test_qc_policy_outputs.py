@@ -141,12 +141,32 @@ def test_the_benchmark_runs_in_smoke_mode():
         capture_output=True, text=True, timeout=600, cwd=ROOT,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
-    for part in ("1. landmarks", "2. teeth", "3. arch points", "4. bias", "5. speed"):
+    for part in ("1. landmarks", "2. teeth", "3. arch points", "4. bias", "6. oracle", "7. speed"):
         assert part in out.stdout
+    assert re.search(r"oracle at 5 % clean flagged: simulated\s+[\d.]+ %", out.stdout)
     assert re.search(r"qc.landmarks ÷ ceph.measure\s+\d", out.stdout)
     assert np.isfinite(
         float(re.search(r"flagged among the rest\s+([\d.]+) %", out.stdout).group(1))
     )
+
+
+def test_the_oracle_posterior_matches_a_simulation():
+    """The oracle's P(|e| ≤ 4 mm | |r| = ρ) (benchmarks/qc.py, a Rice likelihood of a
+    Rayleigh-plus-gross error) against the share found by simulating e and r directly."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.qc import _posterior_clean
+
+    sigma, tau, gross = 1.5, 1.0, 0.05
+    rng = np.random.default_rng(7)
+    n = 2_000_000
+    e = np.where(rng.random(n) < gross, rng.uniform(5, 30, n), rng.rayleigh(sigma, n))
+    a = rng.uniform(0, 2 * np.pi, n)
+    r = np.hypot(e * np.cos(a) + rng.normal(0, tau, n), e * np.sin(a) + rng.normal(0, tau, n))
+    grid, post = _posterior_clean(sigma, gross, tau)
+    for rho in (2.0, 4.0, 5.0, 6.5):
+        near = np.abs(r - rho) < 0.1
+        assert near.sum() > 1000  # binomial SE of the share at most 0.016
+        assert np.interp(rho, grid, post) == pytest.approx((e[near] <= 4).mean(), abs=0.05)
 
 
 def test_every_check_runs_on_the_demo_study_tables(demo_tables):

@@ -36,8 +36,9 @@ from dentalkit.study.run import NOT_WRITTEN
 #: A sandbox patient none of whose images has a finding (clinical photographs and
 #: panoramic findings both empty at both sessions: checked on its tables below).
 NO_FINDINGS = "DEMO-039"
-#: Tables the design's QC policy asks for only with qc='exclude' (the default flags).
-BY_POLICY = ("qc_excluded", "qc_sensitivity")
+#: Tables the design's QC policy makes only when qc='exclude' (the default) excluded rows
+#: (and qc_excluded under exclude only): not written, and not a table "not made".
+BY_POLICY = ("qc_excluded", "qc_sensitivity", "qc_sensitivity_results")
 #: The figures drawn from per-group and per-cohort summaries (those a small cohort can
 #: empty); the tracings and image figures draw one patient as well as many.
 SMALL_FIGURES = (

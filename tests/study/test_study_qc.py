@@ -1,5 +1,5 @@
 """Quality control in the study (issue 28, deliverable 3): the checks run on the tables the
-study built, the pre-specified policy (flag by default; exclude; ignore) from the design or
+study built, the pre-specified policy (exclude by default; flag; ignore) from the design or
 the keyword, every excluded item listed, the sensitivity analysis, the report section and
 the figure. The truth is hand-built: one session of a sandbox cohort with a landmark moved
 40 mm (a landmark on the wrong structure), the others as the sandbox answered them."""
@@ -45,9 +45,9 @@ def _ids(table: pd.DataFrame) -> set[str]:
     return set(table["patient_id"].astype(str))
 
 
-def test_the_design_holds_the_policy_flag_by_default(tmp_path):
-    assert study.Design().qc == "flag" and QC_POLICIES == ("flag", "exclude", "ignore")
-    with pytest.raises(InputError, match="qc='drop' is not one of flag, exclude, ignore"):
+def test_the_design_holds_the_policy_exclude_by_default(tmp_path):
+    assert study.Design().qc == "exclude" and QC_POLICIES == ("exclude", "flag", "ignore")
+    with pytest.raises(InputError, match="qc='drop' is not one of exclude, flag, ignore"):
         study.Design(qc="drop")
     path = tmp_path / "study.toml"
     path.write_text('[qc]\npolicy = "exclude"\n', encoding="utf-8")
@@ -136,7 +136,7 @@ def test_the_report_section_states_the_policy_counts_methods_and_every_excluded_
     assert "single-session rules" in text and "too few" in text
     assert "Excluded items** (1;" in text and BAD in text
     assert "Sensitivity analysis" in text and "mean_with_qc" in text
-    flagged = report.qc_section(runs["flag"], study.Design())
+    flagged = report.qc_section(runs["flag"], study.Design(qc="flag"))
     assert "qc = `flag`" in flagged and "Flagged items** (1;" in flagged and BAD in flagged
     assert "Sensitivity" not in flagged
     heads = [h for h, _ in report.sections({"landmarks": cohort}, runs["flag"], design=design)]
@@ -167,9 +167,13 @@ def test_the_demo_writes_the_qc_tables_and_the_report_section(demo_study):
     assert set(summary["check"].astype(str)) >= {"landmarks", "teeth", "arch_points"}
     lm = checks[checks["check"] == "landmarks"]
     assert (lm["method"] == "single-session rules").all()
-    assert not (out / "analyses" / "qc_excluded.parquet").exists()  # policy flag
+    # the default policy, exclude: the listing is written, with no row (nothing flagged),
+    # and there is nothing to compare with and without QC
+    assert len(pd.read_parquet(out / "analyses" / "qc_excluded.parquet")) == 0
+    assert not (out / "analyses" / "qc_sensitivity.parquet").exists()
+    assert not (out / "analyses" / "qc_sensitivity_results.parquet").exists()
     text = Path(out / "report.md").read_text(encoding="utf-8")
-    assert "## Quality control of the AI's answers" in text and "qc = `flag`" in text
+    assert "## Quality control of the AI's answers" in text and "qc = `exclude`" in text
     assert "0 of 3 patients" in text
     assert not (out / "figures" / "qc_outliers.png").exists()  # no cohort model
 
