@@ -160,6 +160,20 @@ def test_boxes_outside_the_image_and_duplicates():
     assert "intersection over union 0.96" in out["reason"].iloc[1]
 
 
+def test_a_box_with_a_missing_corner_is_left_to_the_analyses_not_flagged():
+    # a missing coordinate is a hole in the data, not a misplaced box: the analyses name its
+    # row and field as a problem; flagged, qc="exclude" would drop it with a wrong reason
+    # ("box with no area") before any analysis could name it
+    f = pd.DataFrame({
+        "patient_id": "P1", "timestamp": "t1", "source": "pano", "class_name": "caries",
+        "x0": [10.0, np.nan, 300.0], "y0": [10.0, 10.0, 10.0],
+        "x1": [60.0, 260.0, 300.0], "y1": [50.0, 50.0, 80.0],
+    })  # fmt: skip
+    out = qc.findings(f, image_sizes={"pano": (2800, 1400)})
+    assert out["flagged"].tolist() == [False, False, True]
+    assert out["failed_checks"].tolist() == [None, None, ["box"]]
+
+
 def test_sandbox_findings_pass_and_added_boxes_are_found():
     pids = [f"QTF-{i}" for i in range(60)]
     plain = qc.findings(
