@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -32,8 +31,13 @@ import pandas as pd
 import pyarrow as pa
 
 from dentalkit.endpoints import ENDPOINTS
-from dentalkit.errors import DentalkitWarning, InputError
-from dentalkit.fetch.store import RESPONSES_SCHEMA, _read_meta, _read_part
+from dentalkit.errors import InputError
+from dentalkit.fetch.store import (
+    RESPONSES_SCHEMA,
+    _first_copy_of_each_request,
+    _read_meta,
+    _read_part,
+)
 
 __all__ = ["DEFAULT_PART_ROWS", "read_responses_in_parts"]
 
@@ -68,19 +72,7 @@ def _keys(files: Sequence[Path], out: Path) -> pd.DataFrame:
     if not tables:
         return pd.DataFrame(columns=[*_ORDER, "fetched_at", "_file", "_row"])
     keys = pa.concat_tables(tables).to_pandas()
-    keys["endpoint"] = pd.Categorical(keys["endpoint"].astype("object"), categories=list(ENDPOINTS))
-    dup = keys["request_key"].duplicated(keep=False)
-    if dup.any():
-        keys = keys.sort_values("fetched_at", kind="stable")
-        keep = ~keys["request_key"].duplicated(keep="first")
-        dropped = int((~keep).sum())
-        keys = keys[keep]
-        warnings.warn(
-            f"{out}: {dropped} duplicate response row(s) (same request_key) were dropped; "
-            "the earliest received copy of each request was kept",
-            DentalkitWarning,
-            stacklevel=3,
-        )
+    keys = _first_copy_of_each_request(keys, out, stacklevel=4)
     return keys.sort_values(_ORDER, kind="stable").reset_index(drop=True)
 
 

@@ -700,21 +700,7 @@ def read_responses(out: str | os.PathLike[str], *, verify: bool = True) -> pd.Da
             raise DamagedFileError(
                 parts, "responses parts", f"{type(exc).__name__}: {exc}", _fix(out)
             ) from None
-    frame["endpoint"] = pd.Categorical(
-        frame["endpoint"].astype("object"), categories=list(ENDPOINTS)
-    )
-    dup = frame["request_key"].duplicated(keep=False)
-    if dup.any():
-        frame = frame.sort_values("fetched_at", kind="stable")
-        keep = ~frame["request_key"].duplicated(keep="first")
-        dropped = int((~keep).sum())
-        frame = frame[keep]
-        warnings.warn(
-            f"{out}: {dropped} duplicate response row(s) (same request_key) were dropped; "
-            "the earliest received copy of each request was kept",
-            DentalkitWarning,
-            stacklevel=2,
-        )
+    frame = _first_copy_of_each_request(frame, out, stacklevel=3)
     frame = frame.sort_values(
         ["patient_id", "timestamp", "endpoint", "request_key"], kind="stable"
     ).reset_index(drop=True)
@@ -789,3 +775,27 @@ def verify_store(out: str | os.PathLike[str], cache: Any = None) -> pd.DataFrame
     return pd.DataFrame(rows, columns=["file", "kind", "ok", "rows", "reason"]).astype(
         {"rows": "Int64"}
     )
+
+
+def _first_copy_of_each_request(frame: pd.DataFrame, out: Path, *, stacklevel: int) -> pd.DataFrame:
+    """Rows of the stored responses with ``endpoint`` as the registry's categorical and one
+    row per ``request_key`` (the earliest received copy; a warning counts the dropped ones).
+
+    Shared by :func:`read_responses` and ``fetch.parts`` (the keys of the pieces), so both
+    read a store with the same rule. ``stacklevel`` is the warning's, counted from here.
+    """
+    frame["endpoint"] = pd.Categorical(
+        frame["endpoint"].astype("object"), categories=list(ENDPOINTS)
+    )
+    if frame["request_key"].duplicated(keep=False).any():
+        frame = frame.sort_values("fetched_at", kind="stable")
+        keep = ~frame["request_key"].duplicated(keep="first")
+        dropped = int((~keep).sum())
+        frame = frame[keep]
+        warnings.warn(
+            f"{out}: {dropped} duplicate response row(s) (same request_key) were dropped; "
+            "the earliest received copy of each request was kept",
+            DentalkitWarning,
+            stacklevel=stacklevel,
+        )
+    return frame
