@@ -94,24 +94,20 @@ def demo_study(tmp_path_factory):
     import shutil
     from types import SimpleNamespace
 
-    from filelock import FileLock
     from typer.testing import CliRunner
 
     from dentalkit.cli import app
+    from tests.across_workers import shared_folder
 
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # the folder every worker of this run shares
-    shared = base / "demo-study-shared"
-    with FileLock(str(base / "demo-study-shared.lock")):
-        if not (shared / "result.json").is_file():
-            shared.mkdir(parents=True, exist_ok=True)
-            port = _free_port()
-            args = ["demo", "--patients", "3", "--out", str(shared / "demo"), "--port", port]
-            args += ["--no-progress", "--dpi", "300"]  # 600 dpi draws the same, more slowly
-            ran = CliRunner().invoke(app, args)
-            result = {"exit_code": ran.exit_code, "output": ran.output, "port": port}
-            (shared / "result.json").write_text(json.dumps(result), encoding="utf-8")
+    def build(folder):
+        port = _free_port()
+        args = ["demo", "--patients", "3", "--out", str(folder / "demo"), "--port", port]
+        args += ["--no-progress", "--dpi", "300"]  # 600 dpi draws the same, more slowly
+        ran = CliRunner().invoke(app, args)
+        result = {"exit_code": ran.exit_code, "output": ran.output, "port": port}
+        (folder / "result.json").write_text(json.dumps(result), encoding="utf-8")
+
+    shared = shared_folder(tmp_path_factory, "demo-study-shared", build)
     result = json.loads((shared / "result.json").read_text(encoding="utf-8"))
     out = tmp_path_factory.mktemp("demo-study") / "demo"
     if (shared / "demo").is_dir():
@@ -120,6 +116,50 @@ def demo_study(tmp_path_factory):
     args = ["demo", "--patients", "3", "--out", str(out), "--port", result.pop("port")]
     args += ["--no-progress", "--dpi", "300"]
     return out, args, SimpleNamespace(**result)
+
+
+@pytest.fixture(scope="session")
+def sandbox_store(request, tmp_path_factory):
+    """A responses store of a small sandbox cohort, fetched once per test run: (the store
+    folder, the base URL of the sandbox that answered).
+
+    6 patients (:data:`tests.helpers.STORE_PATIENTS`) × 2 sessions × the 8 endpoints of
+    :data:`tests.helpers.STORE_ENDPOINTS`, every request answered. Read by tests/io's study and by the
+    streaming tests of tests/study. The folder is shared by the run's workers: read it, or
+    copy it before adding to it (with the base URL given here: a store refuses another).
+    """
+    import json
+
+    import pandas as pd
+
+    from tests.across_workers import shared_folder
+    from tests.helpers import STORE_ENDPOINTS, STORE_PATIENTS, STORE_SESSIONS
+
+    def build(folder):
+        from dentalkit.fetch.client import Client
+        from dentalkit.fetch.cohort import fetch_cohort
+
+        sb = request.getfixturevalue("sandbox")  # started only by the worker that fetches
+        rows = [
+            {
+                "patient_id": pid,
+                "timestamp": ts,
+                "endpoint": name,
+                "image_url": f"https://images.example.org/{name}/{ts}.png",
+            }
+            for pid in STORE_PATIENTS
+            for ts in STORE_SESSIONS
+            for name in STORE_ENDPOINTS
+        ]
+        with Client(sb.base_url, api_key=sb.api_key, cache="memory") as client:
+            report = fetch_cohort(
+                pd.DataFrame(rows), out=folder / "store", client=client, progress=False
+            )
+        assert report.failed == 0, report.summary()
+        (folder / "base_url.json").write_text(json.dumps(sb.base_url), encoding="utf-8")
+
+    folder = shared_folder(tmp_path_factory, "sandbox-store", build)
+    return folder / "store", json.loads((folder / "base_url.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
