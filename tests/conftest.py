@@ -51,6 +51,31 @@ def _slow_files_first(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow_files)
 
 
+#: Test files run on one xdist worker together (one work unit of ``--dist loadfile``), by
+#: unit name: they read a session fixture that costs a minute of CPU and that another worker
+#: could not use (tests/reliability's ``reference``: the bodies hold links signed by the
+#: worker's own frozen sandbox, with its port). Handed out first, as slow files are.
+SAME_WORKER = {
+    "tests/reliability/test_rel_kills.py": "tests/reliability (reference run)",
+    "tests/reliability/test_rel_damage.py": "tests/reliability (reference run)",
+    "tests/reliability/test_rel_redis_restart.py": "tests/reliability (reference run)",
+}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadfile``, with the files of :data:`SAME_WORKER` as one work unit."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class _Scheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return SAME_WORKER.get(path, path)
+
+    return _Scheduling(config, log)
+
+
 @pytest.fixture(scope="session")
 def sandbox():
     """A noise-on sandbox shared by the whole session (do not change its faults)."""
