@@ -62,18 +62,27 @@ SAME_WORKER = {
 }
 
 
-def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """``--dist loadfile``, with the files of :data:`SAME_WORKER` as one work unit."""
-    if config.getoption("dist") != "loadfile":
-        return None
-    from xdist.scheduler import LoadFileScheduling
+class _SameWorkerScheduling:
+    """An xdist plugin (registered when xdist is there): ``--dist loadfile``, with the files
+    of :data:`SAME_WORKER` as one work unit."""
 
-    class _Scheduling(LoadFileScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return SAME_WORKER.get(path, path)
+    @staticmethod
+    def pytest_xdist_make_scheduler(config: pytest.Config, log):
+        if config.getoption("dist") != "loadfile":
+            return None
+        from xdist.scheduler import LoadFileScheduling
 
-    return _Scheduling(config, log)
+        class _Scheduling(LoadFileScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                path = nodeid.split("::", 1)[0]
+                return SAME_WORKER.get(path, path)
+
+        return _Scheduling(config, log)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):  # not with -p no:xdist
+        config.pluginmanager.register(_SameWorkerScheduling(), "dentalkit-same-worker")
 
 
 @pytest.fixture(scope="session")
