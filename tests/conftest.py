@@ -51,6 +51,40 @@ def _slow_files_first(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow_files)
 
 
+#: Test files run on one xdist worker together (one work unit of ``--dist loadfile``), by
+#: unit name: they read a session fixture that costs a minute of CPU and that another worker
+#: could not use (tests/reliability's ``reference``: the bodies hold links signed by the
+#: worker's own frozen sandbox, with its port). Handed out first, as slow files are.
+SAME_WORKER = {
+    "tests/reliability/test_rel_kills.py": "tests/reliability (reference run)",
+    "tests/reliability/test_rel_damage.py": "tests/reliability (reference run)",
+    "tests/reliability/test_rel_redis_restart.py": "tests/reliability (reference run)",
+}
+
+
+class _SameWorkerScheduling:
+    """An xdist plugin (registered when xdist is there): ``--dist loadfile``, with the files
+    of :data:`SAME_WORKER` as one work unit."""
+
+    @staticmethod
+    def pytest_xdist_make_scheduler(config: pytest.Config, log):
+        if config.getoption("dist") != "loadfile":
+            return None
+        from xdist.scheduler import LoadFileScheduling
+
+        class _Scheduling(LoadFileScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                path = nodeid.split("::", 1)[0]
+                return SAME_WORKER.get(path, path)
+
+        return _Scheduling(config, log)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):  # not with -p no:xdist
+        config.pluginmanager.register(_SameWorkerScheduling(), "dentalkit-same-worker")
+
+
 @pytest.fixture(scope="session")
 def sandbox():
     """A noise-on sandbox shared by the whole session (do not change its faults)."""
@@ -94,24 +128,20 @@ def demo_study(tmp_path_factory):
     import shutil
     from types import SimpleNamespace
 
-    from filelock import FileLock
     from typer.testing import CliRunner
 
     from dentalkit.cli import app
+    from tests.across_workers import shared_folder
 
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # the folder every worker of this run shares
-    shared = base / "demo-study-shared"
-    with FileLock(str(base / "demo-study-shared.lock")):
-        if not (shared / "result.json").is_file():
-            shared.mkdir(parents=True, exist_ok=True)
-            port = _free_port()
-            args = ["demo", "--patients", "3", "--out", str(shared / "demo"), "--port", port]
-            args += ["--no-progress", "--dpi", "300"]  # 600 dpi draws the same, more slowly
-            ran = CliRunner().invoke(app, args)
-            result = {"exit_code": ran.exit_code, "output": ran.output, "port": port}
-            (shared / "result.json").write_text(json.dumps(result), encoding="utf-8")
+    def build(folder):
+        port = _free_port()
+        args = ["demo", "--patients", "3", "--out", str(folder / "demo"), "--port", port]
+        args += ["--no-progress", "--dpi", "300"]  # 600 dpi draws the same, more slowly
+        ran = CliRunner().invoke(app, args)
+        result = {"exit_code": ran.exit_code, "output": ran.output, "port": port}
+        (folder / "result.json").write_text(json.dumps(result), encoding="utf-8")
+
+    shared = shared_folder(tmp_path_factory, "demo-study-shared", build)
     result = json.loads((shared / "result.json").read_text(encoding="utf-8"))
     out = tmp_path_factory.mktemp("demo-study") / "demo"
     if (shared / "demo").is_dir():
@@ -120,6 +150,50 @@ def demo_study(tmp_path_factory):
     args = ["demo", "--patients", "3", "--out", str(out), "--port", result.pop("port")]
     args += ["--no-progress", "--dpi", "300"]
     return out, args, SimpleNamespace(**result)
+
+
+@pytest.fixture(scope="session")
+def sandbox_store(request, tmp_path_factory):
+    """A responses store of a small sandbox cohort, fetched once per test run: (the store
+    folder, the base URL of the sandbox that answered).
+
+    6 patients (:data:`tests.helpers.STORE_PATIENTS`) × 2 sessions × the 8 endpoints of
+    :data:`tests.helpers.STORE_ENDPOINTS`, every request answered. Read by tests/io's study and by the
+    streaming tests of tests/study. The folder is shared by the run's workers: read it, or
+    copy it before adding to it (with the base URL given here: a store refuses another).
+    """
+    import json
+
+    import pandas as pd
+
+    from tests.across_workers import shared_folder
+    from tests.helpers import STORE_ENDPOINTS, STORE_PATIENTS, STORE_SESSIONS
+
+    def build(folder):
+        from dentalkit.fetch.client import Client
+        from dentalkit.fetch.cohort import fetch_cohort
+
+        sb = request.getfixturevalue("sandbox")  # started only by the worker that fetches
+        rows = [
+            {
+                "patient_id": pid,
+                "timestamp": ts,
+                "endpoint": name,
+                "image_url": f"https://images.example.org/{name}/{ts}.png",
+            }
+            for pid in STORE_PATIENTS
+            for ts in STORE_SESSIONS
+            for name in STORE_ENDPOINTS
+        ]
+        with Client(sb.base_url, api_key=sb.api_key, cache="memory") as client:
+            report = fetch_cohort(
+                pd.DataFrame(rows), out=folder / "store", client=client, progress=False
+            )
+        assert report.failed == 0, report.summary()
+        (folder / "base_url.json").write_text(json.dumps(sb.base_url), encoding="utf-8")
+
+    folder = shared_folder(tmp_path_factory, "sandbox-store", build)
+    return folder / "store", json.loads((folder / "base_url.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")

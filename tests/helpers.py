@@ -15,3 +15,19 @@ VALID_TLE_QUERY = {
     "p10": "1",
     "p11": "6.5",
 }
+
+#: The endpoints of the ``sandbox_store`` fixture (tests/conftest.py): every kind of answer
+#: the contract tables hold.
+STORE_ENDPOINTS = (
+    "ceph_lateral_points",
+    "occlusogram_upper_points",
+    "occlusogram_lower_points",
+    "pano_segmentation",
+    "clinical_images",
+    "panos_findings",
+    "classifier",
+    "tmj_xsectional",
+)
+#: The patients and sessions of the ``sandbox_store`` fixture.
+STORE_PATIENTS = tuple(f"IO{i:02d}" for i in range(6))
+STORE_SESSIONS = ("2024-03-05", "2025-03-05")

@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from dentalkit.arch import MODELS
 from dentalkit.arch._engine import _Problem
@@ -46,6 +47,7 @@ def test_the_loop_fits_the_same_residuals_as_the_batched_fit():
         np.testing.assert_allclose(jac(None, *p), J[:, 0, :].T, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.slow  # minutes under load: its file is handed out first (tests/conftest.py)
 def test_recovery_benchmark_smoke(capsys):
     spec = importlib.util.spec_from_file_location(
         "arch_recovery", BENCH.parent / "arch_recovery.py"

@@ -8,44 +8,29 @@ import pytest
 
 from dentalkit.io._dictionary import ANALYSIS_TABLES
 
-ENDPOINT_NAMES = (
-    "ceph_lateral_points",
-    "occlusogram_upper_points",
-    "occlusogram_lower_points",
-    "pano_segmentation",
-    "clinical_images",
-    "panos_findings",
-    "classifier",
-    "tmj_xsectional",
-)
-
 
 @pytest.fixture(scope="session")
-def study(sandbox, tmp_path_factory):
-    """(contract tables, analysis tables by their catalogue names)."""
+def study(sandbox_store, request, tmp_path_factory):
+    """(contract tables, analysis tables by their catalogue names), built once per test run
+    (the workers of ``pytest -n 2`` share it; see tests/across_workers.py)."""
+    from tests.across_workers import shared_value
+
+    return shared_value(
+        tmp_path_factory, "io-study", lambda: _study(sandbox_store[0], request, tmp_path_factory)
+    )
+
+
+def _study(store, request, tmp_path_factory):
     from dentalkit import arch, ceph, convert, findings, stats, teeth, tle
     from dentalkit import study as dk_study
     from dentalkit.contract import contract_report
+    from dentalkit.fetch import read_responses
     from dentalkit.fetch.client import Client
-    from dentalkit.fetch.cohort import Fetcher, fetch_cohort
+    from dentalkit.fetch.cohort import Fetcher
 
-    rows = [
-        {
-            "patient_id": f"IO{i:02d}",
-            "timestamp": ts,
-            "endpoint": name,
-            "image_url": f"https://images.example.org/{name}/{ts}.png",
-        }
-        for i in range(6)
-        for ts in ("2024-03-05", "2025-03-05")
-        for name in ENDPOINT_NAMES
-    ]
+    sandbox = request.getfixturevalue("sandbox")  # /tle: started only by the worker that builds
     client = Client(sandbox.base_url, api_key=sandbox.api_key, cache="memory")
-    report = fetch_cohort(
-        pd.DataFrame(rows), out=tmp_path_factory.mktemp("io-store"), client=client, progress=False
-    )
-    assert report.failed == 0
-    responses = report.responses()
+    responses = read_responses(store)
     contract = convert.tables(responses)
     contract.pop("problems")
 

@@ -24,17 +24,11 @@ from dentalkit import convert, io
 from dentalkit.contract import contract_report, contract_report_in_parts
 from dentalkit.fetch import read_responses, read_responses_in_parts
 from dentalkit.fetch.store import ResponseStore
+from tests.helpers import STORE_PATIENTS, STORE_SESSIONS
 
-N = 5
-ENDPOINTS = (
-    "ceph_lateral_points",
-    "occlusogram_upper_points",
-    "pano_segmentation",
-    "clinical_images",
-    "panos_findings",
-    "tmj_xsectional",
-)
-SESSIONS = ("2024-03-05", "2025-03-05")
+N = len(STORE_PATIENTS)  # 6 patients, 16 rows each (8 endpoints × 2 sessions)
+P = STORE_PATIENTS
+SESSIONS = STORE_SESSIONS
 
 
 def _bad_row(pid: str, ts: str, endpoint: str, body: str, n: int) -> dict:
@@ -65,25 +59,14 @@ def _meta(schema) -> dict:
 
 
 @pytest.fixture(scope="module")
-def store(sandbox, tmp_path_factory):
-    from dentalkit.fetch.client import Client
-    from dentalkit.fetch.cohort import fetch_cohort
+def store(sandbox_store, tmp_path_factory):
+    """A copy of the run's small sandbox store (tests/conftest.py), with hand-made bad
+    answers of four patients added: 16 or 17 rows per patient."""
+    import shutil
 
-    rows = [
-        {
-            "patient_id": f"S{i:02d}",
-            "timestamp": ts,
-            "endpoint": name,
-            "image_url": f"https://images.example.org/{name}/{i}/{ts}.png",
-        }
-        for i in range(N)
-        for ts in SESSIONS
-        for name in ENDPOINTS
-    ]
-    out = tmp_path_factory.mktemp("stream-store")
-    client = Client(sandbox.base_url, api_key=sandbox.api_key, cache="memory")
-    report = fetch_cohort(pd.DataFrame(rows), out=out, client=client, progress=False)
-    assert report.failed == 0
+    shared, base_url = sandbox_store
+    out = tmp_path_factory.mktemp("stream-store") / "store"
+    shutil.copytree(shared, out)
     lateral = json.dumps(
         {
             "ImageName": "x.png",
@@ -95,12 +78,12 @@ def store(sandbox, tmp_path_factory):
     )
     tmj = json.dumps({"ImageName": "t.png", "Results": {"Finding": "Something odd here."}})
     bad = [
-        _bad_row("S01", SESSIONS[0], "ceph_lateral_points", "{not json", 0),
-        _bad_row("S02", SESSIONS[1], "ceph_lateral_points", lateral, 1),
-        _bad_row("S03", SESSIONS[0], "tmj_xsectional", tmj, 2),
-        _bad_row("S04", SESSIONS[1], "tmj_xsectional", tmj, 3),
+        _bad_row(P[1], SESSIONS[0], "ceph_lateral_points", "{not json", 0),
+        _bad_row(P[2], SESSIONS[1], "ceph_lateral_points", lateral, 1),
+        _bad_row(P[3], SESSIONS[0], "tmj_xsectional", tmj, 2),
+        _bad_row(P[4], SESSIONS[1], "tmj_xsectional", tmj, 3),
     ]
-    with ResponseStore(out, sandbox.base_url) as st:
+    with ResponseStore(out, base_url) as st:
         st.append(bad)
     return out
 
@@ -108,9 +91,10 @@ def store(sandbox, tmp_path_factory):
 def test_the_pieces_are_the_whole_table_cut_between_patients(store):
     whole = read_responses(store)
     pieces = list(read_responses_in_parts(store, rows=13))
-    assert len(pieces) == N  # 12 or 13 rows per patient: one patient per piece
+    assert len(pieces) == N  # 16 or 17 rows per patient: one patient per piece
     for piece in pieces:
-        assert len(piece) <= 13 or len(set(piece["patient_id"])) == 1
+        assert len(set(piece["patient_id"])) == 1
+    assert [len(p) for p in read_responses_in_parts(store, rows=34)] == [33, 34, 33]  # pairs
     ids = [set(p["patient_id"]) for p in pieces]
     assert all(not (a & b) for i, a in enumerate(ids) for b in ids[i + 1 :])  # never split
     pd.testing.assert_frame_equal(pd.concat(pieces, ignore_index=True), whole)
@@ -120,7 +104,7 @@ def test_the_pieces_are_the_whole_table_cut_between_patients(store):
     assert keys["request_key"].tolist() == whole["request_key"].tolist()
 
 
-@pytest.mark.parametrize("rows", [13, 30])
+@pytest.mark.parametrize("rows", [13, 34])  # pieces of one patient, of two
 def test_streamed_tables_equal_the_tables_of_the_whole_responses(store, tmp_path, rows):
     whole = read_responses(store)
     old = convert.tables(whole, errors="collect")
@@ -130,7 +114,7 @@ def test_streamed_tables_equal_the_tables_of_the_whole_responses(store, tmp_path
     assert sorted(written) == sorted(old)
     # the hand-made answers made problems in several pieces, named by whole-table rows
     problems = old["problems"]
-    assert set(problems["patient_id"].astype(str)) == {"S01", "S02", "S03"}  # S04: one TMJ row
+    assert set(problems["patient_id"].astype(str)) == set(P[1:4])  # P[4]: one TMJ row
     assert set(problems["endpoint"].dropna().astype(str)) >= {
         "ceph_lateral_points",
         "tmj_xsectional",
@@ -177,15 +161,18 @@ def test_a_streamed_study_writes_what_the_whole_table_gave(sandbox, tmp_path):
     from dentalkit.study.demo import demo_manifest, demo_patients, sandbox_calibration
     from dentalkit.study.run import NOT_WRITTEN
 
-    patients = demo_patients(4)  # with the /tle parameters: treatment length is estimated
-    design = Design(out=tmp_path / "study", figures=("mean_arch_forms",)).with_(
-        mm_per_px=sandbox_calibration()
-    )
+    # 3 patients with the /tle parameters (treatment length is estimated and summarised);
+    # the analyses that read the responses table besides the tables (findings, /tle) and
+    # one per kind of table; no figures (they read what is compared here)
+    patients = demo_patients(3)
+    design = Design(
+        out=tmp_path / "study", analyses=("ceph", "teeth", "findings", "tmj", "tle"), figures=()
+    ).with_(mm_per_px=sandbox_calibration())
     client = Client(sandbox.base_url, api_key=sandbox.api_key, cache="memory")
     result = run(demo_manifest(sandbox, patients), patients=patients, design=design, client=client)
     out = result.paths["store"]
     whole = read_responses(out)
-    assert (whole["endpoint"].astype(str) == "tle").sum() == 4
+    assert (whole["endpoint"].astype(str) == "tle").sum() == 3
     own = read_calibration(out) if (out / "calibration.parquet").exists() else None
     old = convert.tables(whole, errors="collect", calibration=own)
     io.write_tables(old, tmp_path / "old")
