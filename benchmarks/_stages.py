@@ -28,8 +28,6 @@ def _peak_mb() -> float:
 def _streamed(stage: str, out: Path, folder: Path, design) -> None:
     import pandas as pd
 
-    from dentalkit import io
-
     study_run = importlib.import_module("dentalkit.study.run")  # the module, not run()
     from dentalkit.study.calibration import calibration_policy
 
@@ -40,7 +38,7 @@ def _streamed(stage: str, out: Path, folder: Path, design) -> None:
         study_run._contract(out, quiet)
     elif stage == "analyses":
         patients = pd.read_csv(folder / "patients.csv", dtype={"patient_id": str})
-        tables = io.read_tables(out / "tables")
+        tables = study_run._analysis_tables(out / "tables")
         calibration = calibration_policy(design.mm_per_px, tables)
         responses = study_run._analysis_responses(out)
         study_run._analyses(tables, responses, patients, calibration, design, out, quiet)
@@ -102,7 +100,7 @@ def run_stage(stage: str, folder: Path, whole: bool = False) -> dict:
     elif stage == "report":
         from dentalkit.study.report import sections, write_report
 
-        tables = io.read_tables(out / "tables")
+        tables = io.read_tables(out / "tables", geometry=False)  # counts, keys, flags
         analyses = read_analyses(out / "analyses")
         contract = pd.read_parquet(out / "contract.parquet")
         figures = {p.stem: [p] for p in sorted((out / "figures").glob("*.pdf"))}

@@ -59,21 +59,72 @@ def measure_scaled(
     has = scaled["mm_per_px"].notna().to_numpy(dtype=bool)
     if has.all() or not has.any():
         return measure(scaled, mm_per_px="mm_per_px" if has.any() else None, errors="collect")
+    parts = [
+        (np.flatnonzero(mask), {"mm_per_px": scale})
+        for mask, scale in ((has, "mm_per_px"), (~has, None))
+    ]
+    return _measure_parts(measure, scaled, parts, errors="collect")
+
+
+def _measure_parts(
+    measure: Callable[..., tuple[pd.DataFrame, pd.DataFrame]],
+    table: pd.DataFrame,
+    parts: Sequence[tuple[np.ndarray, Mapping[str, Any]]],
+    **options: Any,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``measure`` on each part of ``table`` (its positions, its own options): the results
+    one after the other, and their problems with ``row`` as the position in ``table``."""
     results, problems = [], []
-    for mask, scale in ((has, "mm_per_px"), (~has, None)):
-        rows = np.flatnonzero(mask)
-        result, found = measure(
-            scaled.iloc[rows].reset_index(drop=True), mm_per_px=scale, errors="collect"
-        )
+    for rows, own in parts:
+        result, found = measure(table.iloc[rows].reset_index(drop=True), **own, **options)
         results.append(result)
         if len(found):
             found = problems_frame(found)
             found["row"] = in_whole(found["row"], rows)
             problems.append(found)
     out = concat_parts(results)
-    if not problems:
-        return out, empty_problems()
-    return out, pd.concat(problems, ignore_index=True)
+    return out, (pd.concat(problems, ignore_index=True) if problems else empty_problems())
+
+
+#: Patients per batch of :func:`by_patients` (about 160 tooth outlines each: 80,000 rows).
+BATCH_PATIENTS = 500
+
+
+def by_patients(
+    measure: Callable[..., tuple[pd.DataFrame, pd.DataFrame]], patients: int | None = None
+) -> Callable[..., tuple[pd.DataFrame, pd.DataFrame]]:
+    """``measure`` run on batches of ``patients`` whole patients, joined in the table's order.
+
+    For measures that look at one patient's rows at a time (each tooth outline within its
+    image: :func:`dentalkit.teeth.measure`), so that their temporaries (coordinate arrays,
+    rotated rectangles of every outline) hold one batch instead of the cohort: the
+    results are the same rows with the same values and dtypes as one call on the whole
+    table; the problem rows are the same, each batch's after the previous one's, with
+    ``row`` as the position in the whole table.
+
+    Parameters
+    ----------
+    measure : callable
+        ``measure(table, **options)`` → ``(result, problems)``: one result row per table
+        row, in table order (``errors="collect"``).
+    patients : int, optional
+        Patients per batch (default :data:`BATCH_PATIENTS`, read at each call).
+    """
+
+    def batched(table: pd.DataFrame, **options: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+        size = BATCH_PATIENTS if patients is None else patients
+        codes, _ = pd.factorize(table["patient_id"], use_na_sentinel=False)
+        if len(codes) == 0 or codes.max() < size:
+            return measure(table, **options)
+        batch = codes // size
+        where = [np.flatnonzero(batch == b) for b in range(int(batch.max()) + 1)]
+        out, problems = _measure_parts(measure, table, [(rows, {}) for rows in where], **options)
+        positions = np.concatenate(where)
+        if (np.diff(positions) < 0).any():  # a patient's rows apart: back to table order
+            out = out.iloc[np.argsort(positions, kind="stable")].reset_index(drop=True)
+        return out, problems
+
+    return batched
 
 
 def arch_scale(table: pd.DataFrame, calibration: Calibration) -> pd.DataFrame | None:

@@ -39,6 +39,7 @@ from dentalkit.study._not_run import (
 )
 from dentalkit.study._parts import (
     arch_scale,
+    by_patients,
     fit_arches,
     mean_forms,
     measure_arches,
@@ -388,7 +389,7 @@ def _run_teeth(inputs: AnalysisInputs) -> dict[str, pd.DataFrame]:
     from dentalkit import teeth
 
     table = inputs.tables["teeth"]
-    measured, problems = measure_scaled(teeth.measure, table, inputs.calibration)
+    measured, problems = measure_scaled(by_patients(teeth.measure), table, inputs.calibration)
     inputs.problems.add("teeth.measure", problems)
     miss = teeth.missing(table)
     return {
