@@ -291,6 +291,12 @@ def _geometries(path: Path, column: str) -> np.ndarray:
     return out
 
 
+def _known_table(name: str, what: str) -> None:
+    """Raise :class:`InputError` when ``name`` is not a declared table, listing them after ``what``."""
+    if name not in schemas.SCHEMAS:
+        raise InputError(f"unknown table {name!r}; {what}: {', '.join(schemas.SCHEMAS)}")
+
+
 def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | os.PathLike) -> dict[str, Path]:
     """Write dentalkit tables to ``out_dir/<name>.parquet`` (teeth as GeoParquet 1.1).
 
@@ -307,11 +313,7 @@ def write_tables(tables: Mapping[str, pd.DataFrame], out_dir: str | os.PathLike)
     """
     out = Path(out_dir)
     for name, df in tables.items():
-        if name not in schemas.SCHEMAS:
-            raise InputError(
-                f"unknown table {name!r}; write_tables writes dentalkit tables: "
-                f"{', '.join(schemas.SCHEMAS)}"
-            )
+        _known_table(name, "write_tables writes dentalkit tables")
         schemas.check(df, name)
     written = {}
     for name, df in tables.items():
@@ -359,11 +361,7 @@ def write_tables_in_parts(
     try:
         for piece in parts:
             for name, df in piece.items():
-                if name not in schemas.SCHEMAS:
-                    raise InputError(
-                        f"unknown table {name!r}; write_tables_in_parts writes dentalkit "
-                        f"tables: {', '.join(schemas.SCHEMAS)}"
-                    )
+                _known_table(name, "write_tables_in_parts writes dentalkit tables")
                 schemas.check(df, name)
                 if name not in writers:
                     writers[name] = _PieceWriter(name, out)
@@ -459,8 +457,7 @@ def read_tables(
     result = {}
     for name in wanted:
         path = folder / f"{name}.parquet"
-        if name not in schemas.SCHEMAS:
-            raise InputError(f"unknown table {name!r}; tables are {', '.join(schemas.SCHEMAS)}")
+        _known_table(name, "tables are")
         if not path.exists():
             raise InputError(f"{path} does not exist; write it with dentalkit.io.write_tables")
         if name == "teeth" and geometry:

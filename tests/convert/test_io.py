@@ -182,8 +182,15 @@ def test_writes_are_atomic(tables, tmp_path, monkeypatch):
 
 
 def test_io_refuses_what_it_cannot_write_or_read(tables, tmp_path):
-    with pytest.raises(InputError, match="unknown table"):
+    with pytest.raises(
+        InputError, match=r"unknown table 'measurements'; write_tables writes .*tmj"
+    ):
         io.write_tables({"measurements": tables["tmj"]}, tmp_path)
+    pieces = [{"measurements": tables["tmj"]}]
+    with pytest.raises(InputError, match="unknown table 'measurements'; write_tables_in_parts"):
+        io.write_tables_in_parts(pieces, tmp_path / "parts")
+    with pytest.raises(InputError, match=r"unknown table 'measurements'; tables are: .*tmj"):
+        io.read_tables(tmp_path, ["measurements"])
     broken = tables["tmj"].drop(columns="has_finding")
     with pytest.raises(InputError, match="columns"):
         io.write_tables({"tmj": broken}, tmp_path)
