@@ -30,13 +30,14 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from dentalkit.endpoints import ENDPOINTS
 from dentalkit.errors import InputError
 from dentalkit.fetch.store import (
+    _ORDER,
     RESPONSES_SCHEMA,
     _first_copy_of_each_request,
-    _read_meta,
     _read_part,
+    _registry_endpoints,
+    _store_files,
 )
 
 __all__ = ["DEFAULT_PART_ROWS", "read_responses_in_parts"]
@@ -44,17 +45,6 @@ __all__ = ["DEFAULT_PART_ROWS", "read_responses_in_parts"]
 #: Rows of a piece by default: ~800 patients of a study like the demo's (25 requests each),
 #: about 90 MB of JSON text.
 DEFAULT_PART_ROWS = 20_000
-#: The columns that fix the order (and the de-duplication) of the responses table.
-_ORDER = ["patient_id", "timestamp", "endpoint", "request_key"]
-
-
-def _files(out: Path) -> tuple[list[Path], dict]:
-    if not (out / "_dentalkit.json").exists():
-        raise InputError(
-            f"{out} is not a dentalkit responses store (no _dentalkit.json); fetch into it first"
-        )
-    meta = _read_meta(out / "_dentalkit.json")
-    return sorted((out / "responses").glob("part-*.parquet")), meta
 
 
 def _keys(files: Sequence[Path], out: Path) -> pd.DataFrame:
@@ -137,7 +127,7 @@ def read_responses_in_parts(
             f"unknown responses column(s) {unknown}; columns are {', '.join(RESPONSES_SCHEMA.names)}"
         )
     out = Path(out)
-    files, meta = _files(out)
+    files, meta = _store_files(out)
     keys = _keys(files, out)
     file_of, row_of = keys["_file"].to_numpy(), keys["_row"].to_numpy()
     bounds = _bounds(keys["patient_id"], rows)
@@ -168,7 +158,5 @@ def _piece(
         frame = table.to_pandas()
         del table, pieces
     if "endpoint" in frame:
-        frame["endpoint"] = pd.Categorical(
-            frame["endpoint"].astype("object"), categories=list(ENDPOINTS)
-        )
+        frame["endpoint"] = _registry_endpoints(frame["endpoint"])
     return frame

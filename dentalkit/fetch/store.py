@@ -683,12 +683,7 @@ def read_responses(out: str | os.PathLike[str], *, verify: bool = True) -> pd.Da
     """
     out = Path(out)
     parts = out / _PARTS
-    if not (out / _META).exists():
-        raise InputError(
-            f"{out} is not a dentalkit responses store (no {_META}); fetch into it first"
-        )
-    meta = _read_meta(out / _META)
-    files = sorted(parts.glob("part-*.parquet"))
+    files, meta = _store_files(out)
     if not files:
         frame = _empty(RESPONSES_SCHEMA)
     else:
@@ -701,9 +696,7 @@ def read_responses(out: str | os.PathLike[str], *, verify: bool = True) -> pd.Da
                 parts, "responses parts", f"{type(exc).__name__}: {exc}", _fix(out)
             ) from None
     frame = _first_copy_of_each_request(frame, out, stacklevel=3)
-    frame = frame.sort_values(
-        ["patient_id", "timestamp", "endpoint", "request_key"], kind="stable"
-    ).reset_index(drop=True)
+    frame = frame.sort_values(_ORDER, kind="stable").reset_index(drop=True)
     # the format the fetch read the timestamps with: convert.tables parses with it too
     frame.attrs["timestamp_format"] = meta.get("timestamp_format")
     return frame
@@ -777,6 +770,24 @@ def verify_store(out: str | os.PathLike[str], cache: Any = None) -> pd.DataFrame
     )
 
 
+#: The columns that order the responses table (and its pieces: ``fetch.parts``).
+_ORDER = ["patient_id", "timestamp", "endpoint", "request_key"]
+
+
+def _store_files(out: Path) -> tuple[list[Path], dict]:
+    """The stored part files of the store ``out``, in name order, and its marker's metadata."""
+    if not (out / _META).exists():
+        raise InputError(
+            f"{out} is not a dentalkit responses store (no {_META}); fetch into it first"
+        )
+    return sorted((out / _PARTS).glob("part-*.parquet")), _read_meta(out / _META)
+
+
+def _registry_endpoints(endpoint: pd.Series) -> pd.Categorical:
+    """``endpoint`` as a categorical over every name of the endpoint registry."""
+    return pd.Categorical(endpoint.astype("object"), categories=list(ENDPOINTS))
+
+
 def _first_copy_of_each_request(frame: pd.DataFrame, out: Path, *, stacklevel: int) -> pd.DataFrame:
     """Rows of the stored responses with ``endpoint`` as the registry's categorical and one
     row per ``request_key`` (the earliest received copy; a warning counts the dropped ones).
@@ -784,9 +795,7 @@ def _first_copy_of_each_request(frame: pd.DataFrame, out: Path, *, stacklevel: i
     Shared by :func:`read_responses` and ``fetch.parts`` (the keys of the pieces), so both
     read a store with the same rule. ``stacklevel`` is the warning's, counted from here.
     """
-    frame["endpoint"] = pd.Categorical(
-        frame["endpoint"].astype("object"), categories=list(ENDPOINTS)
-    )
+    frame["endpoint"] = _registry_endpoints(frame["endpoint"])
     if frame["request_key"].duplicated(keep=False).any():
         frame = frame.sort_values("fetched_at", kind="stable")
         keep = ~frame["request_key"].duplicated(keep="first")
