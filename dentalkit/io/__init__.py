@@ -254,13 +254,14 @@ def read_geoparquet(path: str | os.PathLike) -> pd.DataFrame:
     with the columns of the ``teeth`` table comes back with exactly its dtypes.
     """
     path = Path(path)
-    raw = (pq.read_schema(path).metadata or {}).get(b"geo")
+    schema = pq.read_schema(path)
+    raw = (schema.metadata or {}).get(b"geo")
     if raw is None:
         raise InputError(f"{path} has no 'geo' metadata: it is not a GeoParquet file")
     geo = json.loads(raw)
     primary = geo["primary_column"]
     covering = geo["columns"][primary].get("covering", {}).get("bbox", {})
-    names = pq.read_schema(path).names
+    names = schema.names
     skip = {spec[0] for spec in covering.values()} | {primary}
     df = _read_keyed(path, [n for n in names if n not in skip]).to_pandas()
     at = [n for n in names if n not in skip or n == primary].index(primary)
