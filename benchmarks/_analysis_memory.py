@@ -63,7 +63,6 @@ class Step:
 def main(folder: Path) -> None:
     import pandas as pd
 
-    from dentalkit import io
     from dentalkit.study import analyses as module
     from dentalkit.study import read_design
     from dentalkit.study.calibration import calibration_policy
@@ -85,9 +84,8 @@ def main(folder: Path) -> None:
     out = out if out.is_absolute() else folder / out
     with Step("imports and design"):
         patients = pd.read_csv(folder / "patients.csv", dtype={"patient_id": str})
-    reader = getattr(study_run, "_analysis_tables", None)
     with Step("read tables"):
-        tables = reader(out / "tables") if reader else io.read_tables(out / "tables")
+        tables = study_run._analysis_tables(out / "tables")
     with Step("responses"):
         responses = study_run._analysis_responses(out)
     calibration = calibration_policy(design.mm_per_px, tables)

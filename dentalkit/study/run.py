@@ -221,16 +221,12 @@ def _sensitivity(
     return curves
 
 
-def _parts(out: Path, counted: list[int] | None = None) -> Iterator[pd.DataFrame]:
+def _parts(out: Path) -> Iterator[pd.DataFrame]:
     """The responses of the store ``out`` in pieces of whole patients, never all the bodies
-    at once (:func:`dentalkit.fetch.read_responses_in_parts`); ``counted`` (one number)
-    adds up their rows."""
+    at once (:func:`dentalkit.fetch.read_responses_in_parts`)."""
     from dentalkit.fetch.parts import read_responses_in_parts
 
-    for piece in read_responses_in_parts(out):
-        if counted is not None:
-            counted[0] += len(piece)
-        yield piece
+    return read_responses_in_parts(out)
 
 
 def _tables(out: Path, echo: Callable, progress: bool) -> dict[str, int]:
@@ -247,11 +243,13 @@ def _tables(out: Path, echo: Callable, progress: bool) -> dict[str, int]:
     step = Stage("tables", echo, "converting the responses, a few hundred patients at a time")
     # the images' own scales (the manifest's mm_per_px, DICOM spacing) the fetch stored
     own = read_calibration(out) if (out / "calibration.parquet").exists() else None
-    counted = [0]
+    counted = 0
     counter = bar(None, "tables", "response", enabled=progress)
 
     def pieces() -> Iterator[pd.DataFrame]:
-        for piece in _parts(out, counted):
+        nonlocal counted
+        for piece in _parts(out):
+            counted += len(piece)
             yield piece
             counter.update(len(piece))
 
@@ -262,7 +260,7 @@ def _tables(out: Path, echo: Callable, progress: bool) -> dict[str, int]:
         counter.close()
     rows = {name: pq.read_metadata(path).num_rows for name, path in written.items()}
     step.done(
-        f"{counted[0]} responses: "
+        f"{counted} responses: "
         + ", ".join(f"{name} {n}" for name, n in rows.items() if name != "problems")
         + f"; problems {rows.get('problems', 0)} (in {out / 'tables'})"
     )
@@ -303,8 +301,9 @@ def _analysis_responses(out: Path) -> pd.DataFrame:
     kept = []
     for piece in _parts(out):
         endpoint = piece["endpoint"].astype(object)
-        piece = piece[endpoint.isin([*findings, TLE_ENDPOINT]).to_numpy()]
-        is_finding = piece["endpoint"].astype(object).isin(findings).to_numpy()
+        keep = endpoint.isin([*findings, TLE_ENDPOINT]).to_numpy()
+        piece = piece[keep]
+        is_finding = endpoint[keep].isin(findings).to_numpy()
         bodies = piece["body"].to_numpy(object)
         names = [_image_name(b) if f else None for b, f in zip(bodies, is_finding, strict=True)]
         piece = piece.assign(image_name=pd.array(names, dtype=object))
