@@ -103,14 +103,6 @@ def exact_sandbox():
         yield sb
 
 
-def _free_port() -> str:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return str(s.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def demo_study(tmp_path_factory):
     """``dentalkit demo`` run once (3 patients): (output folder, its CLI args, the result).
@@ -132,9 +124,10 @@ def demo_study(tmp_path_factory):
 
     from dentalkit.cli import app
     from tests.across_workers import shared_folder
+    from tests.distributed.realservers import free_port
 
     def build(folder):
-        port = _free_port()
+        port = str(free_port())
         args = ["demo", "--patients", "3", "--out", str(folder / "demo"), "--port", port]
         args += ["--no-progress", "--dpi", "300"]  # 600 dpi draws the same, more slowly
         ran = CliRunner().invoke(app, args)
